@@ -1,0 +1,3 @@
+from hephaestus.cli import main
+
+main()

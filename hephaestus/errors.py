@@ -1,0 +1,29 @@
+"""The one error root. The CLI catches HephaestusError once and maps it to an exit code."""
+
+from __future__ import annotations
+
+
+class HephaestusError(Exception):
+    """Anything a user can act on. The message says what and where."""
+
+    exit_code = 1
+
+
+class InputError(HephaestusError):
+    """Bad input (a definition, a schema snapshot, a connector file): names file and field."""
+
+    def __init__(self, file: str, message: str, field: str = "", line: int | None = None):
+        self.file = file
+        self.field = field
+        self.line = line
+        where = file if line is None else f"{file}:{line}"
+        at = f" at {field}" if field else ""
+        super().__init__(f"{where}{at}: {message}")
+
+
+class InputErrors(HephaestusError):
+    """Several input errors found in one validation pass, reported together."""
+
+    def __init__(self, errors: list[InputError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))

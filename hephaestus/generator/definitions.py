@@ -1,0 +1,178 @@
+"""Load and validate definitions/*.yaml into frozen Definitions (edge: reads files)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from hephaestus.errors import InputError, InputErrors
+from hephaestus.generator import debezium
+from hephaestus.generator.model import (
+    Converter,
+    Definition,
+    Pipeline,
+    SinkSpec,
+    SourceSpec,
+    TableRef,
+    TenantFilter,
+)
+from hephaestus.generator.yamlsrc import YamlDoc, format_path, load_yaml
+
+
+@lru_cache(maxsize=1)
+def definitions_schema() -> dict[str, Any]:
+    """The JSON Schema shipped in the package (also written to schemas/ for editors)."""
+    text = resources.files("hephaestus.generator").joinpath("definitions.schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def load_definitions(directory: Path) -> list[Definition]:
+    """Every *.yaml / *.yml in `directory`, all validated; all errors reported together."""
+    files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+    if not files:
+        raise InputError(str(directory), "no definitions (*.yaml) found")
+    defs: list[Definition] = []
+    errors: list[InputError] = []
+    for path in files:
+        try:
+            defs.append(parse_definition(load_yaml(path)))
+        except InputErrors as many:
+            errors.extend(many.errors)
+        except InputError as one:
+            errors.append(one)
+    if errors:
+        raise InputErrors(errors)
+    return defs
+
+
+def parse_definition(doc: YamlDoc) -> Definition:
+    """Schema-check one parsed file, then build the Definition."""
+    schema_errors = [_schema_error(doc, e) for e in _validator().iter_errors(doc.data)]
+    if schema_errors:
+        raise InputErrors(sorted(schema_errors, key=lambda e: (e.line or 0, e.field)))
+    definition = _build(doc)
+    problems = debezium.check_definition(definition)
+    if problems:
+        raise InputErrors([InputError(doc.file, msg, field=f, line=_line(doc, f)) for f, msg in problems])
+    return definition
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(definitions_schema())
+    validator: jsonschema.protocols.Validator = cls(definitions_schema())
+    return validator
+
+
+def _schema_error(doc: YamlDoc, err: jsonschema.ValidationError) -> InputError:
+    path = list(err.absolute_path)
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = schema.get("properties", {})
+        extra = sorted(k for k in err.instance if k not in allowed)
+        key = extra[0] if extra else ""
+        field = format_path([*path, key])
+        msg = f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})"
+        return InputError(doc.file, msg, field=field, line=doc.key_line(path, key))
+    if err.validator == "required" and isinstance(err.instance, dict):
+        missing = [k for k in schema.get("required", []) if k not in err.instance]
+        return InputError(doc.file, f"missing required key {missing[0]!r}",
+                          field=format_path([*path, missing[0]]), line=doc.line_of(path))
+    return InputError(doc.file, err.message, field=format_path(path) or "(root)", line=doc.line_of(path))
+
+
+def _line(doc: YamlDoc, field: str) -> int | None:
+    parts: list[str | int] = []
+    for raw in field.replace("]", "").split("."):
+        name, *idx = raw.split("[")
+        parts.append(name)
+        parts.extend(int(i) for i in idx)
+    return doc.line_of(parts)
+
+
+def _build(doc: YamlDoc) -> Definition:
+    data = doc.data
+    defaults = data.get("sink_defaults", {})
+    version = tuple(int(p) for p in data.get("debezium_version", "3.6").split("."))
+    conv = data.get("converter", {})
+    return Definition(
+        file=doc.file,
+        cluster=data["cluster"],
+        database=data["database"],
+        envs=tuple(data["envs"]),
+        orgs=tuple(data["orgs"]),
+        debezium_version=(version[0], version[1]),
+        naming=data.get("naming", "literal"),
+        secrets_file=data.get("secrets_file", "/config/kafka-connect-config.properties"),
+        converter=Converter(conv.get("format", "json"), conv.get("schema_registry_url")),
+        source=_source(data.get("source", {})),
+        pipelines=tuple(_pipeline(p, i, defaults) for i, p in enumerate(data["pipelines"])),
+        lines=_lines(doc),
+    )
+
+
+def _lines(doc: YamlDoc) -> dict[str, int]:
+    """Lines of the fields that checks after the schema (fan-out, snapshots) may name."""
+    paths: list[list[str | int]] = [["database"], ["cluster"]]
+    for i, p in enumerate(doc.data["pipelines"]):
+        paths.append(["pipelines", i, "source_table"])
+        for j, _ in enumerate(p["sinks"]):
+            paths += [["pipelines", i, "sinks", j, k] for k in ("database", "table")]
+            paths.append(["pipelines", i, "sinks", j])
+    found = {format_path(path): doc.line_of(path) for path in paths}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _source(raw: dict[str, Any]) -> SourceSpec:
+    return SourceSpec(
+        publication=raw.get("publication", "debezium_publication"),
+        signal_table=TableRef.parse(raw.get("signal_table", "public.dbz_signals")),
+        heartbeat_table=TableRef.parse(raw.get("heartbeat_table", "public.debezium_heartbeat")),
+        heartbeat_interval_ms=raw.get("heartbeat_interval_ms", 20000),
+        snapshot_mode=raw.get("snapshot_mode", "initial"),
+        snapshot_chunk_size=raw.get("snapshot_chunk_size", 512),
+        notifications=raw.get("notifications", True),
+        options=stringify_options(raw.get("options", {})),
+    )
+
+
+def _pipeline(raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> Pipeline:
+    source_table = TableRef.parse(raw["source_table"])
+    sinks = tuple(
+        _sink({**defaults, **s, "options": {**defaults.get("options", {}), **s.get("options", {})}},
+              source_table, f"pipelines[{index}].sinks[{j}]")
+        for j, s in enumerate(raw["sinks"])
+    )
+    return Pipeline(source_table, sinks, f"pipelines[{index}]")
+
+
+def _sink(raw: dict[str, Any], source_table: TableRef, path: str) -> SinkSpec:
+    tenant = raw.get("tenant_filter")
+    return SinkSpec(
+        database=raw["database"],
+        table=TableRef.parse(raw["table"]) if "table" in raw else source_table,
+        flavour=raw.get("flavour", "debezium"),
+        delete=raw.get("delete", False),
+        dlq=raw.get("dlq", True),
+        dlq_replication_factor=raw.get("dlq_replication_factor", 3),
+        tenant_filter=TenantFilter(tenant["field"], tuple(tenant["values"])) if tenant else None,
+        options=stringify_options(raw.get("options", {})),
+        path=path,
+    )
+
+
+def stringify_options(options: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Connect stores strings: booleans become "true"/"false", never "True"."""
+    return tuple(sorted((k, connect_string(v)) for k, v in options.items()))
+
+
+def connect_string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

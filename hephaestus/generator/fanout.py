@@ -1,0 +1,100 @@
+"""env x org x table x sink: every connector the definitions describe (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+from hephaestus.errors import InputError, InputErrors
+from hephaestus.generator import naming
+from hephaestus.generator.model import (
+    Connector,
+    Definition,
+    Origin,
+    Pipeline,
+    SinkSpec,
+    Snapshot,
+    TableSchema,
+)
+from hephaestus.generator.sink import sink_config
+from hephaestus.generator.source import source_config
+
+
+def generate(defs: Sequence[Definition], snapshots: Mapping[str, Snapshot]) -> list[Connector]:
+    """All connectors, or InputErrors listing every problem (nothing partial comes out)."""
+    errors: list[InputError] = []
+    connectors: list[Connector] = []
+    for d in defs:
+        errors += _check_tables(d, snapshots)
+    if errors:
+        raise InputErrors(errors)
+    for d in defs:
+        connectors += _connectors(d, snapshots)
+    errors += _duplicates(connectors)
+    if errors:
+        raise InputErrors(errors)
+    return sorted(connectors, key=lambda c: c.relpath)
+
+
+def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Connector]:
+    for scope in naming.scopes(d):
+        name = naming.source_name(d, scope)
+        yield Connector(d.cluster, "source", name, source_config(d, scope),
+                        Origin(d.file, "database", d.line("database")), scope.file_stem(name))
+        for p in d.pipelines:
+            src = snapshots[d.database].tables[p.source_table]
+            for sink in p.sinks:
+                dst = snapshots[sink.database].tables[sink.table]
+                name = naming.sink_name(d, scope, p.source_table, sink)
+                fields = tuple(c for c in src.column_names if c in set(dst.column_names))
+                config = sink_config(d, scope, p.source_table, sink, src.primary_key, fields)
+                origin = Origin(d.file, sink.path, d.line(sink.path))
+                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name))
+
+
+def _check_tables(d: Definition, snapshots: Mapping[str, Snapshot]) -> list[InputError]:
+    errors: list[InputError] = []
+    source = snapshots.get(d.database)
+    if source is None:
+        return [_err(d, "database", f"no schema snapshot for database {d.database!r} "
+                     f"(run: hephaestus schemas dump --database {d.database})")]
+    for p in d.pipelines:
+        src = source.tables.get(p.source_table)
+        if src is None:
+            errors.append(_err(d, f"{p.path}.source_table",
+                               f"table {p.source_table} not in {source.file}"))
+            continue
+        errors += [e for s in p.sinks for e in _check_sink(d, p, s, src, snapshots)]
+    return errors
+
+
+def _check_sink(d: Definition, p: Pipeline, sink: SinkSpec, src: TableSchema,
+                snapshots: Mapping[str, Snapshot]) -> list[InputError]:
+    snap = snapshots.get(sink.database)
+    if snap is None:
+        return [_err(d, f"{sink.path}.database", f"no schema snapshot for database {sink.database!r}")]
+    dst = snap.tables.get(sink.table)
+    if dst is None:
+        return [_err(d, f"{sink.path}.table", f"table {sink.table} not in {snap.file}")]
+    if not src.primary_key:
+        return [_err(d, f"{p.path}.source_table", f"{p.source_table} has no primary key: "
+                     "an upsert sink needs one")]
+    if set(src.primary_key) != set(dst.primary_key):
+        return [_err(d, f"{sink.path}.table",
+                     f"primary keys differ: {d.database}.{p.source_table} ({', '.join(src.primary_key)}) "
+                     f"vs {sink.database}.{sink.table} ({', '.join(dst.primary_key) or 'none'})")]
+    return []
+
+
+def _duplicates(connectors: list[Connector]) -> list[InputError]:
+    seen: dict[tuple[str, str], Connector] = {}
+    errors = []
+    for c in connectors:
+        first = seen.setdefault((c.cluster, c.name), c)
+        if first is not c:
+            errors.append(InputError(c.origin.file, f"connector name {c.name!r} is also "
+                                     f"produced by {first.origin}", c.origin.field, c.origin.line))
+    return errors
+
+
+def _err(d: Definition, field: str, message: str) -> InputError:
+    return InputError(d.file, message, field=field, line=d.line(field))

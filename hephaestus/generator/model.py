@@ -1,0 +1,152 @@
+"""Values the generator computes with. All frozen: the core never mutates its inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Flavour = Literal["debezium", "confluent"]
+Kind = Literal["source", "sink"]
+
+
+@dataclass(frozen=True, order=True)
+class TableRef:
+    """A PostgreSQL table; a bare name in a definition means schema `public`."""
+
+    schema: str
+    table: str
+
+    @classmethod
+    def parse(cls, text: str) -> TableRef:
+        schema, _, table = text.rpartition(".")
+        return cls(schema or "public", table)
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    @property
+    def slug(self) -> str:
+        """Name part for connector names: bare for public, `schema_table` otherwise."""
+        return self.table if self.schema == "public" else f"{self.schema}_{self.table}"
+
+
+@dataclass(frozen=True)
+class TenantFilter:
+    field: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    database: str
+    table: TableRef
+    flavour: Flavour
+    delete: bool
+    dlq: bool
+    dlq_replication_factor: int
+    tenant_filter: TenantFilter | None
+    options: tuple[tuple[str, str], ...]
+    path: str  # where in the definition file, for error messages
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    source_table: TableRef
+    sinks: tuple[SinkSpec, ...]
+    path: str
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    publication: str
+    signal_table: TableRef
+    heartbeat_table: TableRef
+    heartbeat_interval_ms: int
+    snapshot_mode: str
+    snapshot_chunk_size: int
+    notifications: bool
+    options: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Converter:
+    format: Literal["json", "avro"]
+    schema_registry_url: str | None
+
+
+@dataclass(frozen=True)
+class Definition:
+    file: str
+    cluster: str
+    database: str
+    envs: tuple[str, ...]
+    orgs: tuple[str, ...]
+    debezium_version: tuple[int, int]
+    naming: Literal["literal", "helm"]
+    secrets_file: str
+    converter: Converter
+    source: SourceSpec
+    pipelines: tuple[Pipeline, ...]
+    lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    def line(self, path: str) -> int | None:
+        """Line of a field path in the definition file (None when unknown)."""
+        return self.lines.get(path)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Tables of one database, as dumped by `hephaestus schemas dump`."""
+
+    file: str
+    database: str
+    tables: dict[TableRef, TableSchema] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where in a definition a connector comes from, for error messages."""
+
+    file: str
+    field: str = ""
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where} at {self.field}" if self.field else where
+
+
+@dataclass(frozen=True)
+class Connector:
+    """One generated connector: what `POST /connectors` takes, plus where it lives."""
+
+    cluster: str
+    kind: Kind
+    name: str
+    config: dict[str, str] = field(hash=False)
+    origin: Origin = Origin("")
+    stem: str = ""  # file name without .json; defaults to the connector name
+
+    @property
+    def relpath(self) -> str:
+        return f"{self.cluster}/{self.kind}/{self.stem or self.name}.json"
+
+    def document(self) -> dict[str, object]:
+        """The file's content: the body `POST /connectors` accepts."""
+        return {"name": self.name, "config": self.config}

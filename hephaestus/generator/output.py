@@ -1,0 +1,70 @@
+"""Connector files on disk: render (pure), compare with what is there, write (edge)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hephaestus.generator.model import Connector
+
+# The folders generation owns; custom/ is hand-written and never touched.
+GENERATED_KINDS = ("source", "sink")
+
+
+def render(connector: Connector) -> bytes:
+    """Deterministic bytes: sorted keys, 2-space indent, trailing newline."""
+    return (json.dumps(connector.document(), indent=2, sort_keys=True) + "\n").encode()
+
+
+def render_all(connectors: Iterable[Connector]) -> dict[str, bytes]:
+    return {c.relpath: render(c) for c in connectors}
+
+
+@dataclass(frozen=True)
+class FileChanges:
+    created: tuple[str, ...]
+    updated: tuple[str, ...]
+    removed: tuple[str, ...]
+
+    @property
+    def any(self) -> bool:
+        return bool(self.created or self.updated or self.removed)
+
+    def lines(self) -> list[str]:
+        return ([f"create {p}" for p in self.created] + [f"update {p}" for p in self.updated]
+                + [f"remove {p}" for p in self.removed])
+
+
+def diff_files(wanted: Mapping[str, bytes], existing: Mapping[str, bytes]) -> FileChanges:
+    """What writing `wanted` over the generated files in `existing` would change (pure)."""
+    return FileChanges(
+        created=tuple(sorted(p for p in wanted if p not in existing)),
+        updated=tuple(sorted(p for p in wanted if p in existing and existing[p] != wanted[p])),
+        removed=tuple(sorted(p for p in existing if p not in wanted)),
+    )
+
+
+def read_generated(out: Path) -> dict[str, bytes]:
+    """Every file under connectors/<cluster>/{source,sink}/ (what generation owns)."""
+    found: dict[str, bytes] = {}
+    if not out.is_dir():
+        return found
+    for kind in GENERATED_KINDS:
+        for path in out.glob(f"*/{kind}/*.json"):
+            found[path.relative_to(out).as_posix()] = path.read_bytes()
+    return found
+
+
+def apply_changes(out: Path, wanted: Mapping[str, bytes], changes: FileChanges) -> None:
+    """Write created/updated files atomically (rename), then remove stale ones."""
+    for rel in (*changes.created, *changes.updated):
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_bytes(wanted[rel])
+        os.replace(tmp, target)
+    for rel in changes.removed:
+        (out / rel).unlink()

@@ -1,0 +1,47 @@
+"""Read table columns and primary keys from a live PostgreSQL (edge: psycopg)."""
+
+from __future__ import annotations
+
+import psycopg
+
+from hephaestus.errors import HephaestusError
+from hephaestus.generator.model import Column, Snapshot, TableRef, TableSchema
+
+_COLUMNS = """
+SELECT c.table_schema, c.table_name, c.column_name, c.data_type
+FROM information_schema.columns c
+JOIN information_schema.tables t USING (table_catalog, table_schema, table_name)
+WHERE t.table_type = 'BASE TABLE'
+  AND c.table_schema NOT IN ('pg_catalog', 'information_schema')
+  AND c.table_schema NOT LIKE 'pg_toast%%'
+ORDER BY c.table_schema, c.table_name, c.ordinal_position
+"""
+
+# Key columns in key order (array_position over indkey), not in table order.
+_PRIMARY_KEYS = """
+SELECT n.nspname, cl.relname, a.attname
+FROM pg_index i
+JOIN pg_class cl ON cl.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = cl.relnamespace
+JOIN pg_attribute a ON a.attrelid = cl.oid AND a.attnum = ANY(i.indkey)
+WHERE i.indisprimary
+ORDER BY n.nspname, cl.relname, array_position(i.indkey::int2[], a.attnum)
+"""
+
+
+def dump(dsn: str, database: str) -> Snapshot:
+    """The snapshot of `database` (the DSN's dbname is overridden by `database`)."""
+    try:
+        with psycopg.connect(dsn, dbname=database, connect_timeout=10) as conn:
+            columns = conn.execute(_COLUMNS).fetchall()
+            keys = conn.execute(_PRIMARY_KEYS).fetchall()
+    except psycopg.Error as exc:
+        raise HephaestusError(f"cannot read schema of database {database!r}: {exc}") from exc
+    cols: dict[TableRef, list[Column]] = {}
+    for schema, table, name, type_ in columns:
+        cols.setdefault(TableRef(schema, table), []).append(Column(name, type_))
+    pks: dict[TableRef, list[str]] = {}
+    for schema, table, name in keys:
+        pks.setdefault(TableRef(schema, table), []).append(name)
+    tables = {ref: TableSchema(tuple(c), tuple(pks.get(ref, []))) for ref, c in cols.items()}
+    return Snapshot(f"{database}.json", database, tables)

@@ -1,0 +1,68 @@
+"""Unit-test helpers: a scratch project (definitions, schemas, connectors) and a CLI runner."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hephaestus.cli import run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@dataclass
+class Project:
+    root: Path
+
+    @property
+    def definitions(self) -> Path:
+        return self.root / "definitions"
+
+    @property
+    def schemas(self) -> Path:
+        return self.root / "schemas"
+
+    @property
+    def connectors(self) -> Path:
+        return self.root / "connectors"
+
+    def write_definition(self, name: str, text: str) -> Path:
+        path = self.definitions / name
+        path.write_text(textwrap.dedent(text).lstrip())
+        return path
+
+    def generate(self, *extra: str) -> Result:
+        return self.cli("generate", "--definitions", str(self.definitions), "--schemas",
+                        str(self.schemas), "--out", str(self.connectors), *extra)
+
+    def cli(self, *args: str) -> Result:
+        code = run(list(args))
+        captured = self._capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    def files(self) -> dict[str, bytes]:
+        return {p.relative_to(self.connectors).as_posix(): p.read_bytes()
+                for p in sorted(self.connectors.rglob("*.json"))}
+
+    _capsys: pytest.CaptureFixture[str] = None  # type: ignore[assignment]
+
+
+@pytest.fixture
+def project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Project:
+    """A copy of the shipped examples' definitions and schemas, with no connectors yet."""
+    shutil.copytree(REPO / "definitions", tmp_path / "definitions")
+    shutil.copytree(REPO / "schemas", tmp_path / "schemas")
+    p = Project(tmp_path)
+    p._capsys = capsys
+    return p

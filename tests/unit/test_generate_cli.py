@@ -1,0 +1,90 @@
+"""`hephaestus generate`: fan-out, files on disk, determinism, --check, stale removal."""
+
+from __future__ import annotations
+
+import json
+
+from tests.unit.conftest import REPO, Project
+
+
+def test_examples_fan_out_to_expected_counts(project: Project) -> None:
+    result = project.generate()
+    assert result.code == 0, result.err
+    files = project.files()
+    # bob: 3 envs x 2 orgs = 6 sources; 5 (table, sink) pairs x 6 = 30 sinks.
+    assert len([f for f in files if f.startswith("platforms/source/")]) == 6
+    assert len([f for f in files if f.startswith("platforms/sink/")]) == 30
+    # lmsdwh: 3 envs x 1 org = 3 sources; 2 pairs x 3 = 6 sinks.
+    assert len([f for f in files if f.startswith("lmsdwh/source/")]) == 3
+    assert len([f for f in files if f.startswith("lmsdwh/sink/")]) == 6
+
+
+def test_output_is_deterministic_json_of_strings(project: Project) -> None:
+    project.generate()
+    first = project.files()
+    project.generate()
+    assert project.files() == first
+    for rel, raw in first.items():
+        text = raw.decode()
+        doc = json.loads(text)
+        assert text == json.dumps(doc, indent=2, sort_keys=True) + "\n", rel
+        assert all(isinstance(v, str) for v in doc["config"].values()), rel
+        assert rel.endswith(f"/{doc['name']}.json")
+
+
+def test_committed_connectors_are_up_to_date() -> None:
+    """The repo's connectors/ is what the repo's definitions generate (what CI checks)."""
+    from hephaestus.cli import run
+
+    assert run(["generate", "--definitions", str(REPO / "definitions"), "--schemas",
+                str(REPO / "schemas"), "--out", str(REPO / "connectors"), "--check"]) == 0
+
+
+def test_check_lists_changes_writes_nothing_and_exits_2(project: Project) -> None:
+    result = project.generate("--check")
+    assert result.code == 2
+    assert "create " in result.out and "local_manabie_bob_source_connector.json" in result.out
+    assert not project.connectors.exists()
+    assert project.generate().code == 0
+    assert project.generate("--check").code == 0
+
+
+def test_check_reports_a_hand_edit(project: Project) -> None:
+    project.generate()
+    target = project.connectors / "platforms/sink/local_manabie_bob_to_auth_users_sink_connector.json"
+    target.write_text(target.read_text().replace('"upsert"', '"insert"'))
+    result = project.generate("--check")
+    assert result.code == 2
+    assert result.out.strip() == f"update {target}"
+
+
+def test_stale_files_removed_and_custom_untouched(project: Project) -> None:
+    project.generate()
+    custom = project.connectors / "platforms/custom/hand_written.json"
+    custom.parent.mkdir()
+    custom.write_text('{"name": "hand_written", "config": {}}\n')
+    bob = project.definitions / "bob.yaml"
+    bob.write_text(bob.read_text().replace("      - database: eureka\n  - source_table: students",
+                                           "  - source_table: students"))
+    result = project.generate()
+    assert result.code == 0, result.err
+    assert "remove " in result.out
+    names = project.files()
+    assert not any("bob_to_eureka_users" in n for n in names)
+    assert "platforms/custom/hand_written.json" in names
+    assert len([n for n in names if n.startswith("platforms/sink/")]) == 24
+
+
+def test_definitions_schema_written_for_editors(project: Project) -> None:
+    (project.schemas / "definitions.schema.json").unlink()
+    assert project.generate("--check").code == 2
+    project.generate()
+    schema = json.loads((project.schemas / "definitions.schema.json").read_text())
+    assert "pipelines" in schema["properties"]
+
+
+def test_version_and_help(project: Project) -> None:
+    assert "0.1.0" in project.cli("--version").out
+    for cmd in (["generate"], ["schemas", "dump"], []):
+        result = project.cli(*cmd, "--help")
+        assert result.code == 0 and "Usage:" in result.out

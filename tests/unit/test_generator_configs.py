@@ -1,0 +1,191 @@
+"""What each generated connector contains: reference keys, both flavours, both Debezium generations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.unit.conftest import Project
+
+MINIMAL = """
+cluster: platforms
+database: bob
+envs: [local]
+orgs: [manabie]
+secrets_file: /config/secrets.properties
+{extra}
+pipelines:
+  - source_table: users
+    sinks:
+      - database: auth
+{sink_extra}
+"""
+
+
+def generate_one(project: Project, extra: str = "", sink_extra: str = "") -> dict[str, dict[str, str]]:
+    for f in project.definitions.glob("*.yaml"):
+        f.unlink()
+    project.write_definition("bob.yaml", MINIMAL.format(extra=extra, sink_extra=sink_extra))
+    result = project.generate()
+    assert result.code == 0, result.err
+    return {json.loads(b)["name"]: json.loads(b)["config"] for b in project.files().values()}
+
+
+def test_source_has_the_reference_keys(project: Project) -> None:
+    src = generate_one(project)["local_manabie_bob_source_connector"]
+    assert src["connector.class"] == "io.debezium.connector.postgresql.PostgresConnector"
+    assert src["plugin.name"] == "pgoutput"
+    assert src["slot.name"] == "local_manabie_bob"
+    assert src["slot.drop.on.stop"] == "false"
+    assert src["publication.name"] == "debezium_publication"
+    assert src["publication.autocreate.mode"] == "disabled"
+    assert src["table.include.list"] == "public.users"
+    assert src["tombstones.on.delete"] == "true"
+    assert src["heartbeat.interval.ms"] == "20000"
+    assert "public.debezium_heartbeat" in src["heartbeat.action.query"]
+    assert src["signal.data.collection"] == "public.dbz_signals"
+    assert src["incremental.snapshot.chunk.size"] == "512"
+    assert src["transforms.route.type"] == "org.apache.kafka.connect.transforms.RegexRouter"
+    assert src["transforms.route.replacement"] == "local.manabie.$1.$2.$3"
+    assert src["database.password"] == "${file:/config/secrets.properties:bob_password}"
+    assert src["notification.enabled.channels"] == "sink,log"
+
+
+def test_debezium_sink_keys_and_field_intersection(project: Project) -> None:
+    sink = generate_one(project)["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink["connector.class"] == "io.debezium.connector.jdbc.JdbcSinkConnector"
+    assert sink["topics"] == "local.manabie.bob.public.users"
+    assert sink["insert.mode"] == "upsert"
+    assert sink["primary.key.mode"] == "record_key"
+    assert sink["primary.key.fields"] == "user_id"
+    assert sink["delete.enabled"] == "false"
+    assert sink["collection.name.format"] == "users"
+    assert sink["connection.username"] == "${file:/config/secrets.properties:auth_username}"
+    # bob.users has internal_note, auth.users does not: the intersection leaves it out.
+    fields = sink["field.include.list"].split(",")
+    assert "internal_note" not in fields and fields[0] == "user_id" and "deleted_at" in fields
+    assert "transforms" not in sink
+
+
+def test_dead_letter_queue_by_default_and_switchable(project: Project) -> None:
+    sink = generate_one(project)["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink["errors.tolerance"] == "all"
+    assert sink["errors.deadletterqueue.topic.name"] == "dlq.local_manabie_bob_to_auth_users_sink_connector"
+    assert sink["errors.deadletterqueue.context.headers.enable"] == "true"
+    assert sink["errors.deadletterqueue.topic.replication.factor"] == "3"
+    off = generate_one(project, sink_extra="        dlq: false")
+    assert "errors.tolerance" not in off["local_manabie_bob_to_auth_users_sink_connector"]
+
+
+def test_confluent_sink_has_exactly_the_reference_keys_for_3x(project: Project) -> None:
+    configs = generate_one(project, extra="sink_defaults: {flavour: confluent, dlq: false}")
+    sink = configs["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink == {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+        "tasks.max": "1",
+        "topics": "local.manabie.bob.public.users",
+        "connection.url": "${file:/config/secrets.properties:auth_url}",
+        "insert.mode": "upsert",
+        "pk.mode": "record_value",
+        "pk.fields": "user_id",
+        "auto.create": "false",
+        "auto.evolve": "false",
+        "delete.enabled": "false",
+        "fields.whitelist": "user_id,name,email,resource_path,created_at,updated_at,deleted_at",
+        "transforms": "unwrap,route",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+        "transforms.unwrap.delete.tombstone.handling.mode": "drop",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": r"([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)",
+        "transforms.route.replacement": "$5",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "true",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+    }
+
+
+def test_debezium_2x_keeps_the_old_unwrap_keys(project: Project) -> None:
+    configs = generate_one(project, extra='debezium_version: "2.4"\nsink_defaults: {flavour: confluent}\n'
+                                          "source: {snapshot_mode: never}")
+    sink = configs["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink["transforms.unwrap.drop.tombstones"] == "true"
+    assert sink["transforms.unwrap.delete.handling.mode"] == "drop"
+    assert "transforms.unwrap.delete.tombstone.handling.mode" not in sink
+    assert configs["local_manabie_bob_source_connector"]["snapshot.mode"] == "never"
+
+
+def test_deletes_switchable_per_sink(project: Project) -> None:
+    configs = generate_one(project, extra="sink_defaults: {flavour: confluent}",
+                           sink_extra="        delete: true")
+    sink = configs["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink["delete.enabled"] == "true"
+    assert sink["pk.mode"] == "record_key"  # Confluent deletes only by record key
+    assert sink["transforms.unwrap.delete.tombstone.handling.mode"] == "tombstone"
+
+
+def test_avro_converter_with_registry(project: Project) -> None:
+    configs = generate_one(project, extra="converter: {format: avro, schema_registry_url: 'http://sr:8081'}")
+    src = configs["local_manabie_bob_source_connector"]
+    assert src["value.converter"] == "io.confluent.connect.avro.AvroConverter"
+    assert src["value.converter.schema.registry.url"] == "http://sr:8081"
+
+
+def test_options_are_connect_strings(project: Project) -> None:
+    configs = generate_one(project, extra="source: {options: {provide.transaction.metadata: true, "
+                                          "max.batch.size: 4096}}")
+    src = configs["local_manabie_bob_source_connector"]
+    assert src["provide.transaction.metadata"] == "true"
+    assert src["max.batch.size"] == "4096"
+
+
+def test_tenant_filter_both_flavours(project: Project) -> None:
+    tenant = "        tenant_filter: {field: resource_path, values: ['-2147483645']}"
+    dbz = generate_one(project, sink_extra=tenant)["local_manabie_bob_to_auth_users_sink_connector"]
+    assert dbz["transforms"] == "tenant"
+    assert dbz["transforms.tenant.type"] == "io.debezium.transforms.Filter"
+    assert "'-2147483645'" in dbz["transforms.tenant.condition"]
+    conf = generate_one(project, extra="sink_defaults: {flavour: confluent}", sink_extra=tenant)
+    sink = conf["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink["transforms"] == "unwrap,tenant,route"
+    assert sink["transforms.tenant.filter.condition"] == "$[?(@.resource_path == '-2147483645')]"
+
+
+def test_helm_naming_makes_one_templated_file(project: Project) -> None:
+    configs = generate_one(project, extra="naming: helm")
+    names = set(configs)
+    env, org = "{{ .Values.global.environment }}", "{{ .Values.global.vendor }}"
+    assert names == {f"{env}_{org}_bob_source_connector", f"{env}_{org}_bob_to_auth_users_sink_connector"}
+    assert set(project.files()) == {"platforms/source/bob_source_connector.json",
+                                    "platforms/sink/bob_to_auth_users_sink_connector.json"}
+    assert configs[f"{env}_{org}_bob_source_connector"]["slot.name"] == f"{env}_{org}_bob"
+
+
+def test_same_table_name_in_two_schemas_never_collides(project: Project) -> None:
+    schema = json.loads((project.schemas / "bob.json").read_text())
+    schema["tables"]["archive.users"] = schema["tables"]["public.users"]
+    (project.schemas / "bob.json").write_text(json.dumps(schema))
+    auth = json.loads((project.schemas / "auth.json").read_text())
+    auth["tables"]["archive.users"] = auth["tables"]["public.users"]
+    (project.schemas / "auth.json").write_text(json.dumps(auth))
+    configs = generate_one(project, sink_extra="  - source_table: archive.users\n"
+                                               "    sinks: [{database: auth}]")
+    old = configs["local_manabie_bob_to_auth_users_sink_connector"]
+    new = configs["local_manabie_bob_to_auth_archive_users_sink_connector"]
+    assert old["topics"] == "local.manabie.bob.public.users"
+    assert new["topics"] == "local.manabie.bob.archive.users"
+    assert new["collection.name.format"] == "archive.users"
+    src = configs["local_manabie_bob_source_connector"]
+    assert src["table.include.list"] == "archive.users,public.users"
+
+
+@pytest.mark.parametrize("table", ["users_copy", "reporting.users"])
+def test_renamed_target_table(project: Project, table: str) -> None:
+    auth = json.loads((project.schemas / "auth.json").read_text())
+    auth["tables"][table if "." in table else f"public.{table}"] = auth["tables"]["public.users"]
+    (project.schemas / "auth.json").write_text(json.dumps(auth))
+    configs = generate_one(project, sink_extra=f"        table: {table}")
+    slug = table.replace(".", "_")
+    sink = configs[f"local_manabie_bob_to_auth_users_as_{slug}_sink_connector"]
+    assert sink["collection.name.format"] == table
