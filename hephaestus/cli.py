@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -69,6 +70,95 @@ def schemas_dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
         snap = pgschema.dump(dsn, database)
         (out / f"{database}.json").write_text(snapshot_json(snap))
         click.echo(f"wrote {out / f'{database}.json'} ({len(snap.tables)} tables)")
+
+
+_project_opt = click.option(
+    "--project", "project_file", type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("hephaestus.yaml"), show_default=True, envvar="HEPHAESTUS_PROJECT",
+    help="Project file naming the clusters (env HEPHAESTUS_PROJECT).")
+_output_opt = click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]),
+                           default="text", show_default=True)
+
+
+@cli.command()
+@_project_opt
+@click.option("--cluster", "clusters", multiple=True, help="Only this cluster (repeatable); default all.")
+@click.option("--dry-run", is_flag=True, help="Plan only: read the live clusters, change nothing.")
+@click.option("--exit-code", is_flag=True, help="With --dry-run: exit 2 when anything would change.")
+@_output_opt
+@click.option("--force", is_flag=True, help="Apply a plan that deletes more than the policy allows.")
+@click.option("--deploy-custom-sinks", "--deployCustomSinkConnector", "deploy_custom", is_flag=True,
+              help="Also reconcile connectors/<cluster>/custom/ (the reference's flag).")
+@click.option("--send-incremental-snapshot", "--sendIncrementalSnapshot", "send_snapshot", is_flag=True,
+              help="Back-fill tables newly captured by an updated source (incremental snapshot).")
+def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit_code: bool,
+              output: str, force: bool, deploy_custom: bool, send_snapshot: bool) -> None:
+    """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run)."""
+    from hephaestus.project import load_project
+    from hephaestus.reconciler import render
+    from hephaestus.reconciler.run import RunOptions, reconcile as run_reconcile
+
+    project = load_project(project_file)
+    options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom)
+    followup = _snapshot_followup(project) if send_snapshot and not dry_run else None
+    outcomes = run_reconcile(project, project.select(clusters), options, followup=followup)
+    if output == "json":
+        click.echo(render.as_json(outcomes), nl=False)
+    elif output == "markdown":
+        click.echo(render.markdown(outcomes), nl=False)
+    else:
+        click.echo(render.text(outcomes, _colour), nl=False)
+    sys.exit(_reconcile_exit(outcomes, dry_run and exit_code))
+
+
+def _snapshot_followup(project: object) -> Any:
+    return None  # wired by the incremental-snapshot feature
+
+
+_COLOURS = {"create": "green", "update": "yellow", "delete": "red", "protected": "magenta",
+            "unmanaged": "cyan", "error": "red", "header": "bright_white"}
+
+
+def _colour(text: str, action: str) -> str:
+    # click.echo strips these codes when stdout is not a terminal.
+    colour = _COLOURS.get(action)
+    return click.style(text, fg=colour, bold=action in ("header", "error")) if colour else text
+
+
+def _reconcile_exit(outcomes: list[Any], drift_exit: bool) -> int:
+    if any(o.failed for o in outcomes):
+        return EXIT_ERROR
+    if any(o.refused for o in outcomes):
+        return EXIT_DRIFT
+    if drift_exit and any(o.drift for o in outcomes):
+        return EXIT_DRIFT
+    return EXIT_OK
+
+
+@cli.group()
+def job() -> None:
+    """Named jobs, as Helm hooks and cron run them."""
+
+
+@job.command("list")
+def job_list() -> None:
+    """List the jobs and what each runs."""
+    from hephaestus.jobs import JOBS
+
+    for j in JOBS.values():
+        click.echo(f"{j.name:28} hephaestus {' '.join(j.argv):40} {j.help}")
+
+
+@job.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("name")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def job_run(name: str, args: tuple[str, ...]) -> None:
+    """Run job NAME; extra ARGS are passed to its command."""
+    from hephaestus.jobs import JOBS
+
+    if name not in JOBS:
+        raise HephaestusError(f"no job {name!r}; `hephaestus job list` shows them")
+    cli.main(args=[*JOBS[name].argv, *args], prog_name="hephaestus", standalone_mode=False)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +18,19 @@ from hephaestus.generator.model import (
     TableRef,
     TenantFilter,
 )
-from hephaestus.generator.yamlsrc import YamlDoc, format_path, load_yaml
+from hephaestus.yamlsrc import (
+    YamlDoc,
+    format_path,
+    load_yaml,
+    packaged_schema,
+    packaged_validator,
+    schema_errors_of,
+)
 
 
-@lru_cache(maxsize=1)
 def definitions_schema() -> dict[str, Any]:
     """The JSON Schema shipped in the package (also written to schemas/ for editors)."""
-    text = resources.files("hephaestus.generator").joinpath("definitions.schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return schema
+    return packaged_schema("hephaestus.generator", "definitions.schema.json")
 
 
 def load_definitions(directory: Path) -> list[Definition]:
@@ -53,9 +54,9 @@ def load_definitions(directory: Path) -> list[Definition]:
 
 def parse_definition(doc: YamlDoc) -> Definition:
     """Schema-check one parsed file, then build the Definition."""
-    schema_errors = [_schema_error(doc, e) for e in _validator().iter_errors(doc.data)]
+    schema_errors = schema_errors_of(doc, _validator())
     if schema_errors:
-        raise InputErrors(sorted(schema_errors, key=lambda e: (e.line or 0, e.field)))
+        raise InputErrors(schema_errors)
     definition = _build(doc)
     problems = debezium.check_definition(definition)
     if problems:
@@ -63,28 +64,8 @@ def parse_definition(doc: YamlDoc) -> Definition:
     return definition
 
 
-@lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
-    cls = jsonschema.validators.validator_for(definitions_schema())
-    validator: jsonschema.protocols.Validator = cls(definitions_schema())
-    return validator
-
-
-def _schema_error(doc: YamlDoc, err: jsonschema.ValidationError) -> InputError:
-    path = list(err.absolute_path)
-    schema = err.schema if isinstance(err.schema, dict) else {}
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = schema.get("properties", {})
-        extra = sorted(k for k in err.instance if k not in allowed)
-        key = extra[0] if extra else ""
-        field = format_path([*path, key])
-        msg = f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})"
-        return InputError(doc.file, msg, field=field, line=doc.key_line(path, key))
-    if err.validator == "required" and isinstance(err.instance, dict):
-        missing = [k for k in schema.get("required", []) if k not in err.instance]
-        return InputError(doc.file, f"missing required key {missing[0]!r}",
-                          field=format_path([*path, missing[0]]), line=doc.line_of(path))
-    return InputError(doc.file, err.message, field=format_path(path) or "(root)", line=doc.line_of(path))
+    return packaged_validator("hephaestus.generator", "definitions.schema.json")
 
 
 def _line(doc: YamlDoc, field: str) -> int | None:

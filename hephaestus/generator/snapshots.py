@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +10,14 @@ import jsonschema
 
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator.model import Column, Snapshot, TableRef, TableSchema
-from hephaestus.generator.yamlsrc import format_path
+from hephaestus.yamlsrc import format_path, packaged_validator
 
 # Files in schemas/ that are not snapshots.
 NOT_SNAPSHOTS = {"definitions.schema.json"}
 
 
-@lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
-    text = resources.files("hephaestus.generator").joinpath("snapshot.schema.json").read_text()
-    schema = json.loads(text)
-    validator: jsonschema.protocols.Validator = jsonschema.validators.validator_for(schema)(schema)
-    return validator
+    return packaged_validator("hephaestus.generator", "snapshot.schema.json")
 
 
 def load_snapshots(directory: Path) -> dict[str, Snapshot]:

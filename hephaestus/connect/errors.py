@@ -1,0 +1,153 @@
+"""Typed failures of the Kafka Connect REST edge, and which of them are worth retrying.
+
+Messages name the cluster, method, path and Connect's own message (masked: see `redact`),
+never a request body or a config value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from hephaestus.errors import HephaestusError
+
+
+@dataclass(frozen=True)
+class Call:
+    """Where a failure happened. `server` is the base URL without credentials."""
+
+    cluster: str
+    server: str
+    method: str
+    path: str
+    connector: str | None = None
+
+
+class ConnectError(HephaestusError):
+    """A Connect REST call failed.
+
+    `transient`: worth retrying (rebalance, 502/503/504, network). `ambiguous`: the server may
+    have applied the request although it failed (a timeout), so a write must be re-read
+    before it is sent again.
+    """
+
+    def __init__(self, server_message: str, call: Call, status_code: int | None = None, *,
+                 transient: bool = False, ambiguous: bool = False) -> None:
+        self.server_message = server_message
+        self.call = call
+        self.status_code = status_code
+        self.transient = transient
+        self.ambiguous = ambiguous
+        self.attempts = 1
+        super().__init__(self._render())
+
+    @property
+    def method(self) -> str:
+        return self.call.method
+
+    @property
+    def path(self) -> str:
+        return self.call.path
+
+    @property
+    def connector(self) -> str | None:
+        return self.call.connector
+
+    def hint(self) -> str:
+        if self.status_code in (401, 403):
+            return f"check the credentials configured for Connect cluster '{self.call.cluster}'"
+        return f"see the log of the Connect worker at {self.call.server}"
+
+    def gave_up_after(self, attempts: int) -> None:
+        """Record that retries were exhausted, so the message says how hard we tried."""
+        self.attempts = attempts
+        self.args = (self._render(),)
+
+    def _render(self) -> str:
+        status = "" if self.status_code is None else f" (HTTP {self.status_code})"
+        tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
+        said = f": {self.server_message}" if self.server_message else ""
+        return (f"Kafka Connect '{self.call.cluster}': {self.method} {self.path} failed{tries}"
+                f"{status}{said} — {self.hint()}")
+
+
+class ConnectorNotFound(ConnectError):
+    def hint(self) -> str:
+        # Status is written asynchronously, so it can 404 just after a successful create.
+        return (f"no connector '{self.connector}' on cluster '{self.call.cluster}' "
+                "(GET /connectors lists them; status can lag a create by a few seconds)")
+
+
+class ConnectConflict(ConnectError):
+    def hint(self) -> str:
+        if self.transient:
+            return "the Connect cluster is rebalancing; try again once it has settled"
+        return "the request conflicts with the connector's current state (does it already exist?)"
+
+
+class InvalidConnectorConfig(ConnectError):
+    def hint(self) -> str:
+        return ("fix the named keys of the connector config; "
+                "PUT /connector-plugins/{class}/config/validate reports every invalid key")
+
+
+class ConnectUnavailable(ConnectError):
+    def hint(self) -> str:
+        return (f"check that Kafka Connect cluster '{self.call.cluster}' at {self.call.server} "
+                "is running and reachable")
+
+
+class NonStringConfigValue(HephaestusError, TypeError):
+    """Refused before sending: Connect stores strings, and `True` vs "true" is a false diff
+    (every PUT restarts the connector, so a false diff is a restart loop)."""
+
+    def __init__(self, connector: str, offenders: Mapping[str, str]) -> None:
+        self.connector = connector
+        self.keys = tuple(sorted(offenders))
+        # Only key names and type names: the values themselves may be secrets.
+        listed = ", ".join(f"{key} ({offenders[key]})" for key in self.keys)
+        super().__init__(f"connector '{connector}': config values must be strings, as Connect "
+                         f"stores them; quote these (e.g. \"true\", \"1\"): {listed}")
+
+
+_REBALANCE = "rebalance"
+_STALE = "stale configuration"
+_TIMED_OUT = "request timed out"
+_BAD_REQUEST = "BadRequestException"
+
+
+def from_status(status: int, server_message: str, call: Call) -> ConnectError:
+    """The typed error for an HTTP error answer; `transient` marks what may be retried."""
+    text = server_message.lower()
+    if status == 404:
+        return ConnectorNotFound(server_message, call, status)
+    if status == 409:
+        busy = _REBALANCE in text or _STALE in text
+        return ConnectConflict(server_message, call, status, transient=busy)
+    # Connect 4.3 answers an unknown plugin class on validate with a 500 that wraps a
+    # BadRequestException: a bad request all the same, and not worth retrying.
+    if status in (400, 422) or (status == 500 and _BAD_REQUEST in server_message):
+        return InvalidConnectorConfig(server_message, call, status)
+    return _server_error(status, text, server_message, call)
+
+
+def _server_error(status: int, text: str, server_message: str, call: Call) -> ConnectError:
+    # Connect's 90 s internal timeout and gateway timeouts come after the request was handed on:
+    # it may have been applied, hence ambiguous. A generic 500 is a real failure: not retried.
+    timed_out = (status == 500 and _TIMED_OUT in text) or status in (502, 504)
+    if timed_out or status == 503 or (status == 500 and _REBALANCE in text):
+        return ConnectUnavailable(server_message, call, status, transient=True,
+                                  ambiguous=timed_out)
+    return ConnectError(server_message, call, status)
+
+
+def from_transport(exc: httpx.TransportError, call: Call) -> ConnectError:
+    """The typed error for a request that got no answer."""
+    what = f"no response ({type(exc).__name__}: {exc})" if str(exc) else \
+        f"no response ({type(exc).__name__})"
+    never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+    if isinstance(exc, (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)):
+        return ConnectUnavailable(what, call, transient=True, ambiguous=not never_sent)
+    return ConnectError(what, call)

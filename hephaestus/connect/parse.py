@@ -1,0 +1,121 @@
+"""Connect's JSON answers → model values. Pure: the client hands in decoded JSON.
+
+A malformed answer raises `MalformedAnswer` naming the field, never its value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from hephaestus.connect.models import (
+    UNKNOWN,
+    ConnectorStatus,
+    LiveConnector,
+    Plugin,
+    TaskState,
+    ValidationResult,
+)
+from hephaestus.connect.redact import redact
+
+
+class MalformedAnswer(ValueError):
+    """Connect answered with JSON of an unexpected shape."""
+
+
+def _obj(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise MalformedAnswer(f"expected a JSON object at {where}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise MalformedAnswer(f"expected a JSON array at {where}")
+    return value
+
+
+def document(body: Any) -> dict[str, Any]:
+    """Any JSON object, passed on as is; an empty answer (204) is {}."""
+    return {} if body is None else _obj(body, "answer")
+
+
+def config(body: Any, where: str = "config") -> dict[str, str]:
+    # Connect stores strings; a null value (possible through the REST API) carries nothing
+    # a desired config could match, so it is dropped rather than turned into "None".
+    return {str(k): str(v) for k, v in _obj(body, where).items() if v is not None}
+
+
+def _task(body: Any, where: str) -> TaskState:
+    task = _obj(body, where)
+    return TaskState(int(task.get("id", -1)), str(task.get("state", UNKNOWN)),
+                     str(task.get("worker_id", "")), _opt(task.get("trace")))
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def status(body: Any, where: str = "status") -> ConnectorStatus:
+    """`GET /connectors/{name}/status` (also the `status` part of the expanded list)."""
+    doc = _obj(body, where)
+    conn = _obj(doc.get("connector", {}), f"{where}.connector")
+    tasks = tuple(_task(t, f"{where}.tasks[]") for t in _list(doc.get("tasks", []),
+                                                               f"{where}.tasks"))
+    return ConnectorStatus(str(doc.get("name", "")), str(doc.get("type", "unknown")),
+                           str(conn.get("state", UNKNOWN)), str(conn.get("worker_id", "")),
+                           _opt(conn.get("trace")), tuple(sorted(tasks, key=lambda t: t.id)))
+
+
+def fleet(body: Any) -> dict[str, LiveConnector]:
+    """`GET /connectors?expand=info&expand=status`, keyed and ordered by connector name.
+
+    Connect itself leaves out a connector it cannot describe (deleted meanwhile); one without
+    `info` is left out the same way, since guessing its config would plan a false update.
+    """
+    doc = _obj(body, "connectors")
+    live = (_live(name, _obj(doc[name], name)) for name in sorted(doc))
+    return {c.name: c for c in live if c is not None}
+
+
+def _live(name: str, entry: dict[str, Any]) -> LiveConnector | None:
+    if "info" not in entry:
+        return None
+    info = _obj(entry["info"], f"{name}.info")
+    found = status(entry["status"], f"{name}.status") if "status" in entry else None
+    st = found or _status_unknown(name, info)
+    kind = str(info.get("type") or st.type or "unknown")
+    return LiveConnector(name, kind, st.state, st.worker_id, st.trace, st.tasks,
+                         config=config(info.get("config", {}), f"{name}.info.config"))
+
+
+def _status_unknown(name: str, info: dict[str, Any]) -> ConnectorStatus:
+    # Without status we still know how many tasks the connector has, from its info.
+    ids = sorted(int(_obj(t, f"{name}.info.tasks[]").get("task", -1))
+                 for t in _list(info.get("tasks", []), f"{name}.info.tasks"))
+    tasks = tuple(TaskState(i, UNKNOWN, "", None) for i in ids)
+    return ConnectorStatus(name, str(info.get("type", "unknown")), UNKNOWN, "", None, tasks)
+
+
+def validation(body: Any, connector_class: str, masked: Iterable[str]) -> ValidationResult:
+    """The validate answer; error texts are masked since Connect echoes offending values."""
+    doc = _obj(body, "validate")
+    hidden = tuple(masked)
+    errors: dict[str, tuple[str, ...]] = {}
+    for item in _list(doc.get("configs", []), "validate.configs"):
+        # Seen on Connect 4.3 with Debezium 3.6: a key Connect did not evaluate has value null.
+        value = _obj(_obj(item, "validate.configs[]").get("value") or {}, "configs[].value")
+        found = tuple(redact(str(e), hidden) for e in _list(value.get("errors", []), "errors"))
+        if found:
+            errors[str(value.get("name", ""))] = found
+    return ValidationResult(connector_class, int(doc.get("error_count", 0)), errors)
+
+
+def plugins(body: Any) -> list[Plugin]:
+    return [_plugin(_obj(p, "connector-plugins[]"))
+            for p in _list(body, "connector-plugins")]
+
+
+def _plugin(doc: dict[str, Any]) -> Plugin:
+    return Plugin(str(doc.get("class", "")), str(doc.get("type", "")),
+                  str(doc.get("version", "")))

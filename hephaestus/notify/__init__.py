@@ -1,0 +1,1 @@
+"""Notifications: Slack (slack-sdk webhook) and Prometheus (prometheus-client)."""

@@ -1,0 +1,118 @@
+"""The project file (hephaestus.yaml): clusters, databases, policy. Secrets by reference only."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.yamlsrc import YamlDoc, load_yaml, packaged_validator, schema_errors_of
+
+DEFAULT_URL = "http://127.0.0.1:8083"
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """A secret named by environment variable or file; resolved only when used."""
+
+    env: str | None = None
+    file: str | None = None
+
+    def resolve(self, what: str) -> str:
+        if self.env is not None:
+            value = os.environ.get(self.env)
+            if value is None:
+                raise HephaestusError(f"{what}: environment variable {self.env} is not set")
+            return value
+        try:
+            return Path(self.file or "").read_text().strip()
+        except OSError as exc:
+            raise HephaestusError(f"{what}: cannot read secret file {self.file}: {exc.strerror}") from exc
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    url: str
+    connectors: Path
+    select: tuple[str, ...] = ()
+    helm_values: dict[str, str] = field(default_factory=dict, hash=False)
+    username: str | None = None
+    password: SecretRef | None = None
+    verify_tls: bool | str = True
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Database:
+    name: str
+    dsn: str
+    password: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class Project:
+    file: str
+    clusters: dict[str, Cluster] = field(hash=False)
+    databases: dict[str, Database] = field(hash=False)
+    policy: dict[str, Any] = field(hash=False)
+    audit_log: Path | None = None
+    slack_webhook: SecretRef | None = None
+
+    def select(self, names: tuple[str, ...]) -> list[Cluster]:
+        """The named clusters (all when none named); an unknown name is an error."""
+        unknown = [n for n in names if n not in self.clusters]
+        if unknown:
+            raise InputError(self.file, f"no cluster {unknown[0]!r} (have: {', '.join(self.clusters)})",
+                             field="clusters")
+        return [c for n, c in self.clusters.items() if not names or n in names]
+
+
+def load_project(path: Path) -> Project:
+    if not path.is_file():
+        raise InputError(str(path), "project file not found (pass --project or create hephaestus.yaml)")
+    doc = load_yaml(path)
+    errors = schema_errors_of(doc, packaged_validator("hephaestus", "project.schema.json"))
+    if errors:
+        raise InputErrors(errors)
+    return _build(doc, path.parent)
+
+
+def _build(doc: YamlDoc, base: Path) -> Project:
+    data = doc.data
+    slack = data.get("slack", {})
+    return Project(
+        file=doc.file,
+        clusters={n: _cluster(n, c, base) for n, c in data["clusters"].items()},
+        databases={n: _database(n, d) for n, d in data.get("databases", {}).items()},
+        policy=data.get("policy", {}),
+        audit_log=base / data["audit_log"] if "audit_log" in data else None,
+        slack_webhook=_secret({"env": slack["webhook_env"]} if "webhook_env" in slack else
+                              {"file": slack["webhook_file"]} if "webhook_file" in slack else None),
+    )
+
+
+def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:
+    url = os.environ.get(raw["url_env"], "") if "url_env" in raw else ""
+    return Cluster(
+        name=name,
+        url=(url or raw.get("url", DEFAULT_URL)).rstrip("/"),
+        connectors=base / raw["connectors"],
+        select=tuple(raw.get("select", ())),
+        helm_values=dict(raw.get("helm_values", {})),
+        username=raw.get("username"),
+        password=_secret(raw.get("password")),
+        verify_tls=raw.get("ca_file", raw.get("verify_tls", True)),
+        timeout_s=float(raw.get("timeout_s", 30.0)),
+    )
+
+
+def _database(name: str, raw: dict[str, Any]) -> Database:
+    dsn = os.environ.get(raw["dsn_env"], "") if "dsn_env" in raw else ""
+    return Database(name, dsn or raw.get("dsn", f"dbname={name}"), _secret(raw.get("password")))
+
+
+def _secret(raw: dict[str, str] | None) -> SecretRef | None:
+    return SecretRef(raw.get("env"), raw.get("file")) if raw else None

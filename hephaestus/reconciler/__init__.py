@@ -1,0 +1,1 @@
+"""Reconciler: git's connectors (desired) against live Connect clusters — plan, render, apply."""

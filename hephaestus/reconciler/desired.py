@@ -1,0 +1,81 @@
+"""Git's desired state for one cluster: its connector folder, validated (edge: reads files)."""
+
+from __future__ import annotations
+
+import json
+import re
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from hephaestus.errors import InputError, InputErrors
+from hephaestus.project import Cluster
+from hephaestus.reconciler.plan import Desired
+
+GENERATED = ("source", "sink")
+CUSTOM = "custom"
+_HELM = re.compile(r"\{\{\s*\.Values\.global\.(\w+)\s*\}\}")
+
+
+def load_desired(cluster: Cluster, include_custom: bool) -> dict[str, Desired]:
+    """Connectors this cluster should run; all files validated, all errors reported together."""
+    if not cluster.connectors.is_dir():
+        raise InputError(str(cluster.connectors), f"connector folder of cluster {cluster.name!r} not found")
+    kinds = (*GENERATED, CUSTOM) if include_custom else GENERATED
+    files = sorted(p for k in kinds for p in (cluster.connectors / k).glob("*.json"))
+    desired: dict[str, Desired] = {}
+    errors: list[InputError] = []
+    for path in files:
+        try:
+            d = _parse(path, cluster.helm_values)
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        if _selected(d.name, cluster.select):
+            errors += _add(desired, d)
+    if errors:
+        raise InputErrors(errors)
+    return desired
+
+
+def _add(desired: dict[str, Desired], d: Desired) -> list[InputError]:
+    first = desired.setdefault(d.name, d)
+    if first is d:
+        return []
+    return [InputError(d.origin, f"connector {d.name!r} is also defined in {first.origin}", field="name")]
+
+
+def _selected(name: str, globs: tuple[str, ...]) -> bool:
+    return not globs or any(fnmatchcase(name, g) for g in globs)
+
+
+def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str) or not doc["name"]:
+        raise InputError(str(path), "expected an object with a non-empty string 'name'", field="name")
+    config = doc.get("config")
+    if not isinstance(config, dict) or "connector.class" not in config:
+        raise InputError(str(path), "expected an object with 'connector.class'", field="config")
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise InputError(str(path), f"must be a string, got {json.dumps(value)} "
+                             "(Connect stores strings: a non-string is a permanent false diff)",
+                             field=f"config.{key}")
+    name = _render(doc["name"], helm_values, path, "name")
+    rendered = {k: _render(v, helm_values, path, f"config.{k}") for k, v in config.items()}
+    return Desired(name, rendered, str(path))
+
+
+def _render(text: str, values: dict[str, str], path: Path, field: str) -> str:
+    """Fill Helm-templated names (`{{ .Values.global.environment }}`) from the cluster's values."""
+    def sub(match: re.Match[str]) -> str:
+        if match.group(1) not in values:
+            raise InputError(str(path), f"Helm value {match.group(1)!r} has no value: set "
+                             f"helm_values.{match.group(1)} for this cluster", field=field)
+        return values[match.group(1)]
+    return _HELM.sub(sub, text)
+
+

@@ -1,0 +1,39 @@
+"""What a reconcile did, per cluster and per connector (values the renderers read)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hephaestus.reconciler.plan import Plan
+
+
+@dataclass(frozen=True)
+class StepResult:
+    name: str
+    action: str
+    ok: bool
+    detail: str = ""  # final state, or why it failed
+
+
+@dataclass(frozen=True)
+class ClusterOutcome:
+    cluster: str
+    url: str
+    plan: Plan | None
+    applied: bool = False
+    invalid: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict, hash=False)
+    results: tuple[StepResult, ...] = ()
+    error: str = ""  # the cluster could not be read or reconciled at all
+    followups: tuple[StepResult, ...] = ()  # e.g. incremental-snapshot signals
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error or self.invalid or any(not r.ok for r in (*self.results, *self.followups)))
+
+    @property
+    def refused(self) -> bool:
+        return self.plan is not None and bool(self.plan.refused) and not self.applied
+
+    @property
+    def drift(self) -> bool:
+        return self.plan is not None and not self.plan.in_sync

@@ -1,0 +1,124 @@
+"""Plans and outcomes as text (a readable diff), json (machines) or markdown (PR comments). Pure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hephaestus.reconciler.outcome import ClusterOutcome
+from hephaestus.reconciler.plan import KeyChange, Plan, Step
+from hephaestus.secrets import mask_value
+
+Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal
+SYMBOL = {"create": "+", "update": "~", "delete": "-", "protected": "!", "unmanaged": "?", "unchanged": "="}
+
+
+def plain(text: str, action: str) -> str:
+    return text
+
+
+def summary(plan: Plan) -> str:
+    c = plan.counts()
+    return (f"{c['create']} to create, {c['update']} to update, {c['delete']} to delete, "
+            f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged")
+
+
+def _value(key: str, value: str | None) -> str:
+    return json.dumps(mask_value(key, value))
+
+
+def _change_line(ch: KeyChange) -> str:
+    if ch.before is None:
+        return f"+ {ch.key}: {_value(ch.key, ch.after)}"
+    if ch.after is None:
+        return f"- {ch.key}: {_value(ch.key, ch.before)}"
+    return f"  {ch.key}: {_value(ch.key, ch.before)} -> {_value(ch.key, ch.after)}"
+
+
+def _step_lines(step: Step) -> list[str]:
+    head = f"{SYMBOL[step.action]} {step.action} {step.name}"
+    if step.reason:
+        head += f"  ({step.reason})"
+    return [head] + [f"    {_change_line(ch)}" for ch in step.changes]
+
+
+def text(outcomes: Sequence[ClusterOutcome], style: Style = plain) -> str:
+    out: list[str] = []
+    for o in outcomes:
+        out.append(style(f"cluster {o.cluster} ({o.url})", "header"))
+        out += [f"  {line}" for line in _cluster_lines(o, style)]
+    return "\n".join(out) + "\n"
+
+
+def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
+    if o.plan is None:
+        return [style(f"error: {o.error}", "error")]
+    lines: list[str] = []
+    for step in o.plan.steps:
+        if step.action != "unchanged":
+            lines += [style(line, step.action) for line in _step_lines(step)]
+    lines.append(f"plan: {summary(o.plan)}")
+    if o.refused:
+        lines.append(style(f"refused: {o.plan.refused}", "error"))
+    for name, keys in sorted(o.invalid.items()):
+        lines += [style(f"invalid {name}: {key}: {'; '.join(errs)}", "error") for key, errs in sorted(keys.items())]
+    if o.invalid:
+        lines.append(style("nothing applied: fix the invalid configs first", "error"))
+    lines += [style(f"{'ok' if r.ok else 'FAILED'} {r.action} {r.name}: {r.detail}", "unchanged" if r.ok else "error")
+              for r in (*o.results, *o.followups)]
+    if o.error:
+        lines.append(style(f"error: {o.error}", "error"))
+    return lines
+
+
+def as_dict(o: ClusterOutcome) -> dict[str, Any]:
+    plan = o.plan
+    return {
+        "cluster": o.cluster,
+        "url": o.url,
+        "error": o.error or None,
+        "refused": plan.refused if plan and plan.refused else None,
+        "applied": o.applied,
+        "counts": plan.counts() if plan else {},
+        "steps": [_step_dict(s) for s in plan.steps] if plan else [],
+        "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
+        "results": [vars(r) for r in (*o.results, *o.followups)],
+    }
+
+
+def _step_dict(s: Step) -> dict[str, Any]:
+    return {
+        "action": s.action, "name": s.name, "connector_class": s.connector_class,
+        "reason": s.reason or None, "origin": s.origin or None,
+        "changes": [{"key": c.key, "before": mask_value(c.key, c.before), "after": mask_value(c.key, c.after)}
+                    for c in s.changes],
+    }
+
+
+def as_json(outcomes: Sequence[ClusterOutcome]) -> str:
+    return json.dumps({"clusters": [as_dict(o) for o in outcomes]}, indent=2, sort_keys=True) + "\n"
+
+
+def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
+    out: list[str] = []
+    for o in outcomes:
+        out.append(f"### Kafka Connect cluster `{o.cluster}`\n")
+        if o.plan is None:
+            out.append(f"**error:** {o.error}\n")
+            continue
+        out.append(f"Plan: {summary(o.plan)}.\n")
+        if o.plan.refused:
+            out.append(f"> **refused:** {o.plan.refused}\n")
+        changed = [s for s in o.plan.steps if s.action != "unchanged"]
+        if changed:
+            out.append("| | action | connector | details |\n|---|---|---|---|")
+            out += [f"| {SYMBOL[s.action]} | {s.action} | `{s.name}` | {_md_details(s)} |" for s in changed]
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _md_details(s: Step) -> str:
+    parts = [s.reason] if s.reason else []
+    parts += [f"`{_change_line(c).strip()}`".replace("|", "\\|") for c in s.changes]
+    return "<br>".join(parts)

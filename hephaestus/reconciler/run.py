@@ -1,0 +1,98 @@
+"""One reconcile run over the project's clusters, concurrently (edge: orchestrates I/O).
+
+Inputs for every cluster are loaded and validated before any cluster is touched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from hephaestus.connect import ConnectClient, ConnectError
+from hephaestus.notify import slack
+from hephaestus.project import Cluster, Project
+from hephaestus.reconciler import apply, audit
+from hephaestus.reconciler.desired import load_desired
+from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
+from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
+
+ClientFactory = Callable[[Cluster], ConnectClient]
+Followup = Callable[[Cluster, Plan, Sequence[StepResult]], tuple[StepResult, ...]]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    dry_run: bool = False
+    force: bool = False
+    deploy_custom: bool = False
+    apply: apply.ApplyOptions = apply.ApplyOptions()
+
+
+def default_client(cluster: Cluster) -> ConnectClient:
+    password = cluster.password.resolve(f"cluster {cluster.name} password") if cluster.password else None
+    auth = (cluster.username or "", password) if password is not None else None
+    return ConnectClient(cluster.url, name=cluster.name, auth=auth, verify=cluster.verify_tls,
+                         timeout=cluster.timeout_s)
+
+
+def policy_of(project: Project, force: bool) -> Policy:
+    p = project.policy
+    return Policy(frozenset(p.get("ignore_keys", ())), p.get("max_deletes", 10),
+                  p.get("max_delete_share", 0.5), force)
+
+
+def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
+              client_factory: ClientFactory = default_client,
+              followup: Followup | None = None) -> list[ClusterOutcome]:
+    desired = {c.name: load_desired(c, options.deploy_custom) for c in clusters}
+    policy = policy_of(project, options.force)
+    run_id = uuid.uuid4().hex[:12]
+
+    def one(cluster: Cluster) -> ClusterOutcome:
+        with client_factory(cluster) as client:
+            out = _cluster(client, cluster, desired[cluster.name], policy, options, project, run_id)
+            if followup and out.applied and out.plan:
+                out = replace(out, followups=followup(cluster, out.plan, out.results))
+        _notify(project, out)
+        return out
+
+    with ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
+        return list(pool.map(one, clusters))
+
+
+def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired], policy: Policy,
+             options: RunOptions, project: Project, run_id: str) -> ClusterOutcome:
+    try:
+        fleet = client.fleet()
+    except ConnectError as exc:
+        return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))
+    live = {n: Live(n, c.config, c.type) for n, c in fleet.items()}
+    p = plan(cluster.name, desired, live, policy)
+    base = ClusterOutcome(cluster.name, cluster.url, p)
+    if options.dry_run or p.in_sync or p.refused:
+        return base
+    invalid = apply.validate_all(client, p, options.apply.concurrency)
+    if invalid:
+        return replace(base, invalid=invalid)
+    results = apply.execute(client, p, options.apply)
+    if project.audit_log:
+        for step, result in zip(p.writes, results):
+            before = live[step.name].config if step.name in live else None
+            audit.record(project.audit_log, run_id, cluster.name, step, before, result)
+    return replace(base, applied=True, results=results)
+
+
+def _notify(project: Project, out: ClusterOutcome) -> None:
+    """Deletions and failures go to Slack when a webhook is configured."""
+    if project.slack_webhook is None:
+        return
+    lines = [f"deleted `{r.name}`" for r in out.results if r.ok and r.action == "delete"]
+    lines += [f"FAILED {r.action} `{r.name}`: {r.detail}" for r in (*out.results, *out.followups) if not r.ok]
+    lines += [f"invalid config `{n}`: {', '.join(sorted(k))}" for n, k in out.invalid.items()]
+    if out.error:
+        lines.append(f"error: {out.error}")
+    if lines:
+        url = project.slack_webhook.resolve("slack webhook")
+        slack.post(url, f"hephaestus reconcile on cluster *{out.cluster}*:\n" + "\n".join(lines))

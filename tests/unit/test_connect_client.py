@@ -1,0 +1,500 @@
+"""The Connect REST edge against a scripted transport (httpx.MockTransport).
+
+The double sits at the transport: it produces the faults a real Connect cluster cannot be
+made to produce on demand (rebalance 409s, 90 s timeouts that still wrote, dropped
+connections). Behaviour against a real cluster is covered by the stack tests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+import tenacity
+
+from hephaestus.connect import (
+    ConnectClient,
+    ConnectConflict,
+    ConnectError,
+    ConnectorNotFound,
+    ConnectUnavailable,
+    InvalidConnectorConfig,
+    LiveConnector,
+    NonStringConfigValue,
+    RetryPolicy,
+    TaskState,
+)
+from hephaestus.errors import HephaestusError
+
+Step = httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
+
+PASSWORD = "s3cr3t-Pa55word!"
+SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
+SINK_CONFIG = {
+    "connector.class": SINK,
+    "tasks.max": "1",
+    "topics": "dev.bob.auth.public.users",
+    "connection.url": "jdbc:postgresql://127.0.0.1:5432/auth",
+    "connection.username": "auth",
+    "connection.password": PASSWORD,
+    "insert.mode": "upsert",
+}
+
+
+class Script:
+    """Answers each request with the next step, and records what was asked."""
+
+    def __init__(self, *steps: Step) -> None:
+        self.steps = list(steps)
+        self.seen: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.seen.append(request)
+        assert self.steps, f"unexpected request {request.method} {request.url}"
+        step = self.steps.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        if isinstance(step, httpx.Response):  # a fresh copy: one answer may be scripted twice
+            return httpx.Response(step.status_code, headers=step.headers, content=step.content)
+        return step(request)
+
+    @property
+    def calls(self) -> list[tuple[str, str]]:
+        return [(r.method, r.url.raw_path.decode()) for r in self.seen]
+
+    def body(self, index: int) -> Any:
+        return json.loads(self.seen[index].content)
+
+
+def error(status: int, message: str) -> httpx.Response:
+    return httpx.Response(status, json={"error_code": status, "message": message})
+
+
+def client(script: Script, attempts: int = 6, **kwargs: Any) -> ConnectClient:
+    return ConnectClient("http://connect.test:8083", name="dwh",
+                         transport=httpx.MockTransport(script),
+                         retry=RetryPolicy.immediate(attempts), **kwargs)
+
+
+REBALANCE_409 = error(409, "Cannot complete request because of a conflicting operation "
+                           "(e.g. worker rebalance)")
+STALE_409 = error(409, "Cannot complete request momentarily due to stale configuration "
+                       "(typically caused by a concurrent config change)")
+EXPECTED_500 = error(500, "Request cannot be completed because a rebalance is expected")
+TIMED_OUT_500 = error(500, "Request timed out")
+
+
+def fleet_body() -> dict[str, Any]:
+    """Shape of `GET /connectors?expand=info&expand=status` as the Connect docs give it."""
+    return {
+        "users-sink": {
+            "info": {"name": "users-sink", "config": {**SINK_CONFIG, "name": "users-sink"},
+                     "tasks": [{"connector": "users-sink", "task": 0}], "type": "sink"},
+            "status": {"name": "users-sink",
+                       "connector": {"state": "RUNNING", "worker_id": "10.0.0.1:8083"},
+                       "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "10.0.0.1:8083"}],
+                       "type": "sink"},
+        },
+        "bob-source": {
+            "info": {"name": "bob-source", "config": {"connector.class": SOURCE,
+                                                      "name": "bob-source"},
+                     "tasks": [{"connector": "bob-source", "task": 1},
+                               {"connector": "bob-source", "task": 0}], "type": "source"},
+            "status": {"name": "bob-source",
+                       "connector": {"state": "RUNNING", "worker_id": "10.0.0.2:8083"},
+                       "tasks": [{"id": 1, "state": "FAILED", "worker_id": "10.0.0.2:8083",
+                                  "trace": "org.apache.kafka.connect.errors.ConnectException"},
+                                 {"id": 0, "state": "RUNNING", "worker_id": "10.0.0.1:8083"}],
+                       "type": "source"},
+        },
+        "no-status": {
+            "info": {"name": "no-status", "config": {"connector.class": SINK},
+                     "tasks": [{"connector": "no-status", "task": 0}], "type": "sink"},
+        },
+    }
+
+
+# --- reads -----------------------------------------------------------------------------
+
+
+def test_fleet_reads_config_and_status_in_one_request() -> None:
+    script = Script(httpx.Response(200, json=fleet_body()))
+    with client(script) as connect:
+        fleet = connect.fleet()
+        assert (connect.requests, connect.writes) == (1, 0)
+    assert script.calls == [("GET", "/connectors?expand=info&expand=status")]
+    assert list(fleet) == ["bob-source", "no-status", "users-sink"]
+    sink = fleet["users-sink"]
+    assert sink == LiveConnector("users-sink", "sink", "RUNNING", "10.0.0.1:8083", None,
+                                 (TaskState(0, "RUNNING", "10.0.0.1:8083", None),),
+                                 config={**SINK_CONFIG, "name": "users-sink"})
+    assert sink.connector_class == SINK and sink.healthy and not sink.failed_tasks
+
+
+def test_fleet_reports_failed_tasks_in_task_order() -> None:
+    source = client(Script(httpx.Response(200, json=fleet_body()))).fleet()["bob-source"]
+    assert source.type == "source" and source.state == "RUNNING"
+    assert [t.id for t in source.tasks] == [0, 1]
+    assert not source.healthy
+    assert source.failed_tasks == (TaskState(1, "FAILED", "10.0.0.2:8083",
+                                             "org.apache.kafka.connect.errors.ConnectException"),)
+
+
+def test_fleet_marks_a_connector_without_status_unknown() -> None:
+    lone = client(Script(httpx.Response(200, json=fleet_body()))).fleet()["no-status"]
+    assert (lone.state, lone.worker_id, lone.trace) == ("UNKNOWN", "", None)
+    assert lone.tasks == (TaskState(0, "UNKNOWN", "", None),)
+    assert not lone.healthy
+
+
+def test_fleet_leaves_out_a_connector_without_info() -> None:
+    body = {"ghost": {"status": fleet_body()["users-sink"]["status"]}}
+    assert client(Script(httpx.Response(200, json=body))).fleet() == {}
+
+
+@pytest.mark.parametrize(("state", "tasks", "healthy"), [
+    ("RUNNING", ("RUNNING", "RUNNING"), True),
+    ("RUNNING", ("RUNNING", "UNASSIGNED"), False),
+    ("RUNNING", (), False),
+    ("STOPPED", (), False),
+    ("PAUSED", ("PAUSED",), False),
+])
+def test_healthy_needs_a_running_connector_with_running_tasks(
+        state: str, tasks: tuple[str, ...], healthy: bool) -> None:
+    states = tuple(TaskState(i, s, "w", None) for i, s in enumerate(tasks))
+    assert LiveConnector("c", "sink", state, "w", None, states).healthy is healthy
+
+
+def test_status_of_one_connector() -> None:
+    body = fleet_body()["bob-source"]["status"]
+    status = client(Script(httpx.Response(200, json=body))).status("bob-source")
+    assert (status.name, status.type, status.state) == ("bob-source", "source", "RUNNING")
+    assert [t.id for t in status.failed_tasks] == [1]
+
+
+def test_get_config_of_a_missing_connector_is_not_found() -> None:
+    script = Script(error(404, "Connector nope not found"))
+    with pytest.raises(ConnectorNotFound) as caught:
+        client(script).get_config("nope")
+    exc = caught.value
+    assert (exc.status_code, exc.method, exc.path, exc.connector) == (
+        404, "GET", "/connectors/nope/config", "nope")
+    assert "Connector nope not found" in str(exc) and "'dwh'" in str(exc)
+    assert len(script.seen) == 1
+
+
+def test_names_are_url_encoded_in_paths() -> None:
+    script = Script(httpx.Response(200, json={"connector.class": SINK}))
+    client(script).get_config("bob sink {x}/y")
+    assert script.calls == [("GET", "/connectors/bob%20sink%20%7Bx%7D%2Fy/config")]
+
+
+def test_plugins_and_offsets() -> None:
+    plugins = [{"class": SINK, "type": "sink", "version": "3.6.1.Final"}]
+    offsets = {"offsets": [{"partition": {"server": "dev"}, "offset": {"lsn": 42}}]}
+    script = Script(httpx.Response(200, json=plugins), httpx.Response(200, json=offsets))
+    connect = client(script)
+    assert [(p.class_name, p.type, p.version) for p in connect.plugins(connectors_only=False)] \
+        == [(SINK, "sink", "3.6.1.Final")]
+    assert connect.offsets("bob-source") == offsets
+    assert script.calls == [("GET", "/connector-plugins?connectorsOnly=false"),
+                            ("GET", "/connectors/bob-source/offsets")]
+
+
+def test_an_answer_of_the_wrong_shape_is_a_connect_error() -> None:
+    with pytest.raises(ConnectError, match="unexpected answer"):
+        client(Script(httpx.Response(200, json=["not", "an", "object"]))).fleet()
+
+
+# --- writes ----------------------------------------------------------------------------
+
+
+def test_create_posts_name_config_and_initial_state() -> None:
+    script = Script(httpx.Response(201, json={}), httpx.Response(201, json={}))
+    connect = client(script)
+    connect.create("users-sink", SINK_CONFIG, initial_state="STOPPED")
+    connect.create("other", SINK_CONFIG)
+    assert script.calls == [("POST", "/connectors")] * 2
+    assert script.body(0) == {"name": "users-sink", "config": SINK_CONFIG,
+                              "initial_state": "STOPPED"}
+    assert "initial_state" not in script.body(1)
+
+
+def test_put_config_tells_created_from_updated() -> None:
+    script = Script(httpx.Response(201, json={}), httpx.Response(200, json={}))
+    connect = client(script)
+    assert connect.put_config("users-sink", SINK_CONFIG) is True
+    assert connect.put_config("users-sink", SINK_CONFIG) is False
+    assert script.calls == [("PUT", "/connectors/users-sink/config")] * 2
+    assert script.body(1) == SINK_CONFIG
+
+
+def test_delete_and_delete_of_a_missing_connector() -> None:
+    script = Script(httpx.Response(204), error(404, "Connector users-sink not found"))
+    connect = client(script)
+    connect.delete("users-sink")
+    with pytest.raises(ConnectorNotFound):
+        connect.delete("users-sink")
+    assert script.calls == [("DELETE", "/connectors/users-sink")] * 2
+
+
+def test_restart_asks_for_failed_tasks_and_returns_the_status() -> None:
+    accepted = {"name": "s", "connector": {"state": "RUNNING"}, "tasks": []}
+    script = Script(httpx.Response(202, json=accepted), httpx.Response(204))
+    connect = client(script)
+    assert connect.restart("s") == accepted
+    assert connect.restart("s", include_tasks=False, only_failed=False) == {}
+    assert script.calls == [
+        ("POST", "/connectors/s/restart?includeTasks=true&onlyFailed=true"),
+        ("POST", "/connectors/s/restart?includeTasks=false&onlyFailed=false")]
+
+
+def test_pause_resume_stop() -> None:
+    script = Script(httpx.Response(202), httpx.Response(202), httpx.Response(204))
+    connect = client(script)
+    connect.pause("s")
+    connect.resume("s")
+    connect.stop("s")
+    assert script.calls == [("PUT", "/connectors/s/pause"), ("PUT", "/connectors/s/resume"),
+                            ("PUT", "/connectors/s/stop")]
+
+
+def test_counters_count_every_request_and_the_writes() -> None:
+    script = Script(httpx.Response(200, json={}), REBALANCE_409, httpx.Response(200, json={}),
+                    httpx.Response(200, json={"name": "v", "error_count": 0, "configs": []}))
+    connect = client(script)
+    connect.fleet()
+    connect.put_config("users-sink", SINK_CONFIG)
+    connect.validate(SINK, SINK_CONFIG)
+    # The retried PUT counts twice; validation changes nothing, so it is not a write.
+    assert (connect.requests, connect.writes) == (4, 2)
+
+
+# --- what is retried, and what is not ----------------------------------------------------
+
+
+@pytest.mark.parametrize("transient", [REBALANCE_409, STALE_409, EXPECTED_500,
+                                       httpx.Response(503)])
+def test_transient_failures_are_retried(transient: httpx.Response) -> None:
+    script = Script(transient, transient, httpx.Response(200, json={}))
+    connect = client(script)
+    assert connect.put_config("users-sink", SINK_CONFIG) is False
+    assert (connect.requests, connect.writes) == (3, 3)
+    assert script.calls == [("PUT", "/connectors/users-sink/config")] * 3
+
+
+def test_a_proxy_gateway_error_is_retried_and_summarised() -> None:
+    # A 502 may come after the proxy handed the write on: re-read before resending.
+    bad_gateway = httpx.Response(502, text="<html><body>upstream reset</body></html>")
+    script = Script(bad_gateway, bad_gateway, bad_gateway)
+    with pytest.raises(ConnectUnavailable) as caught:
+        client(script, attempts=2).put_config("users-sink", SINK_CONFIG)
+    assert [m for m, _ in script.calls] == ["PUT", "GET", "PUT"]
+    assert "(HTTP 502): Bad Gateway" in str(caught.value) and "<html>" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("answer", "kind"), [
+    (error(409, "Connector users-sink already exists"), ConnectConflict),
+    (error(400, "Connector configuration is invalid"), InvalidConnectorConfig),
+    (error(500, "java.lang.NullPointerException"), ConnectError),
+    # What Connect 4.3 answers for an unknown plugin class.
+    (error(500, "org.apache.kafka.connect.runtime.rest.errors.BadRequestException: Failed to "
+                "find any class that implements Connector and which name matches x.Y"),
+     InvalidConnectorConfig),
+])
+def test_real_failures_are_not_retried(answer: httpx.Response, kind: type[ConnectError]) -> None:
+    script = Script(answer)
+    with pytest.raises(kind) as caught:
+        client(script).create("users-sink", SINK_CONFIG)
+    assert type(caught.value) is kind and not caught.value.transient
+    assert len(script.seen) == 1
+
+
+def test_retries_are_bounded_and_end_unavailable() -> None:
+    script = Script(*[EXPECTED_500] * 3)
+    with pytest.raises(ConnectUnavailable) as caught:
+        client(script, attempts=3).fleet()
+    assert len(script.seen) == 3
+    assert caught.value.attempts == 3 and "after 3 attempts" in str(caught.value)
+
+
+def test_connection_errors_are_retried_up_to_the_bound() -> None:
+    script = Script(*[httpx.ConnectError("[Errno 111] Connection refused")] * 4)
+    connect = client(script, attempts=4)
+    with pytest.raises(ConnectUnavailable) as caught:
+        connect.fleet()
+    assert connect.requests == 4
+    message = str(caught.value)
+    assert "'dwh'" in message and "http://connect.test:8083" in message
+    assert "Connection refused" in message and caught.value.status_code is None
+
+
+def test_a_connection_error_then_success() -> None:
+    script = Script(httpx.ConnectTimeout("timed out"), httpx.Response(200, json={}))
+    assert client(script).fleet() == {}
+    assert len(script.seen) == 2
+
+
+# --- writes that may have landed before they failed ------------------------------------
+
+
+def test_timed_out_put_already_applied_is_not_sent_again() -> None:
+    stored = httpx.Response(200, json={**SINK_CONFIG, "name": "users-sink"})
+    script = Script(TIMED_OUT_500, stored)
+    connect = client(script)
+    assert connect.put_config("users-sink", SINK_CONFIG) is False
+    assert script.calls == [("PUT", "/connectors/users-sink/config"),
+                            ("GET", "/connectors/users-sink/config")]
+    assert connect.writes == 1
+
+
+def test_timed_out_put_not_applied_is_sent_again() -> None:
+    old = httpx.Response(200, json={**SINK_CONFIG, "tasks.max": "2"})
+    script = Script(TIMED_OUT_500, old, httpx.Response(200, json={}))
+    assert client(script).put_config("users-sink", SINK_CONFIG) is False
+    assert [m for m, _ in script.calls] == ["PUT", "GET", "PUT"]
+
+
+def test_read_timeout_on_put_is_treated_like_connects_timeout() -> None:
+    stored = httpx.Response(200, json=SINK_CONFIG)
+    script = Script(httpx.ReadTimeout("timed out"), stored)
+    client(script).put_config("users-sink", SINK_CONFIG)
+    assert [m for m, _ in script.calls] == ["PUT", "GET"]
+
+
+def test_timed_out_create_already_applied_is_not_sent_again() -> None:
+    stored = httpx.Response(200, json={**SINK_CONFIG, "name": "users-sink"})
+    script = Script(TIMED_OUT_500, stored)
+    connect = client(script)
+    connect.create("users-sink", SINK_CONFIG)
+    assert script.calls == [("POST", "/connectors"), ("GET", "/connectors/users-sink/config")]
+
+
+def test_already_exists_after_a_timed_out_create_is_its_echo() -> None:
+    # The first re-read races the config topic (404); the resent POST meets the first one.
+    stored = httpx.Response(200, json={**SINK_CONFIG, "name": "users-sink"})
+    script = Script(TIMED_OUT_500, error(404, "Connector users-sink not found"),
+                    error(409, "Connector users-sink already exists"), stored)
+    client(script).create("users-sink", SINK_CONFIG)
+    assert [m for m, _ in script.calls] == ["POST", "GET", "POST", "GET"]
+
+
+def test_already_exists_with_another_config_stays_a_conflict() -> None:
+    other = httpx.Response(200, json={**SINK_CONFIG, "topics": "someone.else"})
+    script = Script(TIMED_OUT_500, error(404, "not found"),
+                    error(409, "Connector users-sink already exists"), other)
+    with pytest.raises(ConnectConflict, match="after 2 attempts"):
+        client(script).create("users-sink", SINK_CONFIG)
+
+
+def test_timed_out_delete_already_applied_is_not_sent_again() -> None:
+    script = Script(TIMED_OUT_500, error(404, "Connector users-sink not found"))
+    client(script).delete("users-sink")
+    assert script.calls == [("DELETE", "/connectors/users-sink"),
+                            ("GET", "/connectors/users-sink/config")]
+
+
+# --- validation and config values ------------------------------------------------------
+
+
+def validate_answer() -> dict[str, Any]:
+    def item(name: str, errors: list[str]) -> dict[str, Any]:
+        return {"definition": {"name": name, "type": "STRING"},
+                "value": {"name": name, "value": None, "recommended_values": [],
+                          "errors": errors, "visible": True}}
+    return {"name": SINK, "error_count": 2, "groups": ["Common"], "configs": [
+        item("name", []),
+        {"definition": {"name": "internal.flag", "type": "BOOLEAN"}, "value": None},
+        item("connection.password", [f"Invalid value {PASSWORD} for configuration "
+                                     "connection.password: too weak"]),
+        item("primary.key.mode", ["Missing required configuration \"primary.key.mode\""]),
+    ]}
+
+
+def test_validate_reports_errors_per_key_without_secret_values() -> None:
+    script = Script(httpx.Response(200, json=validate_answer()))
+    connect = client(script)
+    result = connect.validate("JdbcSinkConnector", SINK_CONFIG)
+    assert script.calls == [("PUT", "/connector-plugins/JdbcSinkConnector/config/validate")]
+    assert script.body(0) == {**SINK_CONFIG, "name": "hephaestus-validate"}
+    assert (result.connector_class, result.error_count, result.ok) == (
+        "JdbcSinkConnector", 2, False)
+    assert set(result.errors) == {"connection.password", "primary.key.mode"}
+    assert result.errors["connection.password"] == (
+        "Invalid value **** for configuration connection.password: too weak",)
+    assert connect.writes == 0
+
+
+def test_validate_adds_the_class_when_the_config_lacks_it() -> None:
+    script = Script(httpx.Response(200, json={"name": SINK, "error_count": 0, "configs": []}))
+    assert client(script).validate(SINK, {"tasks.max": "1", "name": "x"}).ok
+    assert script.body(0) == {"connector.class": SINK, "name": "x", "tasks.max": "1"}
+
+
+@pytest.mark.parametrize("call", [
+    lambda c, cfg: c.create("s", cfg),
+    lambda c, cfg: c.put_config("s", cfg),
+    lambda c, cfg: c.validate(SINK, cfg),
+])
+def test_non_string_values_are_refused_before_any_request(
+        call: Callable[[ConnectClient, dict[str, Any]], object]) -> None:
+    script = Script()
+    connect = client(script)
+    bad = {**SINK_CONFIG, "delete.enabled": True, "tasks.max": 1}
+    with pytest.raises(NonStringConfigValue) as caught:
+        call(connect, bad)
+    assert isinstance(caught.value, HephaestusError) and isinstance(caught.value, TypeError)
+    assert caught.value.keys == ("delete.enabled", "tasks.max")
+    assert "delete.enabled (bool)" in str(caught.value) and PASSWORD not in str(caught.value)
+    assert connect.requests == 0
+
+
+def test_error_messages_and_logs_never_show_a_password(caplog: pytest.LogCaptureFixture) -> None:
+    echo = error(400, f"Connector configuration is invalid: Invalid value {PASSWORD} for "
+                      "configuration connection.password")
+    script = Script(echo, error(500, f"boom {PASSWORD}"))
+    connect = client(script)
+    caplog.set_level(logging.DEBUG, logger="hephaestus.connect")
+    with pytest.raises(InvalidConnectorConfig) as invalid:
+        connect.put_config("users-sink", SINK_CONFIG)
+    with pytest.raises(ConnectError) as failed:
+        connect.create("users-sink", SINK_CONFIG)
+    for exc in (invalid.value, failed.value):
+        assert PASSWORD not in str(exc) and PASSWORD not in exc.server_message
+    assert "connection.password" in str(invalid.value)
+    assert "PUT /connectors/users-sink/config -> 400" in caplog.text
+    assert PASSWORD not in caplog.text
+
+
+def test_credentials_are_sent_but_never_shown() -> None:
+    script = Script(error(401, "Unauthorized"))
+    connect = ConnectClient("http://admin:hunter22@connect.test:8083", name="dwh",
+                            transport=httpx.MockTransport(script),
+                            retry=RetryPolicy.immediate())
+    with pytest.raises(ConnectError) as caught:
+        connect.fleet()
+    assert script.seen[0].headers["authorization"].startswith("Basic ")
+    assert "hunter22" not in str(caught.value) and "credentials" in str(caught.value)
+
+
+def test_retry_policy_refuses_nonsense() -> None:
+    with pytest.raises(ValueError):
+        RetryPolicy(attempts=0)
+    with pytest.raises(ValueError):
+        RetryPolicy(initial_wait=-1)
+
+
+def test_default_backoff_doubles_from_half_a_second_up_to_eight() -> None:
+    retrying = RetryPolicy(jitter=0.0).retrying()
+    state = tenacity.RetryCallState(retrying, fn=None, args=(), kwargs={})
+    waits = []
+    for attempt in range(1, 8):
+        state.attempt_number = attempt
+        waits.append(retrying.wait(state))
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    assert RetryPolicy().attempts == 6
