@@ -1,0 +1,1 @@
+"""Tests against the real stack (dev/stack/): PostgreSQL, Kafka, Connect, Debezium."""
