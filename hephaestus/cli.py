@@ -96,10 +96,11 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
     """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run)."""
     from hephaestus.project import load_project
     from hephaestus.reconciler import render
-    from hephaestus.reconciler.run import RunOptions, reconcile as run_reconcile
+    from hephaestus.reconciler.run import RunOptions, apply_options_of, reconcile as run_reconcile
 
     project = load_project(project_file)
-    options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom)
+    options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom,
+                         apply=apply_options_of(project))
     followup = _snapshot_followup(project) if send_snapshot and not dry_run else None
     outcomes = run_reconcile(project, project.select(clusters), options, followup=followup)
     if output == "json":

@@ -25,6 +25,8 @@ class ClusterOutcome:
     results: tuple[StepResult, ...] = ()
     error: str = ""  # the cluster could not be read or reconciled at all
     followups: tuple[StepResult, ...] = ()  # e.g. incremental-snapshot signals
+    requests: int = 0  # HTTP requests this run sent to the cluster (writes: non-GET, not validate)
+    writes: int = 0
 
     @property
     def failed(self) -> bool:

@@ -58,7 +58,7 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
     for step in o.plan.steps:
         if step.action != "unchanged":
             lines += [style(line, step.action) for line in _step_lines(step)]
-    lines.append(f"plan: {summary(o.plan)}")
+    lines.append(f"plan: {summary(o.plan)}  [{o.requests} requests, {o.writes} writes]")
     if o.refused:
         lines.append(style(f"refused: {o.plan.refused}", "error"))
     for name, keys in sorted(o.invalid.items()):
@@ -84,6 +84,8 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         "steps": [_step_dict(s) for s in plan.steps] if plan else [],
         "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
         "results": [vars(r) for r in (*o.results, *o.followups)],
+        "requests": o.requests,
+        "writes": o.writes,
     }
 
 

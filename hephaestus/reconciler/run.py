@@ -43,6 +43,11 @@ def policy_of(project: Project, force: bool) -> Policy:
                   p.get("max_delete_share", 0.5), force)
 
 
+def apply_options_of(project: Project) -> apply.ApplyOptions:
+    p = project.policy
+    return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready_timeout_s=p.get("ready_timeout_s", 180.0))
+
+
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
               client_factory: ClientFactory = default_client,
               followup: Followup | None = None) -> list[ClusterOutcome]:
@@ -55,6 +60,7 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
             out = _cluster(client, cluster, desired[cluster.name], policy, options, project, run_id)
             if followup and out.applied and out.plan:
                 out = replace(out, followups=followup(cluster, out.plan, out.results))
+            out = replace(out, requests=client.requests, writes=client.writes)
         _notify(project, out)
         return out
 

@@ -1,0 +1,100 @@
+"""A hephaestus project around fresh databases, for reconciler stack tests.
+
+The shipped example definitions are rewritten to point at per-test databases (`bob_t1a2b…`);
+schema snapshots come from `hephaestus schemas dump` against those live databases, so the
+whole user path — dump, generate, reconcile — runs for real.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hephaestus.cli import run
+from tests.stack.support import REPO, ConnectClient, Stack
+
+EXAMPLES = {"bob": ("bob", "auth", "eureka", "fatima"), "lmsdwh": ("lmsdwh", "tokyo_jprep_dwh")}
+
+
+@dataclass
+class Fleet:
+    root: Path
+    stack: Stack
+    dbs: dict[str, str]  # example database -> fresh database
+    capsys: pytest.CaptureFixture[str]
+    clients: dict[str, ConnectClient] = field(default_factory=dict)  # cluster -> cleanup tracker
+
+    def definition(self, example: str) -> dict[str, Any]:
+        return yaml.safe_load((self.root / "definitions" / f"{example}.yaml").read_text())  # type: ignore[no-any-return]
+
+    def write_definition(self, example: str, data: dict[str, Any]) -> None:
+        (self.root / "definitions" / f"{example}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+    def cli(self, *args: str) -> tuple[int, str]:
+        code = run(list(args))
+        out = self.capsys.readouterr()
+        return code, out.out + out.err
+
+    def generate(self) -> None:
+        code, out = self.cli("generate", "--definitions", str(self.root / "definitions"), "--schemas",
+                             str(self.root / "schemas"), "--out", str(self.root / "connectors"))
+        assert code == 0, out
+
+    def reconcile(self, *args: str) -> tuple[int, dict[str, Any]]:
+        """Run `hephaestus reconcile -o json`; track what it created for teardown."""
+        code, out = self.cli("reconcile", "--project", str(self.root / "hephaestus.yaml"), "-o", "json", *args)
+        start = out.index("{")
+        report: dict[str, Any] = json.loads(out[start:out.rindex("}") + 1])
+        for cluster in report["clusters"]:
+            for step in cluster["steps"]:
+                if step["action"] == "create":
+                    self.clients[cluster["cluster"]].track(step["name"])
+        return code, report
+
+    def connector_names(self, cluster: str, kind: str = "*") -> list[str]:
+        files = (self.root / "connectors" / cluster).glob(f"{kind}/*.json")
+        return sorted(json.loads(p.read_text())["name"] for p in files)
+
+    def name(self, cluster: str, *parts: str) -> str:
+        """The one generated connector whose name contains every part."""
+        found = [n for n in self.connector_names(cluster) if all(p in n for p in parts)]
+        assert len(found) == 1, (parts, found)
+        return found[0]
+
+
+def make_fleet(root: Path, stack: Stack, fresh_db: Callable[..., str], capsys: pytest.CaptureFixture[str],
+               examples: Iterable[str], clients: dict[str, ConnectClient]) -> Fleet:
+    """Fresh databases for `examples`, their snapshots dumped, definitions rewritten, generated."""
+    dbs = {db: fresh_db(db) for ex in examples for db in EXAMPLES[ex]}
+    fleet = Fleet(root, stack, dbs, capsys, clients)
+    (root / "definitions").mkdir(parents=True)
+    for ex in examples:
+        fleet.write_definition(ex, _rewrite(yaml.safe_load((REPO / "definitions" / f"{ex}.yaml").read_text()), dbs))
+    args = [a for db in dbs.values() for a in ("--database", db)]
+    code, out = fleet.cli("schemas", "dump", "--dsn", stack.dsn("postgres"), "--out", str(root / "schemas"), *args)
+    assert code == 0, out
+    _write_project(root, stack, clients)
+    fleet.generate()
+    return fleet
+
+
+def _rewrite(definition: dict[str, Any], dbs: dict[str, str]) -> dict[str, Any]:
+    definition["database"] = dbs[definition["database"]]
+    definition["envs"], definition["orgs"] = ["local"], ["manabie"]
+    for pipeline in definition["pipelines"]:
+        for sink in pipeline["sinks"]:
+            sink["database"] = dbs[sink["database"]]
+    return definition
+
+
+def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient]) -> None:
+    clusters = {name: {"url": client.url, "connectors": f"connectors/{name}"} for name, client in clients.items()}
+    project = {"clusters": clusters, "audit_log": "audit.jsonl",
+               "policy": {"ready_timeout_s": 120}}
+    (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
