@@ -6,6 +6,7 @@ read them: 0 ok, 1 error, 2 drift/refused when a flag asks for it.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,13 @@ _dir = click.Path(file_okay=False, path_type=Path)
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hephaestus")
-def cli() -> None:
+@click.option("--verbose", "-v", is_flag=True, help="Log each HTTP request (method, path, status; never bodies).")
+def cli(verbose: bool) -> None:
     """GitOps reconciler and job runner for Kafka Connect + Debezium fleets."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="hephaestus: %(levelname)s %(name)s: %(message)s", force=True)
+    for noisy in ("httpx", "httpcore"):  # their DEBUG lines carry headers; ours suffice
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 @cli.command()
@@ -100,7 +106,7 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
 
     project = load_project(project_file)
     options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom,
-                         apply=apply_options_of(project))
+                         apply=apply_options_of(project, _progress() if sys.stderr.isatty() else None))
     followup = _snapshot_followup(project) if send_snapshot and not dry_run else None
     outcomes = run_reconcile(project, project.select(clusters), options, followup=followup)
     if output == "json":
@@ -114,6 +120,18 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
 
 def _snapshot_followup(project: object) -> Any:
     return None  # wired by the incremental-snapshot feature
+
+
+def _progress() -> Any:
+    """One line per finished connector on a terminal, so a long apply shows it is moving."""
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+
+    def show(result: Any, done: int, total: int) -> None:
+        mark = "[green]ok[/]" if result.ok else "[red]FAILED[/]"
+        console.print(f"[{done}/{total}] {mark} {result.action} {result.name}: {result.detail}", markup=True)
+    return show
 
 
 _COLOURS = {"create": "green", "update": "yellow", "delete": "red", "protected": "magenta",

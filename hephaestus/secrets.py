@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 MASK = "****"
-_SENSITIVE = re.compile(r"password|passwd|secret|token|credential|sasl\.jaas|api\.key|private\.key",
+_SENSITIVE = re.compile(r"password|passwd|secret|token|credential|jaas|private|api[._-]?key|access[._-]?key",
                         re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"^\$\{[a-zA-Z0-9_.-]+:[^}]*\}$")
 
@@ -15,9 +15,14 @@ def is_sensitive(key: str) -> bool:
     return bool(_SENSITIVE.search(key))
 
 
+def is_placeholder(value: str) -> bool:
+    """`${file:/path:key}` and friends: resolved by Connect, not a secret themselves."""
+    return bool(_PLACEHOLDER.match(value))
+
+
 def mask_value(key: str, value: str | None) -> str | None:
     """A sensitive key's literal value is masked; a `${file:…}` placeholder is shown as is."""
-    if value is None or not is_sensitive(key) or _PLACEHOLDER.match(value):
+    if value is None or not is_sensitive(key) or is_placeholder(value):
         return value
     return MASK
 

@@ -9,15 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-MASK = "****"
+from hephaestus.secrets import MASK, is_placeholder, is_sensitive
 
-_SECRET_KEY = re.compile(
-    r"password|passwd|secret|token|credential|jaas|private|api[._-]?key|access[._-]?key", re.I)
-
-# Long values are masked whatever their key: a secret can be misplaced under any key
-# (a typo'd key name), and URLs such as connection.url can embed credentials.
-# Short values ("true", "1000", "none") stay readable so messages remain actionable.
-_LONG = 8
+# Credentials can hide in a value whatever its key: `jdbc:…?password=x`, `http://user:pw@host`.
+_EMBEDDED = re.compile(r"password=|://[^/@\s]+:[^/@\s]+@", re.IGNORECASE)
 
 # Naming these keeps messages like "Failed to find any class … matches X" useful.
 _NEVER_SECRET = frozenset({"name", "connector.class"})
@@ -31,9 +26,9 @@ def sensitive_values(config: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _sensitive(key: str, value: str) -> bool:
-    if key in _NEVER_SECRET:
+    if key in _NEVER_SECRET or is_placeholder(value):
         return False
-    return bool(_SECRET_KEY.search(key)) or len(value) >= _LONG
+    return is_sensitive(key) or bool(_EMBEDDED.search(value))
 
 
 def redact(text: str, values: Iterable[str]) -> str:

@@ -15,11 +15,16 @@ from hephaestus.reconciler.plan import Plan, Step
 Invalid = dict[str, dict[str, tuple[str, ...]]]
 
 
+Progress = Callable[[StepResult, int, int], None]  # (finished step, done so far, total)
+
+
 @dataclass(frozen=True)
 class ApplyOptions:
     concurrency: int = 4
     ready_timeout_s: float = 180.0
     poll_interval_s: float = 1.0
+    progress: Progress | None = None
+    initial_state: str = "RUNNING"  # creates may start PAUSED or STOPPED (Connect 3.7+)
 
 
 def validate_all(client: ConnectClient, plan: Plan, concurrency: int) -> Invalid:
@@ -40,17 +45,26 @@ def _validate(client: ConnectClient, step: Step) -> dict[str, tuple[str, ...]]:
 
 def execute(client: ConnectClient, plan: Plan, options: ApplyOptions) -> tuple[StepResult, ...]:
     """Writes first (concurrently), then wait for every written connector to run."""
+    total = len(plan.writes)
+    done = iter(range(1, total + 1))  # next() on a shared iterator is atomic under the GIL
+
+    def report(result: StepResult) -> StepResult:
+        if options.progress:
+            options.progress(result, next(done), total)
+        return result
+
     with ThreadPoolExecutor(max_workers=options.concurrency) as pool:
-        written = list(pool.map(lambda s: _write(client, s), plan.writes))
-        waits = [r if not r.ok or r.action == "delete" else pool.submit(_wait, client, r, options)
-                 for r in written]
+        written = list(pool.map(lambda s: _write(client, s, options), plan.writes))
+        waits = [report(r) if not r.ok or r.action == "delete"
+                 else pool.submit(lambda r: report(_wait(client, r, options)), r) for r in written]
         return tuple(w if isinstance(w, StepResult) else w.result() for w in waits)
 
 
-def _write(client: ConnectClient, step: Step) -> StepResult:
+def _write(client: ConnectClient, step: Step, options: ApplyOptions) -> StepResult:
     try:
         if step.action == "create":
-            client.create(step.name, dict(step.config))
+            initial = None if options.initial_state == "RUNNING" else options.initial_state
+            client.create(step.name, dict(step.config), initial_state=initial)
         elif step.action == "update":
             client.put_config(step.name, dict(step.config))
         else:
@@ -61,23 +75,27 @@ def _write(client: ConnectClient, step: Step) -> StepResult:
 
 
 def _wait(client: ConnectClient, written: StepResult, options: ApplyOptions) -> StepResult:
-    state = wait_ready(client, written.name, options.ready_timeout_s, options.poll_interval_s)
-    return StepResult(written.name, written.action, state == "RUNNING", state)
+    # A create starts as asked; an update keeps the target state the connector had
+    # (a PUT does not resume a PAUSED or STOPPED connector).
+    targets = {options.initial_state} if written.action == "create" else {"RUNNING", "PAUSED", "STOPPED"}
+    state = wait_ready(client, written.name, options.ready_timeout_s, options.poll_interval_s, frozenset(targets))
+    return StepResult(written.name, written.action, state in targets, state)
 
 
 def wait_ready(client: ConnectClient, name: str, timeout_s: float, interval_s: float,
+               targets: frozenset[str] = frozenset({"RUNNING"}),
                clock: Callable[[], float] = time.monotonic) -> str:
-    """RUNNING once the connector and all its tasks run; a FAILED one is reported at once."""
+    """A target state once reached (RUNNING counts when all tasks run too); FAILED at once."""
     deadline = clock() + timeout_s
     last = "not reported yet"
     while True:
-        last, done = _readiness(client, name)
+        last, done = _readiness(client, name, targets)
         if done or clock() >= deadline:
-            return last if done else f"not RUNNING after {timeout_s:.0f}s ({last})"
+            return last if done else f"not {'/'.join(sorted(targets))} after {timeout_s:.0f}s ({last})"
         time.sleep(interval_s)  # polling a condition, bounded by the deadline above
 
 
-def _readiness(client: ConnectClient, name: str) -> tuple[str, bool]:
+def _readiness(client: ConnectClient, name: str, targets: frozenset[str]) -> tuple[str, bool]:
     try:
         st = client.status(name)
     except ConnectError:
@@ -85,8 +103,12 @@ def _readiness(client: ConnectClient, name: str) -> tuple[str, bool]:
     if st.state == "FAILED" or any(t.state == "FAILED" for t in st.tasks):
         trace = next((t.trace for t in st.tasks if t.trace), st.trace) or ""
         return f"FAILED: {first_line(trace)}", True
-    if st.state == "RUNNING" and st.tasks and all(t.state == "RUNNING" for t in st.tasks):
-        return "RUNNING", True
+    if st.state == "RUNNING":
+        running = bool(st.tasks) and all(t.state == "RUNNING" for t in st.tasks)
+        if running:
+            return "RUNNING", "RUNNING" in targets
+    elif st.state in targets:
+        return st.state, True
     return f"{st.state}, tasks {[t.state for t in st.tasks]}", False
 
 

@@ -5,18 +5,22 @@ Inputs for every cluster are loaded and validated before any cluster is touched.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from hephaestus.connect import ConnectClient, ConnectError
+from hephaestus.errors import HephaestusError
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, audit
 from hephaestus.reconciler.desired import load_desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
+
+log = logging.getLogger("hephaestus.reconcile")
 
 ClientFactory = Callable[[Cluster], ConnectClient]
 Followup = Callable[[Cluster, Plan, Sequence[StepResult]], tuple[StepResult, ...]]
@@ -43,9 +47,10 @@ def policy_of(project: Project, force: bool) -> Policy:
                   p.get("max_delete_share", 0.5), force)
 
 
-def apply_options_of(project: Project) -> apply.ApplyOptions:
+def apply_options_of(project: Project, progress: apply.Progress | None = None) -> apply.ApplyOptions:
     p = project.policy
-    return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready_timeout_s=p.get("ready_timeout_s", 180.0))
+    return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready_timeout_s=p.get("ready_timeout_s", 180.0),
+                              progress=progress, initial_state=p.get("initial_state", "RUNNING"))
 
 
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
@@ -100,5 +105,9 @@ def _notify(project: Project, out: ClusterOutcome) -> None:
     if out.error:
         lines.append(f"error: {out.error}")
     if lines:
-        url = project.slack_webhook.resolve("slack webhook")
+        try:
+            url = project.slack_webhook.resolve("slack webhook")
+        except HephaestusError as exc:  # a missing webhook must not fail a reconcile
+            log.warning("slack notification skipped: %s", exc)
+            return
         slack.post(url, f"hephaestus reconcile on cluster *{out.cluster}*:\n" + "\n".join(lines))

@@ -96,5 +96,5 @@ def _rewrite(definition: dict[str, Any], dbs: dict[str, str]) -> dict[str, Any]:
 def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient]) -> None:
     clusters = {name: {"url": client.url, "connectors": f"connectors/{name}"} for name, client in clients.items()}
     project = {"clusters": clusters, "audit_log": "audit.jsonl",
-               "policy": {"ready_timeout_s": 120}}
+               "policy": {"ready_timeout_s": 120}, "slack": {"webhook_env": "HEPHAESTUS_SLACK_WEBHOOK"}}
     (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))

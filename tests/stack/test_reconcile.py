@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.loopback import slack_receiver
 from tests.stack.fleet import Fleet, make_fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
@@ -65,7 +66,8 @@ def test_changed_sink_option_updates_only_that_connector(bob: Fleet, connect: Co
     assert replicated(bob, "auth", "users", "user_id", "u-after")
 
 
-def test_removed_sink_deleted_removed_source_protected(bob: Fleet, connect: ConnectClient) -> None:
+def test_removed_sink_deleted_removed_source_protected(bob: Fleet, connect: ConnectClient,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     assert bob.reconcile()[0] == 0
     definition = bob.definition("bob")
     del definition["pipelines"][1]["sinks"][1]  # students -> fatima goes away
@@ -76,8 +78,11 @@ def test_removed_sink_deleted_removed_source_protected(bob: Fleet, connect: Conn
     source = bob.name("platforms", "source_connector")
     (bob.root / "connectors/platforms/source" / f"{source}.json").unlink()
 
-    code, report = bob.reconcile()
+    with slack_receiver() as slack:
+        monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
+        code, report = bob.reconcile()
     assert code == 0, report
+    assert len(slack.texts()) == 1 and f"deleted `{gone[0]}`" in slack.texts()[0]
     actions = {s["name"]: s["action"] for s in report["clusters"][0]["steps"]}
     assert actions[gone[0]] == "delete" and actions[source] == "protected"
     names = connect.names()

@@ -1,0 +1,45 @@
+"""A Slack-compatible webhook receiver on loopback: tests read what was posted."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class SlackReceiver:
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.url = ""
+
+    def texts(self) -> list[str]:
+        return [str(m.get("text", "")) for m in self.messages]
+
+
+@contextmanager
+def slack_receiver() -> Iterator[SlackReceiver]:
+    receiver = SlackReceiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            receiver.messages.append(json.loads(body))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/services/T000/B000/XXX"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()

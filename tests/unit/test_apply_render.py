@@ -1,0 +1,79 @@
+"""Apply over a transport double (faults the real stack can't produce on demand) and rendering."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from hephaestus.connect import ConnectClient, RetryPolicy
+from hephaestus.reconciler import render
+from hephaestus.reconciler.apply import ApplyOptions, execute, validate_all
+from hephaestus.reconciler.outcome import ClusterOutcome
+from hephaestus.reconciler.plan import Desired, Live, Policy, plan
+
+SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+
+
+def status_body(name: str) -> dict[str, object]:
+    return {"name": name, "type": "sink", "connector": {"state": "RUNNING", "worker_id": "w"},
+            "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w"}]}
+
+
+def handler(request: httpx.Request) -> httpx.Response:
+    path = request.url.path
+    if request.method == "POST" and path == "/connectors":
+        name = json.loads(request.content)["name"]
+        if name == "broken":
+            return httpx.Response(500, json={"error_code": 500, "message": "boom"})
+        return httpx.Response(201, json={"name": name, "config": {}, "tasks": []})
+    if path.endswith("/status"):
+        return httpx.Response(200, json=status_body(path.split("/")[2]))
+    if path.endswith("/config/validate"):
+        body = json.loads(request.content)
+        bad = body.get("errors.tolerance") == "sometimes"
+        configs = [{"definition": {"name": "errors.tolerance"},
+                    "value": {"name": "errors.tolerance", "errors": ["Invalid value sometimes"] if bad else []}}]
+        return httpx.Response(200, json={"name": SINK, "error_count": int(bad), "groups": [], "configs": configs})
+    return httpx.Response(404, json={"error_code": 404, "message": "nope"})
+
+
+def client() -> ConnectClient:
+    return ConnectClient("http://connect", transport=httpx.MockTransport(handler), retry=RetryPolicy.immediate(1))
+
+
+def cfg(**extra: str) -> dict[str, str]:
+    return {"connector.class": SINK, "topics": "t", **extra}
+
+
+def test_one_failing_connector_does_not_stop_the_others() -> None:
+    p = plan("c", {n: Desired(n, cfg()) for n in ("a", "broken", "c")}, {}, Policy())
+    seen: list[tuple[str, int, int]] = []
+    options = ApplyOptions(poll_interval_s=0.01, progress=lambda r, done, total: seen.append((r.name, done, total)))
+    results = {r.name: r for r in execute(client(), p, options)}
+    assert results["a"].ok and results["c"].ok and results["a"].detail == "RUNNING"
+    assert not results["broken"].ok and "boom" in results["broken"].detail
+    assert sorted(name for name, _, _ in seen) == ["a", "broken", "c"]
+    assert sorted(done for _, done, _ in seen) == [1, 2, 3] and {total for _, _, total in seen} == {3}
+
+
+def test_validation_reports_each_connector_and_key() -> None:
+    p = plan("c", {"ok": Desired("ok", cfg()), "bad": Desired("bad", cfg(**{"errors.tolerance": "sometimes"}))},
+             {}, Policy())
+    assert validate_all(client(), p, 2) == {"bad": {"errors.tolerance": ("Invalid value sometimes",)}}
+
+
+def test_text_diff_masks_literal_secrets_but_shows_placeholders() -> None:
+    desired = {"a": Desired("a", cfg(**{"connection.password": "${file:/s:pw}", "batch.size": "2"}))}
+    live = {"a": Live("a", cfg(**{"connection.password": "hunter2", "batch.size": "1"}))}
+    out = ClusterOutcome("c", "http://connect", plan("c", desired, live, Policy()))
+    for text in (render.text([out]), render.as_json([out]), render.markdown([out])):
+        assert "hunter2" not in text
+        assert "${file:/s:pw}" in text and "****" in text
+    assert '~ update a' in render.text([out]) and 'batch.size: "1" -> "2"' in render.text([out])
+
+
+def test_markdown_summarises_for_a_pr_comment() -> None:
+    out = ClusterOutcome("c", "u", plan("c", {"new": Desired("new", cfg())}, {}, Policy()))
+    md = render.markdown([out])
+    assert "### Kafka Connect cluster `c`" in md and "| + | create | `new` |" in md
