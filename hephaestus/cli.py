@@ -16,7 +16,10 @@ import click
 from hephaestus import __version__
 from hephaestus.errors import HephaestusError
 
-EXIT_OK, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+from hephaestus.commands import register
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_option
+from hephaestus.commands.common import output_option as _output_opt
+from hephaestus.commands.common import project_option as _project_opt
 
 _dir = click.Path(file_okay=False, path_type=Path)
 
@@ -78,17 +81,9 @@ def schemas_dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
         click.echo(f"wrote {out / f'{database}.json'} ({len(snap.tables)} tables)")
 
 
-_project_opt = click.option(
-    "--project", "project_file", type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("hephaestus.yaml"), show_default=True, envvar="HEPHAESTUS_PROJECT",
-    help="Project file naming the clusters (env HEPHAESTUS_PROJECT).")
-_output_opt = click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]),
-                           default="text", show_default=True)
-
-
 @cli.command()
 @_project_opt
-@click.option("--cluster", "clusters", multiple=True, help="Only this cluster (repeatable); default all.")
+@cluster_option
 @click.option("--dry-run", is_flag=True, help="Plan only: read the live clusters, change nothing.")
 @click.option("--exit-code", is_flag=True, help="With --dry-run: exit 2 when anything would change.")
 @_output_opt
@@ -178,6 +173,9 @@ def job_run(name: str, args: tuple[str, ...]) -> None:
     if name not in JOBS:
         raise HephaestusError(f"no job {name!r}; `hephaestus job list` shows them")
     cli.main(args=[*JOBS[name].argv, *args], prog_name="hephaestus", standalone_mode=False)
+
+
+register(cli)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -1,0 +1,20 @@
+"""Options and exit codes shared by the CLI modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+EXIT_OK, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+
+project_option = click.option(
+    "--project", "project_file", type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("hephaestus.yaml"), show_default=True, envvar="HEPHAESTUS_PROJECT",
+    help="Project file naming the clusters and databases (env HEPHAESTUS_PROJECT).")
+
+output_option = click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]),
+                             default="text", show_default=True)
+
+cluster_option = click.option("--cluster", "clusters", multiple=True,
+                              help="Only this cluster (repeatable); default all.")

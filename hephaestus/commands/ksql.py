@@ -1,0 +1,7 @@
+"""CLI commands of the ksql feature (filled in by its issue)."""
+
+from __future__ import annotations
+
+import click
+
+commands: list[click.Command] = []
