@@ -43,6 +43,7 @@ class Cluster:
     password: SecretRef | None = None
     verify_tls: bool | str = True
     timeout_s: float = 30.0
+    kafka_bootstrap: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:
         password=_secret(raw.get("password")),
         verify_tls=raw.get("ca_file", raw.get("verify_tls", True)),
         timeout_s=float(raw.get("timeout_s", 30.0)),
+        kafka_bootstrap=raw.get("kafka_bootstrap"),
     )
 
 

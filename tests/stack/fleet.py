@@ -79,7 +79,7 @@ def make_fleet(root: Path, stack: Stack, fresh_db: Callable[..., str], capsys: p
     args = [a for db in dbs.values() for a in ("--database", db)]
     code, out = fleet.cli("schemas", "dump", "--dsn", stack.dsn("postgres"), "--out", str(root / "schemas"), *args)
     assert code == 0, out
-    _write_project(root, stack, clients)
+    _write_project(root, stack, clients, dbs)
     fleet.generate()
     return fleet
 
@@ -93,8 +93,12 @@ def _rewrite(definition: dict[str, Any], dbs: dict[str, str]) -> dict[str, Any]:
     return definition
 
 
-def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient]) -> None:
-    clusters = {name: {"url": client.url, "connectors": f"connectors/{name}"} for name, client in clients.items()}
-    project = {"clusters": clusters, "audit_log": "audit.jsonl",
+def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient], dbs: dict[str, str]) -> None:
+    clusters = {name: {"url": client.url, "connectors": f"connectors/{name}", "kafka_bootstrap": stack.bootstrap}
+                for name, client in clients.items()}
+    # The stack's role has a password; libpq reads it from PGPASSWORD (never the project file).
+    databases = {db: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}"}
+                 for db in dbs.values()}
+    project = {"clusters": clusters, "databases": databases, "audit_log": "audit.jsonl",
                "policy": {"ready_timeout_s": 120}, "slack": {"webhook_env": "HEPHAESTUS_SLACK_WEBHOOK"}}
     (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
