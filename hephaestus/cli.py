@@ -98,12 +98,13 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
     from hephaestus.project import load_project
     from hephaestus.reconciler import render
     from hephaestus.reconciler.run import RunOptions, apply_options_of, reconcile as run_reconcile
+    from hephaestus.snapshot.hooks import SnapshotHooks
 
     project = load_project(project_file)
     options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom,
                          apply=apply_options_of(project, _progress() if sys.stderr.isatty() else None))
-    followup = _snapshot_followup(project) if send_snapshot and not dry_run else None
-    outcomes = run_reconcile(project, project.select(clusters), options, followup=followup)
+    hooks = SnapshotHooks(project) if send_snapshot and not dry_run else None
+    outcomes = run_reconcile(project, project.select(clusters), options, hooks=hooks)
     if output == "json":
         click.echo(render.as_json(outcomes), nl=False)
     elif output == "markdown":
@@ -111,10 +112,6 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
     else:
         click.echo(render.text(outcomes, _colour), nl=False)
     sys.exit(_reconcile_exit(outcomes, dry_run and exit_code))
-
-
-def _snapshot_followup(project: object) -> Any:
-    return None  # wired by the incremental-snapshot feature
 
 
 def _progress() -> Any:

@@ -31,7 +31,7 @@ def load_desired(cluster: Cluster, include_custom: bool) -> dict[str, Desired]:
         except InputError as exc:
             errors.append(exc)
             continue
-        if _selected(d.name, cluster.select):
+        if selected(d.name, cluster.select):
             errors += _add(desired, d)
     if errors:
         raise InputErrors(errors)
@@ -45,7 +45,8 @@ def _add(desired: dict[str, Desired], d: Desired) -> list[InputError]:
     return [InputError(d.origin, f"connector {d.name!r} is also defined in {first.origin}", field="name")]
 
 
-def _selected(name: str, globs: tuple[str, ...]) -> bool:
+def selected(name: str, globs: tuple[str, ...]) -> bool:
+    """In this deployment's share of the cluster (`select` globs; all when none)."""
     return not globs or any(fnmatchcase(name, g) for g in globs)
 
 

@@ -10,20 +10,30 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.errors import HephaestusError
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, audit
-from hephaestus.reconciler.desired import load_desired
+from hephaestus.reconciler.desired import load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
 
 log = logging.getLogger("hephaestus.reconcile")
 
 ClientFactory = Callable[[Cluster], ConnectClient]
-Followup = Callable[[Cluster, Plan, Sequence[StepResult]], tuple[StepResult, ...]]
+
+
+class Hooks(Protocol):
+    """Work around an apply that the reconciler does not own (e.g. incremental snapshots)."""
+
+    def prepare(self, cluster: Cluster, plan: Plan) -> None:
+        """After validation, before any write; raise HephaestusError to apply nothing."""
+
+    def after(self, cluster: Cluster, plan: Plan, results: Sequence[StepResult]) -> tuple[StepResult, ...]:
+        """After the writes settled: follow-up steps, reported per connector."""
 
 
 @dataclass(frozen=True)
@@ -55,16 +65,16 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
 
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
               client_factory: ClientFactory = default_client,
-              followup: Followup | None = None) -> list[ClusterOutcome]:
+              hooks: Hooks | None = None) -> list[ClusterOutcome]:
     desired = {c.name: load_desired(c, options.deploy_custom) for c in clusters}
     policy = policy_of(project, options.force)
     run_id = uuid.uuid4().hex[:12]
 
     def one(cluster: Cluster) -> ClusterOutcome:
         with client_factory(cluster) as client:
-            out = _cluster(client, cluster, desired[cluster.name], policy, options, project, run_id)
-            if followup and out.applied and out.plan:
-                out = replace(out, followups=followup(cluster, out.plan, out.results))
+            out = _cluster(client, cluster, desired[cluster.name], policy, options, project, run_id, hooks)
+            if hooks and out.applied and out.plan:
+                out = replace(out, followups=hooks.after(cluster, out.plan, out.results))
             out = replace(out, requests=client.requests, writes=client.writes)
         _notify(project, out)
         return out
@@ -74,12 +84,14 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
 
 
 def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired], policy: Policy,
-             options: RunOptions, project: Project, run_id: str) -> ClusterOutcome:
+             options: RunOptions, project: Project, run_id: str, hooks: Hooks | None) -> ClusterOutcome:
     try:
         fleet = client.fleet()
     except ConnectError as exc:
         return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))
-    live = {n: Live(n, c.config, c.type) for n, c in fleet.items()}
+    # Connectors outside `select` belong to another deployment sharing the cluster: never
+    # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
+    live = {n: Live(n, c.config, c.type) for n, c in fleet.items() if selected(n, cluster.select)}
     p = plan(cluster.name, desired, live, policy)
     base = ClusterOutcome(cluster.name, cluster.url, p)
     if options.dry_run or p.in_sync or p.refused:
@@ -87,6 +99,11 @@ def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired
     invalid = apply.validate_all(client, p, options.apply.concurrency)
     if invalid:
         return replace(base, invalid=invalid)
+    if hooks:
+        try:
+            hooks.prepare(cluster, p)
+        except HephaestusError as exc:
+            return replace(base, error=f"nothing applied: {exc}")
     results = apply.execute(client, p, options.apply)
     if project.audit_log:
         for step, result in zip(p.writes, results):

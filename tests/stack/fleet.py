@@ -94,8 +94,10 @@ def _rewrite(definition: dict[str, Any], dbs: dict[str, str]) -> dict[str, Any]:
 
 
 def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient], dbs: dict[str, str]) -> None:
-    clusters = {name: {"url": client.url, "connectors": f"connectors/{name}", "kafka_bootstrap": stack.bootstrap}
-                for name, client in clients.items()}
+    # Only this test's connectors: the stack is shared, and a reconcile deletes what it manages.
+    select = sorted({f"*{db}*" for db in dbs.values()} | {f"*{db.upper()}*" for db in dbs.values()})
+    clusters = {name: {"url": client.url, "connectors": f"connectors/{name}", "kafka_bootstrap": stack.bootstrap,
+                       "select": select} for name, client in clients.items()}
     # The stack's role has a password; libpq reads it from PGPASSWORD (never the project file).
     databases = {db: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}"}
                  for db in dbs.values()}

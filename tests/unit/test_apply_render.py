@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 
@@ -77,3 +78,24 @@ def test_markdown_summarises_for_a_pr_comment() -> None:
     out = ClusterOutcome("c", "u", plan("c", {"new": Desired("new", cfg())}, {}, Policy()))
     md = render.markdown([out])
     assert "### Kafka Connect cluster `c`" in md and "| + | create | `new` |" in md
+
+
+def test_connectors_outside_select_are_never_planned(tmp_path: Path) -> None:
+    from hephaestus.project import load_project
+    from hephaestus.reconciler.run import RunOptions, reconcile
+
+    (tmp_path / "connectors/c/sink").mkdir(parents=True)
+    (tmp_path / "connectors/c/sink/a.json").write_text(json.dumps({"name": "local_a", "config": cfg()}))
+    (tmp_path / "p.yaml").write_text("clusters:\n  c:\n    url: http://connect\n    connectors: connectors/c\n"
+                                     "    select: ['local_*']\n")
+    fleet = {n: {"info": {"name": n, "config": {**cfg(), "name": n}, "tasks": [], "type": "sink"},
+                 "status": status_body(n)} for n in ("local_a", "stag_b")}
+
+    def live(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=fleet)
+
+    project = load_project(tmp_path / "p.yaml")
+    factory = lambda c: ConnectClient(c.url, transport=httpx.MockTransport(live))  # noqa: E731
+    (out,) = reconcile(project, list(project.clusters.values()), RunOptions(dry_run=True), factory)
+    assert out.plan is not None
+    assert [(s.name, s.action) for s in out.plan.steps] == [("local_a", "unchanged")]

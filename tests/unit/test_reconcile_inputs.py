@@ -117,3 +117,11 @@ def test_helm_value_missing(tmp_path: Path) -> None:
     connector(tmp_path / "connectors/platforms/sink/x.json", "{{ .Values.global.environment }}_x")
     with pytest.raises(InputErrors, match="helm_values.environment"):
         load_desired(project.clusters["platforms"], include_custom=False)
+
+
+def test_select_also_scopes_the_live_side(tmp_path: Path) -> None:
+    from hephaestus.reconciler.desired import selected
+
+    assert selected("local_manabie_x", ("local_manabie_*",))
+    assert not selected("stag_manabie_x", ("local_manabie_*",))
+    assert selected("anything", ())

@@ -1,0 +1,90 @@
+"""The source database side of a snapshot (edge: psycopg): checks, publication, slot, signal row."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import psycopg
+from psycopg import sql
+
+from hephaestus.errors import HephaestusError
+from hephaestus.snapshot.signal import SIGNAL_TABLE_DDL, Signal
+
+
+def _split(table: str) -> tuple[str, str]:
+    schema, _, name = table.rpartition(".")
+    return schema or "public", name
+
+
+def _ident(table: str) -> sql.Composed:
+    return sql.SQL(".").join(map(sql.Identifier, _split(table)))
+
+
+def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise HephaestusError(f"cannot connect to the source database: {exc}") from exc
+
+
+def check_tables(conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[str], signal_table: str,
+                 publication: str) -> None:
+    """Everything a signal needs, checked before anything is written."""
+    if not _exists(conn, signal_table):
+        ddl = SIGNAL_TABLE_DDL.format(table=signal_table, publication=publication)
+        raise HephaestusError(f"signal table {signal_table} does not exist; create it with: {ddl}")
+    for table in tables:
+        if not _exists(conn, table):
+            raise HephaestusError(f"table {table} does not exist in the source database")
+        if not _has_primary_key(conn, table):
+            raise HephaestusError(f"table {table} has no primary key: an incremental snapshot chunks by "
+                                  "key and Debezium would skip it (NO_PRIMARY_KEY)")
+
+
+def _exists(conn: psycopg.Connection[tuple[object, ...]], table: str) -> bool:
+    row = conn.execute("SELECT to_regclass(%s)", [str(_ident(table).as_string(conn))]).fetchone()
+    return bool(row and row[0])
+
+
+def _has_primary_key(conn: psycopg.Connection[tuple[object, ...]], table: str) -> bool:
+    query = ("SELECT 1 FROM pg_index i WHERE i.indisprimary AND i.indrelid = to_regclass(%s)")
+    return conn.execute(query, [str(_ident(table).as_string(conn))]).fetchone() is not None
+
+
+def ensure_published(conn: psycopg.Connection[tuple[object, ...]], publication: str,
+                     tables: Sequence[str]) -> list[str]:
+    """Add tables missing from the publication (we own it: autocreate is disabled). Returns added."""
+    if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", [publication]).fetchone() is None:
+        raise HephaestusError(f"publication {publication} does not exist in the source database")
+    rows = conn.execute("SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s",
+                        [publication]).fetchall()
+    present = {str(r[0]) for r in rows}
+    added = [t for t in tables if t not in present]
+    for table in added:
+        conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(sql.Identifier(publication), _ident(table)))
+    return added
+
+
+def slot_pid(conn: psycopg.Connection[tuple[object, ...]], slot: str) -> int | None:
+    row = conn.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", [slot]).fetchone()
+    return int(str(row[0])) if row and row[0] is not None else None
+
+
+def wait_slot_active(conn: psycopg.Connection[tuple[object, ...]], slot: str, timeout_s: float,
+                     not_pid: int | None = None, clock: Callable[[], float] = time.monotonic) -> int:
+    """Poll until a walsender holds the slot (and, after a restart, a new one): its pid."""
+    deadline = clock() + timeout_s
+    while True:
+        pid = slot_pid(conn, slot)
+        if pid is not None and pid != not_pid:
+            return pid
+        if clock() >= deadline:
+            raise HephaestusError(f"replication slot {slot} did not become active within {timeout_s:.0f}s "
+                                  "(is the source connector running?); no signal was written")
+        time.sleep(0.5)  # polling a condition, bounded by the deadline above
+
+
+def insert_signal(conn: psycopg.Connection[tuple[object, ...]], signal_table: str, signal: Signal) -> None:
+    query = sql.SQL("INSERT INTO {} (id, type, data) VALUES (%s, %s, %s)").format(_ident(signal_table))
+    conn.execute(query, list(signal.row()))

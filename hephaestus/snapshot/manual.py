@@ -1,0 +1,57 @@
+"""`hephaestus snapshot`: send an incremental-snapshot signal by hand, or read its outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hephaestus.connect import ConnectClient, ConnectorNotFound
+from hephaestus.errors import HephaestusError
+from hephaestus.project import Cluster, Project
+from hephaestus.snapshot import db, notifications
+from hephaestus.snapshot.signal import Signal, check_capturable, execute_snapshot, qualified, stop_snapshot
+from hephaestus.snapshot.source import dsn_for, source_ref
+
+
+@dataclass(frozen=True)
+class Located:
+    cluster: Cluster
+    config: dict[str, str]
+
+
+def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Located:
+    """The cluster that runs `connector`, and its live config."""
+    for cluster in clusters:
+        with ConnectClient(cluster.url, name=cluster.name, timeout=cluster.timeout_s) as client:
+            try:
+                return Located(cluster, client.get_config(connector))
+            except ConnectorNotFound:
+                continue
+    names = ", ".join(c.name for c in clusters)
+    raise HephaestusError(f"connector {connector!r} not found on cluster(s) {names}")
+
+
+def send(project: Project, found: Located, connector: str, tables: Sequence[str], where: str | None,
+         stop: bool, slot_timeout_s: float) -> Signal:
+    """Check everything, wait for the slot, then insert one signal row."""
+    wanted = [qualified(t) for t in tables]
+    if not stop:
+        check_capturable(found.config, wanted, connector)
+    ref = source_ref(connector, found.config)
+    with db.connect(dsn_for(project, ref.database)) as conn:
+        db.check_tables(conn, [] if stop else wanted, ref.signal_table, ref.publication)
+        db.wait_slot_active(conn, ref.slot, slot_timeout_s)
+        signal = stop_snapshot(ref.database, wanted) if stop else execute_snapshot(ref.database, wanted, where)
+        db.insert_signal(conn, ref.signal_table, signal)
+    return signal
+
+
+def status(found: Located, connector: str, signal_id: str, timeout_s: float,
+           wait: bool) -> notifications.SnapshotReport:
+    topic = found.config.get("notification.sink.topic.name")
+    if not topic or "sink" not in found.config.get("notification.enabled.channels", ""):
+        raise HephaestusError(f"{connector} has no notification sink topic: enable "
+                              "notification.enabled.channels=sink (generated sources have it)")
+    if not found.cluster.kafka_bootstrap:
+        raise HephaestusError(f"cluster {found.cluster.name} has no kafka_bootstrap in the project file")
+    return notifications.read(found.cluster.kafka_bootstrap, topic, signal_id, timeout_s, wait)
