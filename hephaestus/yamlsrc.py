@@ -104,10 +104,14 @@ def _schema_error(doc: YamlDoc, err: jsonschema.ValidationError) -> InputError:
         return InputError(doc.file, f"missing required key {missing[0]!r}",
                           field=format_path([*path, missing[0]]), line=doc.line_of(path))
     message = err.message
-    if any(isinstance(p, str) and is_sensitive(p) for p in path):
+    if any(isinstance(p, str) and (is_sensitive(p) or p in _CREDENTIAL_BEARING) for p in path):
         # The value may be a secret pasted where a reference belongs: never echo it.
         message = f"invalid value (not shown); expected {_expected(schema)}"
     return InputError(doc.file, message, field=format_path(path) or "(root)", line=doc.line_of(path))
+
+
+# Values that may embed credentials (a DSN's password=, a URL's user:pass@).
+_CREDENTIAL_BEARING = frozenset({"dsn", "url"})
 
 
 def _expected(schema: dict[str, Any]) -> str:

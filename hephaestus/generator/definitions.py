@@ -10,6 +10,7 @@ import jsonschema
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator import debezium
 from hephaestus.generator.model import (
+    AccuracySpec,
     Converter,
     Definition,
     Pipeline,
@@ -126,7 +127,8 @@ def _source(raw: dict[str, Any]) -> SourceSpec:
 def _pipeline(raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> Pipeline:
     source_table = TableRef.parse(raw["source_table"])
     sinks = tuple(
-        _sink({**defaults, **s, "options": {**defaults.get("options", {}), **s.get("options", {})}},
+        _sink({**defaults, **s, "options": {**defaults.get("options", {}), **s.get("options", {})},
+               "accuracy": {**defaults.get("accuracy", {}), **s.get("accuracy", {})}},
               source_table, f"pipelines[{index}].sinks[{j}]")
         for j, s in enumerate(raw["sinks"])
     )
@@ -145,7 +147,14 @@ def _sink(raw: dict[str, Any], source_table: TableRef, path: str) -> SinkSpec:
         tenant_filter=TenantFilter(tenant["field"], tuple(tenant["values"])) if tenant else None,
         options=stringify_options(raw.get("options", {})),
         path=path,
+        accuracy=_accuracy(raw.get("accuracy", {})),
     )
+
+
+def _accuracy(raw: dict[str, Any]) -> AccuracySpec:
+    tolerance = raw.get("tolerance", {})
+    return AccuracySpec(raw.get("source_filter"), raw.get("sink_filter"),
+                        tolerance.get("rows", 0), float(tolerance.get("percent", 0)))
 
 
 def stringify_options(options: dict[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -37,6 +37,19 @@ class TenantFilter:
 
 
 @dataclass(frozen=True)
+class AccuracySpec:
+    """A sink's options for `hephaestus accuracy`; the generator ignores them.
+
+    None filters mean "the default" (decided by the accuracy feature from the live columns).
+    """
+
+    source_filter: str | None = None
+    sink_filter: str | None = None
+    tolerance_rows: int = 0
+    tolerance_percent: float = 0.0
+
+
+@dataclass(frozen=True)
 class SinkSpec:
     database: str
     table: TableRef
@@ -47,6 +60,7 @@ class SinkSpec:
     tenant_filter: TenantFilter | None
     options: tuple[tuple[str, str], ...]
     path: str  # where in the definition file, for error messages
+    accuracy: AccuracySpec = AccuracySpec()
 
 
 @dataclass(frozen=True)
