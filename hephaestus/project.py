@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from psycopg.conninfo import make_conninfo
+
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.yamlsrc import YamlDoc, load_yaml, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
+log = logging.getLogger("hephaestus.project")
 
 
 @dataclass(frozen=True)
@@ -45,12 +49,36 @@ class Cluster:
     timeout_s: float = 30.0
     kafka_bootstrap: str | None = None
 
+    def auth(self) -> tuple[str, str] | None:
+        """Basic auth for the Connect REST API, the password resolved only now."""
+        if self.password is None:
+            return None
+        return (self.username or "", self.password.resolve(f"cluster {self.name} password"))
+
 
 @dataclass(frozen=True)
 class Database:
     name: str
     dsn: str
     password: SecretRef | None = None
+
+
+@dataclass(frozen=True)
+class KsqlDB:
+    """A ksqlDB cluster and its migrations (the `ksqldb:` section): ksql-migrations' settings."""
+
+    name: str
+    url: str
+    migrations: Path
+    stream: str = "MIGRATION_EVENTS"
+    table: str = "MIGRATION_SCHEMA_VERSIONS"
+    stream_topic: str | None = None  # default: <ksql service id>ksql_<stream>
+    table_topic: str | None = None
+    replicas: int = 1
+    username: str | None = None
+    password: SecretRef | None = None
+    verify_tls: bool | str = True
+    timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +89,28 @@ class Project:
     policy: dict[str, Any] = field(hash=False)
     audit_log: Path | None = None
     slack_webhook: SecretRef | None = None
+    ksqldb: dict[str, KsqlDB] = field(default_factory=dict, hash=False)
+    heal: dict[str, Any] = field(default_factory=dict, hash=False)
+    base: Path = Path(".")  # relative paths in the file are relative to it
+
+    def dsn(self, database: str, what: str = "hephaestus") -> str:
+        """The DSN of a database named in `databases:`, its password resolved if referenced."""
+        db = self.databases.get(database)
+        if db is None:
+            raise HephaestusError(f"database {database!r} is not in {self.file} (databases:): {what} needs it")
+        if db.password is None:
+            return db.dsn
+        return make_conninfo(db.dsn, password=db.password.resolve(f"database {database} password"))
+
+    def webhook(self) -> str | None:
+        """The Slack webhook URL, or None when not configured or not resolvable (never fatal)."""
+        if self.slack_webhook is None:
+            return None
+        try:
+            return self.slack_webhook.resolve("slack webhook")
+        except HephaestusError as exc:
+            log.warning("slack notifications off: %s", exc)
+            return None
 
     def select(self, names: tuple[str, ...]) -> list[Cluster]:
         """The named clusters (all when none named); an unknown name is an error."""
@@ -90,8 +140,11 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         databases={n: _database(n, d) for n, d in data.get("databases", {}).items()},
         policy=data.get("policy", {}),
         audit_log=base / data["audit_log"] if "audit_log" in data else None,
+        heal=data.get("heal", {}),
+        base=base,
         slack_webhook=_secret({"env": slack["webhook_env"]} if "webhook_env" in slack else
                               {"file": slack["webhook_file"]} if "webhook_file" in slack else None),
+        ksqldb={n: _ksqldb(n, k, base) for n, k in data.get("ksqldb", {}).items()},
     )
 
 
@@ -108,6 +161,24 @@ def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:
         verify_tls=raw.get("ca_file", raw.get("verify_tls", True)),
         timeout_s=float(raw.get("timeout_s", 30.0)),
         kafka_bootstrap=raw.get("kafka_bootstrap"),
+    )
+
+
+def _ksqldb(name: str, raw: dict[str, Any], base: Path) -> KsqlDB:
+    url = os.environ.get(raw["url_env"], "") if "url_env" in raw else ""
+    return KsqlDB(
+        name=name,
+        url=(url or raw["url"]).rstrip("/"),
+        migrations=base / raw.get("migrations", f"ksql_migrations/{name}"),
+        stream=raw.get("stream", "MIGRATION_EVENTS"),
+        table=raw.get("table", "MIGRATION_SCHEMA_VERSIONS"),
+        stream_topic=raw.get("stream_topic"),
+        table_topic=raw.get("table_topic"),
+        replicas=int(raw.get("replicas", 1)),
+        username=raw.get("username"),
+        password=_secret(raw.get("password")),
+        verify_tls=raw.get("ca_file", raw.get("verify_tls", True)),
+        timeout_s=float(raw.get("timeout_s", 30.0)),
     )
 
 

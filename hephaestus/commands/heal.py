@@ -1,7 +1,57 @@
-"""CLI commands of the heal feature (filled in by its issue)."""
+"""`hephaestus heal`: restart FAILED connectors and tasks with backoff, a budget and a record."""
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
 import click
 
-commands: list[click.Command] = []
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_option, project_option
+
+
+@click.command()
+@project_option
+@cluster_option
+@click.option("--dry-run", is_flag=True, help="Show what would be restarted; restart and record nothing.")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--state-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Keep restart counts in this JSON file (default: heal.state of the project file, "
+                   "else .hephaestus/heal-state.json).")
+def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: str, state_file: Path | None) -> None:
+    """Restart FAILED connectors/tasks (and long-UNASSIGNED ones); exit 0 healthy or healed,
+    2 something still failing, 1 error."""
+    from hephaestus.heal.run import heal_project
+    from hephaestus.project import load_project
+
+    project = load_project(project_file)
+    results = heal_project(project, project.select(clusters), dry_run, state_file)
+    if output == "json":
+        click.echo(json.dumps({"clusters": [_dict(r) for r in results]}, indent=2))
+    else:
+        for r in results:
+            _text(r)
+    sys.exit(EXIT_ERROR if any(r.error for r in results)
+             else EXIT_DRIFT if any(r.still_failing for r in results) else EXIT_OK)
+
+
+def _dict(r: Any) -> dict[str, Any]:
+    return {"cluster": r.cluster, "url": r.url, "error": r.error or None, "notified": list(r.notified),
+            "connectors": [asdict(i) for i in r.items]}
+
+
+def _text(r: Any) -> None:
+    click.echo(f"cluster {r.cluster} ({r.url})")
+    if r.error:
+        click.echo(f"  error: {r.error}")
+    shown = [i for i in r.items if i.verdict != "healthy"]
+    for i in shown:
+        healed = "" if i.healed is None else (" -> RUNNING" if i.healed else " -> still failing")
+        click.echo(f"  {i.verdict:9} {i.name}: {i.reason}{healed}")
+    click.echo(f"  {len(r.items) - len(shown)} healthy")
+
+
+commands: list[click.Command] = [heal]

@@ -5,7 +5,6 @@ Inputs for every cluster are loaded and validated before any cluster is touched.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +19,6 @@ from hephaestus.reconciler import apply, audit
 from hephaestus.reconciler.desired import load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
-
-log = logging.getLogger("hephaestus.reconcile")
 
 ClientFactory = Callable[[Cluster], ConnectClient]
 
@@ -45,9 +42,7 @@ class RunOptions:
 
 
 def default_client(cluster: Cluster) -> ConnectClient:
-    password = cluster.password.resolve(f"cluster {cluster.name} password") if cluster.password else None
-    auth = (cluster.username or "", password) if password is not None else None
-    return ConnectClient(cluster.url, name=cluster.name, auth=auth, verify=cluster.verify_tls,
+    return ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
                          timeout=cluster.timeout_s)
 
 
@@ -114,17 +109,10 @@ def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired
 
 def _notify(project: Project, out: ClusterOutcome) -> None:
     """Deletions and failures go to Slack when a webhook is configured."""
-    if project.slack_webhook is None:
-        return
     lines = [f"deleted `{r.name}`" for r in out.results if r.ok and r.action == "delete"]
     lines += [f"FAILED {r.action} `{r.name}`: {r.detail}" for r in (*out.results, *out.followups) if not r.ok]
     lines += [f"invalid config `{n}`: {', '.join(sorted(k))}" for n, k in out.invalid.items()]
     if out.error:
         lines.append(f"error: {out.error}")
     if lines:
-        try:
-            url = project.slack_webhook.resolve("slack webhook")
-        except HephaestusError as exc:  # a missing webhook must not fail a reconcile
-            log.warning("slack notification skipped: %s", exc)
-            return
-        slack.post(url, f"hephaestus reconcile on cluster *{out.cluster}*:\n" + "\n".join(lines))
+        slack.post(project.webhook(), f"hephaestus reconcile on cluster *{out.cluster}*:\n" + "\n".join(lines))

@@ -22,7 +22,8 @@ class Located:
 def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Located:
     """The cluster that runs `connector`, and its live config."""
     for cluster in clusters:
-        with ConnectClient(cluster.url, name=cluster.name, timeout=cluster.timeout_s) as client:
+        with ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
+                           timeout=cluster.timeout_s) as client:
             try:
                 return Located(cluster, client.get_config(connector))
             except ConnectorNotFound:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from psycopg.conninfo import make_conninfo
-
 from hephaestus.errors import HephaestusError
 from hephaestus.project import Project
 from hephaestus.secrets import is_placeholder
@@ -35,11 +33,4 @@ def source_ref(name: str, config: Mapping[str, str]) -> SourceRef:
 
 
 def dsn_for(project: Project, database: str) -> str:
-    """The project's DSN for `database`, with its password resolved from env/file if referenced."""
-    db = project.databases.get(database)
-    if db is None:
-        raise HephaestusError(f"database {database!r} is not in {project.file} (databases:): "
-                              "hephaestus needs it to signal its source")
-    if db.password is None:
-        return db.dsn
-    return make_conninfo(db.dsn, password=db.password.resolve(f"database {database} password"))
+    return project.dsn(database, "hephaestus needs it to signal its source")

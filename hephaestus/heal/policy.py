@@ -1,0 +1,100 @@
+"""When to restart a failing connector: Strimzi's autoRestart, with a budget and a record (pure).
+
+The n-th restart waits min(n² + n, 60) backoff units (minutes by default) after the previous
+one: 0, 2, 6, 12, 20, 30, 42, 56, then every 60. The count is incremented even when the
+restart call fails, and resets once the connector has stayed healthy for the current backoff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+from typing import Literal
+
+Verdict = Literal["healthy", "skipped", "grace", "restart", "backoff", "exhausted"]
+
+
+@dataclass(frozen=True)
+class HealConfig:
+    max_restarts: int = 10
+    unassigned_grace_s: float = 300.0  # UNASSIGNED is normal for a moment during a rebalance
+    backoff_unit_s: float = 60.0
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Record:
+    """What heal remembers of one connector between runs."""
+
+    count: int = 0
+    last_restart: float | None = None
+    unassigned_since: float | None = None
+    notified: int = -1  # the restart count at which the last Slack message was sent
+
+
+@dataclass(frozen=True)
+class Observed:
+    """The connector's status, as heal needs it."""
+
+    name: str
+    state: str
+    task_states: tuple[str, ...]
+    trace: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    name: str
+    verdict: Verdict
+    record: Record | None  # None: forget this connector
+    reason: str
+    notify: bool = False
+
+
+def backoff_s(count: int, cfg: HealConfig) -> float:
+    return min(count * count + count, 60) * cfg.backoff_unit_s
+
+
+def decide(seen: Observed, record: Record | None, now: float, cfg: HealConfig) -> Decision:
+    rec = record or Record()
+    if any(fnmatchcase(seen.name, g) for g in cfg.exclude) or seen.state in ("PAUSED", "STOPPED"):
+        return Decision(seen.name, "skipped", record, f"{seen.state.lower()} or excluded: left alone")
+    failed = seen.state == "FAILED" or "FAILED" in seen.task_states
+    unassigned = seen.state == "UNASSIGNED" or "UNASSIGNED" in seen.task_states
+    if not failed and unassigned:
+        return _unassigned(seen, rec, now, cfg)
+    if not failed:
+        return _healthy(seen, rec, now, cfg)
+    return _failing(seen, rec, now, cfg, "FAILED")
+
+
+def _unassigned(seen: Observed, rec: Record, now: float, cfg: HealConfig) -> Decision:
+    since = rec.unassigned_since if rec.unassigned_since is not None else now
+    rec = replace(rec, unassigned_since=since)
+    if now - since < cfg.unassigned_grace_s:
+        return Decision(seen.name, "grace", rec, f"UNASSIGNED for {now - since:.0f}s (grace {cfg.unassigned_grace_s:.0f}s)")
+    return _failing(seen, rec, now, cfg, f"UNASSIGNED for {now - since:.0f}s")
+
+
+def _healthy(seen: Observed, rec: Record, now: float, cfg: HealConfig) -> Decision:
+    if rec.count == 0 or rec.last_restart is None or now - rec.last_restart >= backoff_s(rec.count, cfg):
+        return Decision(seen.name, "healthy", None, "running")
+    return Decision(seen.name, "healthy", replace(rec, unassigned_since=None),
+                    f"running since restart {rec.count}; the count resets after {backoff_s(rec.count, cfg):.0f}s")
+
+
+def _failing(seen: Observed, rec: Record, now: float, cfg: HealConfig, why: str) -> Decision:
+    # One Slack message when a restart did not help (the first time in this episode) and one
+    # when the budget runs out — the same message when both happen at once.
+    first_relapse = rec.count > 0 and rec.notified < 0
+    if rec.count >= cfg.max_restarts:
+        notify = rec.notified < rec.count
+        return Decision(seen.name, "exhausted", replace(rec, notified=rec.count),
+                        f"{why}; restart budget of {cfg.max_restarts} exhausted", notify)
+    marked = replace(rec, notified=rec.count) if first_relapse else rec
+    wait = 0.0 if rec.last_restart is None else backoff_s(rec.count, cfg) - (now - rec.last_restart)
+    if wait > 0:
+        return Decision(seen.name, "backoff", marked, f"{why}; restart {rec.count + 1} in {wait:.0f}s", first_relapse)
+    restarted = replace(marked, count=rec.count + 1, last_restart=now, unassigned_since=None)
+    return Decision(seen.name, "restart", restarted, f"{why}; restart {rec.count + 1} of {cfg.max_restarts}",
+                    first_relapse)

@@ -1,0 +1,158 @@
+"""One heal run over the project's clusters (edge: Connect REST, the state store, Slack)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.connect.redact import redact, sensitive_values
+from hephaestus.heal.policy import Decision, HealConfig, Observed, decide
+from hephaestus.heal.state import FileStore, PgStore, StateStore
+from hephaestus.notify import slack
+from hephaestus.project import Cluster, Project
+
+ClientFactory = Callable[[Cluster], ConnectClient]
+FAILING = frozenset({"restart", "backoff", "exhausted"})
+
+
+@dataclass(frozen=True)
+class HealOptions:
+    config: HealConfig = HealConfig()
+    dry_run: bool = False
+    restart_wait_s: float = 60.0  # how long a restarted connector gets to be RUNNING again
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    verdict: str
+    reason: str
+    healed: bool | None = None  # after a restart: RUNNING again within restart_wait_s?
+    failed_tasks: tuple[int, ...] = ()
+    trace: str = ""  # first lines, secrets masked
+
+
+@dataclass(frozen=True)
+class ClusterHeal:
+    cluster: str
+    url: str
+    items: tuple[Item, ...] = ()
+    error: str = ""
+    notified: tuple[str, ...] = field(default=())
+
+    @property
+    def still_failing(self) -> bool:
+        # A restarted connector counts as healed only when seen RUNNING again (never in a dry run).
+        return any(i.verdict in FAILING and i.healed is not True for i in self.items)
+
+
+def observe(c: LiveConnector) -> Observed:
+    return Observed(c.name, c.state, tuple(t.state for t in c.tasks), _trace(c))
+
+
+def _trace(c: LiveConnector, causes: int = 3) -> str:
+    """The trace's first line and its last `Caused by:` lines: the root cause, not stack frames."""
+    raw = next((t.trace for t in c.tasks if t.trace), None) or c.trace or ""
+    lines = raw.strip().splitlines()
+    caused = [line.strip()[:300] for line in lines if line.lstrip().startswith("Caused by:")]
+    head = "\n".join(lines[:1] + caused[-causes:])
+    return redact(head, sensitive_values(c.config))
+
+
+def heal_cluster(client: ConnectClient, cluster: Cluster, store: StateStore, options: HealOptions,
+                 webhook: str | None, now: Callable[[], float] = time.time) -> ClusterHeal:
+    try:
+        fleet = client.fleet()
+    except ConnectError as exc:
+        return ClusterHeal(cluster.name, cluster.url, error=str(exc))
+    records = store.load(cluster.name)
+    decisions = [decide(observe(c), records.get(n), now(), options.config) for n, c in fleet.items()]
+    items = [_act(client, fleet[d.name], d, options) for d in decisions]
+    if options.dry_run:
+        return ClusterHeal(cluster.name, cluster.url, tuple(items))
+    items = _await_healed(client, items, options.restart_wait_s)
+    store.save(cluster.name, {d.name: d.record for d in decisions if d.record is not None})
+    notified = tuple(d.name for d in decisions if d.notify and _notify(webhook, cluster, fleet[d.name], d))
+    return ClusterHeal(cluster.name, cluster.url, tuple(items), notified=notified)
+
+
+def _act(client: ConnectClient, c: LiveConnector, d: Decision, options: HealOptions) -> Item:
+    failed = tuple(t.id for t in c.tasks if t.state == "FAILED")
+    item = Item(c.name, d.verdict, d.reason, failed_tasks=failed, trace=_trace(c) if d.verdict != "healthy" else "")
+    if d.verdict != "restart" or options.dry_run:
+        return item
+    try:
+        client.restart(c.name, include_tasks=True, only_failed=True)
+    except ConnectError as exc:  # counted all the same (Strimzi does too): no tight retry loop
+        return Item(c.name, d.verdict, f"{d.reason}; restart call failed: {exc}", False, failed, item.trace)
+    return item
+
+
+def _await_healed(client: ConnectClient, items: Sequence[Item], wait_s: float) -> list[Item]:
+    """A restarted connector is healed when it is still RUNNING at the end of the window: a
+    poison record fails a task again a moment after it starts, so an early RUNNING proves nothing."""
+    pending = {i.name for i in items if i.verdict == "restart" and i.healed is None}
+    failed: set[str] = set()
+    deadline = time.monotonic() + wait_s
+    while pending - failed and time.monotonic() < deadline:
+        time.sleep(1.0)  # polling restarted connectors, bounded by the deadline above
+        failed |= {n for n in pending - failed if _status(client, n) == "FAILED"}
+    healed = {n for n in pending - failed if _status(client, n) == "RUNNING"}
+    return [Item(i.name, i.verdict, i.reason, i.name in healed, i.failed_tasks, i.trace)
+            if i.name in pending else i for i in items]
+
+
+def _status(client: ConnectClient, name: str) -> str:
+    try:
+        st = client.status(name)
+    except ConnectError:
+        return "UNKNOWN"
+    if st.state == "FAILED" or st.failed_tasks:
+        return "FAILED"
+    return "RUNNING" if st.healthy else st.state
+
+
+def _notify(webhook: str | None, cluster: Cluster, c: LiveConnector, d: Decision) -> bool:
+    what = "restart budget exhausted" if d.verdict == "exhausted" else "failed again after a restart"
+    tasks = ", ".join(str(t.id) for t in c.tasks if t.state == "FAILED") or "-"
+    text = (f"hephaestus heal: `{c.name}` on cluster *{cluster.name}*: {what} ({d.reason}); "
+            f"failed tasks: {tasks}\n```{_trace(c) or 'no trace'}```")
+    return slack.post(webhook, text)
+
+
+def config_of(raw: dict[str, Any]) -> HealConfig:
+    return HealConfig(
+        max_restarts=int(raw.get("max_restarts", 10)),
+        unassigned_grace_s=float(raw.get("unassigned_grace_s", 300)),
+        backoff_unit_s=float(raw.get("backoff_unit_s", 60)),
+        exclude=tuple(raw.get("exclude", ())),
+    )
+
+
+def store_for(project: Project, state_file: Path | None) -> StateStore:
+    """--state-file, else the project's heal.state (a database or a file), else a local file."""
+    state: dict[str, str] = project.heal.get("state", {})
+    if state_file is None and "database" in state:
+        return PgStore(project.dsn(state["database"], "heal's state store"))
+    return FileStore(state_file or project.base / state.get("file", ".hephaestus/heal-state.json"))
+
+
+def default_client(cluster: Cluster) -> ConnectClient:
+    return ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
+                         timeout=cluster.timeout_s)
+
+
+def heal_project(project: Project, clusters: Sequence[Cluster], dry_run: bool, state_file: Path | None,
+                 client_factory: ClientFactory = default_client) -> list[ClusterHeal]:
+    options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)))
+    webhook = None if dry_run else project.webhook()
+    with store_for(project, state_file) as store:
+        results = []
+        for cluster in clusters:  # one at a time: the store is one session
+            with client_factory(cluster) as client:
+                results.append(heal_cluster(client, cluster, store, options, webhook))
+    return results

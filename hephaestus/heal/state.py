@@ -1,0 +1,121 @@
+"""Where heal remembers restart counts between cron runs, under a lock (edge).
+
+A PostgreSQL table in a configured database for the cron job (pods come and go), a local JSON
+file for one-off runs. The lock is taken without waiting: a second heal run at the same time
+finds it held and restarts nothing, so no connector is restarted twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+from dataclasses import asdict
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Protocol
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from hephaestus.errors import HephaestusError
+from hephaestus.heal.policy import Record
+
+Records = dict[str, Record]
+
+
+class HealBusy(HephaestusError):
+    """Another heal run holds the lock."""
+
+
+class StateStore(Protocol):
+    def __enter__(self) -> StateStore: ...
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+    def load(self, cluster: str) -> Records: ...
+    def save(self, cluster: str, records: Records) -> None: ...
+
+
+def _record(raw: dict[str, object]) -> Record:
+    return Record(**{k: v for k, v in raw.items() if k in Record.__dataclass_fields__})  # type: ignore[arg-type]
+
+
+class FileStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock: IO[str] | None = None
+
+    def __enter__(self) -> FileStore:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.path.with_suffix(".lock"), "w")  # noqa: SIM115 - held until exit
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            self._lock.close()
+            raise HealBusy(f"another heal run holds {self.path.with_suffix('.lock')}") from exc
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._lock:
+            self._lock.close()  # closing releases the flock
+
+    def _all(self) -> dict[str, dict[str, dict[str, object]]]:
+        if not self.path.is_file():
+            return {}
+        data: dict[str, dict[str, dict[str, object]]] = json.loads(self.path.read_text())
+        return data
+
+    def load(self, cluster: str) -> Records:
+        return {name: _record(raw) for name, raw in self._all().get(cluster, {}).items()}
+
+    def save(self, cluster: str, records: Records) -> None:
+        data = self._all()
+        data[cluster] = {name: asdict(r) for name, r in sorted(records.items())}
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        tmp.replace(self.path)
+
+
+_DDL = """CREATE TABLE IF NOT EXISTS hephaestus_heal_state (
+  cluster text NOT NULL, connector text NOT NULL, record jsonb NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (cluster, connector))"""
+_LOCK_KEY = 0x4E45_414C  # one advisory lock for every heal run against this database
+
+
+class PgStore:
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+
+    def __enter__(self) -> PgStore:
+        try:
+            self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise HephaestusError(f"heal state database: {exc}") from exc
+        row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK_KEY]).fetchone()
+        if not row or not row[0]:
+            self._conn.close()
+            raise HealBusy("another heal run holds the heal lock (pg advisory lock)")
+        self._conn.execute(_DDL)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._conn:
+            self._conn.close()  # ending the session releases the advisory lock
+
+    def _db(self) -> psycopg.Connection[tuple[object, ...]]:
+        assert self._conn is not None, "use the store as a context manager"
+        return self._conn
+
+    def load(self, cluster: str) -> Records:
+        rows = self._db().execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s",
+                                  [cluster]).fetchall()
+        return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
+
+    def save(self, cluster: str, records: Records) -> None:
+        with self._db().transaction():
+            self._db().execute("DELETE FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
+            for name, record in records.items():
+                self._db().execute("INSERT INTO hephaestus_heal_state (cluster, connector, record) "
+                                   "VALUES (%s, %s, %s)", [cluster, name, Jsonb(asdict(record))])

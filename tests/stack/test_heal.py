@@ -1,0 +1,132 @@
+"""Auto-heal against a JDBC sink task that really fails (its target table lost a column)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.loopback import slack_receiver
+from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+
+
+@pytest.fixture
+def sink_fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
+               capsys: pytest.CaptureFixture[str]) -> Fleet:
+    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    definition = fleet.definition("bob")
+    definition["pipelines"] = [definition["pipelines"][0]]
+    # No dead-letter queue here: the failure must fail the task, not park the record.
+    definition["pipelines"][0]["sinks"] = [{"database": fleet.dbs["auth"], "dlq": False}]
+    fleet.write_definition("bob", definition)
+    fleet.generate()
+    assert fleet.reconcile()[0] == 0
+    return fleet
+
+
+def heal_settings(fleet: Fleet, **heal: Any) -> None:
+    path = fleet.root / "hephaestus.yaml"
+    project = yaml.safe_load(path.read_text())
+    project["heal"] = heal
+    path.write_text(yaml.safe_dump(project))
+
+
+def heal(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:
+    code, out = fleet.cli("heal", "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json", *args)
+    return code, json.loads(out[out.index("{"):out.rindex("}") + 1])
+
+
+def sink_of(fleet: Fleet) -> str:
+    return fleet.name("platforms", "_to_")
+
+
+def item(report: dict[str, Any], name: str) -> dict[str, Any]:
+    (cluster,) = report["clusters"]
+    return next(c for c in cluster["connectors"] if c["name"] == name)
+
+
+def break_sink(fleet: Fleet, connect: ConnectClient, user_id: str) -> None:
+    execute(fleet.stack.dsn(fleet.dbs["auth"]), "ALTER TABLE users DROP COLUMN IF EXISTS email")
+    execute(fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name, email) VALUES (%s, 'x', 'x@y')",
+            [user_id])
+    wait_until(lambda: any(t["state"] == "FAILED" for t in (connect.status(sink_of(fleet)) or {}).get("tasks", [])),
+               timeout=120, message="the sink task to fail")
+
+
+def test_heal_restarts_a_failed_task_and_missed_rows_arrive(sink_fleet: Fleet, connect: ConnectClient) -> None:
+    fleet = sink_fleet
+    heal_settings(fleet, restart_wait_s=10, state={"file": "heal-state.json"})
+    break_sink(fleet, connect, "missed-1")
+    code, report = heal(fleet, "--dry-run")
+    assert code == 2 and item(report, sink_of(fleet))["verdict"] == "restart"
+    assert not (fleet.root / "heal-state.json").exists(), "a dry run records nothing"
+    assert any(t["state"] == "FAILED" for t in connect.status(sink_of(fleet))["tasks"]), "and restarts nothing"
+
+    execute(fleet.stack.dsn(fleet.dbs["auth"]), "ALTER TABLE users ADD COLUMN email text")
+    code, report = heal(fleet)
+    assert code == 0, report
+    healed = item(report, sink_of(fleet))
+    assert healed["verdict"] == "restart" and healed["healed"] is True and healed["failed_tasks"] == [0]
+    rows = wait_until(lambda: read_rows(fleet.stack.dsn(fleet.dbs["auth"]),
+                                        "SELECT user_id, email FROM users WHERE user_id = 'missed-1'"),
+                      timeout=120, message="the missed row in auth")
+    assert rows == [("missed-1", "x@y")]
+    state = json.loads((fleet.root / "heal-state.json").read_text())
+    assert state["platforms"][sink_of(fleet)]["count"] == 1
+
+
+def test_backoff_budget_and_one_slack_message_per_event(sink_fleet: Fleet, connect: ConnectClient,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = sink_fleet
+    # Backoff in units of 5 s instead of minutes: 0, 10 s, …; two restarts at most.
+    heal_settings(fleet, max_restarts=2, backoff_unit_s=5, restart_wait_s=3, state={"file": "heal-state.json"})
+    break_sink(fleet, connect, "poison-1")
+    name = sink_of(fleet)
+    with slack_receiver() as slack:
+        monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
+        verdicts = []
+        code, report = heal(fleet)
+        verdicts.append(item(report, name)["verdict"])
+        assert code == 2 and item(report, name)["healed"] is False
+        code, report = heal(fleet)
+        verdicts.append(item(report, name)["verdict"])
+        assert "restart 2 in" in item(report, name)["reason"]
+        assert len(slack.texts()) == 1 and "failed again after a restart" in slack.texts()[0]
+        def restarted_twice() -> bool:
+            heal(fleet)  # in backoff until 10 s after the first restart, then restart 2
+            return bool(restart_count(fleet, name) == 2)
+
+        wait_until(restarted_twice, timeout=60, interval=2, message="the second restart after the backoff")
+        code, report = heal(fleet)
+        verdicts.append(item(report, name)["verdict"])
+        code, report = heal(fleet)
+        verdicts.append(item(report, name)["verdict"])
+    assert code == 2
+    assert verdicts == ["restart", "backoff", "exhausted", "exhausted"]
+    assert len(slack.texts()) == 2 and "restart budget exhausted" in slack.texts()[1]
+    assert name in slack.texts()[1] and "Caused by: java.sql.SQLException" in slack.texts()[1]
+
+
+def restart_count(fleet: Fleet, name: str) -> int:
+    state = json.loads((fleet.root / "heal-state.json").read_text())
+    return int(state["platforms"][name]["count"])
+
+
+def test_postgres_state_store_and_lock(stack: Stack, fresh_db: Callable[..., str]) -> None:
+    from hephaestus.heal.policy import Record
+    from hephaestus.heal.state import HealBusy, PgStore
+
+    dsn = stack.dsn(fresh_db("auth"))
+    with PgStore(dsn) as store:
+        store.save("platforms", {"x": Record(count=3, last_restart=1.5, notified=3)})
+        with pytest.raises(HealBusy):
+            PgStore(dsn).__enter__()
+    with PgStore(dsn) as store:
+        assert store.load("platforms") == {"x": Record(count=3, last_restart=1.5, notified=3)}
+    rows = read_rows(dsn, "SELECT cluster, connector FROM hephaestus_heal_state")
+    assert rows == [("platforms", "x")]
