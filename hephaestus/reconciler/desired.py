@@ -19,9 +19,18 @@ _HELM = re.compile(r"\{\{\s*\.Values\.global\.(\w+)\s*\}\}")
 
 def load_desired(cluster: Cluster, include_custom: bool) -> dict[str, Desired]:
     """Connectors this cluster should run; all files validated, all errors reported together."""
+    desired = _load(cluster, (*GENERATED, CUSTOM) if include_custom else GENERATED)
+    return desired
+
+
+def held_back(cluster: Cluster, include_custom: bool) -> frozenset[str]:
+    """Custom connectors left out of this run (no --deploy-custom-sinks): never deleted for it."""
+    return frozenset() if include_custom else frozenset(_load(cluster, (CUSTOM,)))
+
+
+def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:
     if not cluster.connectors.is_dir():
         raise InputError(str(cluster.connectors), f"connector folder of cluster {cluster.name!r} not found")
-    kinds = (*GENERATED, CUSTOM) if include_custom else GENERATED
     files = sorted(p for k in kinds for p in (cluster.connectors / k).glob("*.json"))
     desired: dict[str, Desired] = {}
     errors: list[InputError] = []

@@ -84,9 +84,10 @@ class Plan:
 
 
 def plan(cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live],
-         policy: Policy) -> Plan:
+         policy: Policy, held: frozenset[str] = frozenset()) -> Plan:
+    """`held`: names in git that this run leaves out (custom connectors without the flag)."""
     steps = [_desired_step(d, live.get(name), policy) for name, d in sorted(desired.items())]
-    steps += [_absent_step(l) for name, l in sorted(live.items()) if name not in desired]
+    steps += [_absent_step(l, l.name in held) for name, l in sorted(live.items()) if name not in desired]
     steps.sort(key=lambda s: s.name)
     return Plan(cluster, tuple(steps), _refusal(steps, len(live), policy))
 
@@ -110,9 +111,12 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy) -> Step:
     return Step(action, d.name, d.config, changes, connector_class=cls, origin=d.origin)
 
 
-def _absent_step(l: Live) -> Step:
+def _absent_step(l: Live, held: bool = False) -> Step:
     """A live connector git does not have: delete only what cannot lose data."""
     cls = l.config.get("connector.class", "")
+    if held:
+        return Step("unmanaged", l.name, reason="custom connector: reconciled only with --deploy-custom-sinks",
+                    connector_class=cls)
     if is_ksqldb_managed(l.name):
         return Step("unmanaged", l.name, reason="ksqlDB-managed (ALL-CAPS name)", connector_class=cls)
     if cls in JDBC_SINK_CLASSES:

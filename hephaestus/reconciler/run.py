@@ -16,7 +16,7 @@ from hephaestus.errors import HephaestusError
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, audit
-from hephaestus.reconciler.desired import load_desired, selected
+from hephaestus.reconciler.desired import held_back, load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
 
@@ -62,12 +62,14 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
               client_factory: ClientFactory = default_client,
               hooks: Hooks | None = None) -> list[ClusterOutcome]:
     desired = {c.name: load_desired(c, options.deploy_custom) for c in clusters}
+    held = {c.name: held_back(c, options.deploy_custom) for c in clusters}
     policy = policy_of(project, options.force)
     run_id = uuid.uuid4().hex[:12]
 
     def one(cluster: Cluster) -> ClusterOutcome:
         with client_factory(cluster) as client:
-            out = _cluster(client, cluster, desired[cluster.name], policy, options, project, run_id, hooks)
+            out = _cluster(client, cluster, desired[cluster.name], held[cluster.name], policy, options, project,
+                           run_id, hooks)
             if hooks and out.applied and out.plan:
                 out = replace(out, followups=hooks.after(cluster, out.plan, out.results))
             out = replace(out, requests=client.requests, writes=client.writes)
@@ -78,8 +80,9 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
         return list(pool.map(one, clusters))
 
 
-def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired], policy: Policy,
-             options: RunOptions, project: Project, run_id: str, hooks: Hooks | None) -> ClusterOutcome:
+def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired], held: frozenset[str],
+             policy: Policy, options: RunOptions, project: Project, run_id: str,
+             hooks: Hooks | None) -> ClusterOutcome:
     try:
         fleet = client.fleet()
     except ConnectError as exc:
@@ -87,7 +90,7 @@ def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
     live = {n: Live(n, c.config, c.type) for n, c in fleet.items() if selected(n, cluster.select)}
-    p = plan(cluster.name, desired, live, policy)
+    p = plan(cluster.name, desired, live, policy, held)
     base = ClusterOutcome(cluster.name, cluster.url, p)
     if options.dry_run or p.in_sync or p.refused:
         return base

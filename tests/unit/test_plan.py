@@ -76,3 +76,11 @@ def test_diff_added_and_removed_keys() -> None:
 def test_plan_is_frozen_and_counts() -> None:
     p = plan("x", {"a": Desired("a", cfg())}, {}, Policy())
     assert p.counts()["create"] == 1 and not p.in_sync
+
+
+def test_custom_connectors_held_back_are_never_deleted() -> None:
+    live = {"custom_sink": Live("custom_sink", cfg(CONF_SINK), "sink")}
+    p = plan("x", {}, live, Policy(), held=frozenset({"custom_sink"}))
+    (step,) = p.steps
+    assert step.action == "unmanaged" and "--deploy-custom-sinks" in step.reason
+    assert plan("x", {}, live, Policy()).steps[0].action == "delete"

@@ -126,3 +126,13 @@ def test_select_also_scopes_the_live_side(tmp_path: Path) -> None:
     assert selected("local_manabie_x", ("local_manabie_*",))
     assert not selected("stag_manabie_x", ("local_manabie_*",))
     assert selected("anything", ())
+
+
+def test_held_back_names_the_custom_connectors_without_the_flag(tmp_path: Path) -> None:
+    from hephaestus.reconciler.desired import held_back
+
+    project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT))
+    connector(tmp_path / "connectors/platforms/custom/c.json", "local_manabie_custom")
+    cluster = project.clusters["platforms"]
+    assert held_back(cluster, include_custom=False) == {"local_manabie_custom"}
+    assert held_back(cluster, include_custom=True) == frozenset()

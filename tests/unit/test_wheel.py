@@ -1,0 +1,133 @@
+"""The job image's install path, without Docker: the Dockerfile's build context (what
+.dockerignore lets in) builds a wheel, the wheel goes with its pinned dependencies into a fresh
+venv, and there every job the Helm chart runs answers `--help`.
+
+Like the Dockerfile, this asks PyPI for the build backend and the dependencies (pip's cache
+makes a repeat run take seconds).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+
+from hephaestus.jobs import JOBS
+from tests.unit.conftest import REPO
+
+PIP = ("-m", "pip", "--disable-pip-version-check", "--no-input")
+
+
+@dataclass(frozen=True)
+class Installed:
+    wheel: Path
+    venv: Path
+
+    @property
+    def hephaestus(self) -> Path:
+        return self.venv / "bin" / "hephaestus"
+
+    def run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(self.hephaestus), *args], cwd=cwd or self.venv, capture_output=True,
+                              text=True, timeout=120, check=False)
+
+
+def docker_context(dest: Path) -> Path:
+    """Copy what .dockerignore lets into the build context (it is an allow-list after `*`)."""
+    lines = [ln.strip() for ln in (REPO / ".dockerignore").read_text().splitlines()]
+    rules = [ln for ln in lines if ln and not ln.startswith("#")]
+    assert rules[0] == "*", ".dockerignore should deny everything first, then allow"
+    dest.mkdir()
+    for rule in rules[1:]:
+        if not rule.startswith("!"):
+            continue
+        src = REPO / rule[1:].rstrip("/")
+        if src.is_dir():
+            shutil.copytree(src, dest / src.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif src.is_file():
+            shutil.copy2(src, dest / src.name)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    tmp = tmp_path_factory.mktemp("wheel")
+    context = docker_context(tmp / "context")
+    dist = tmp / "dist"
+    subprocess.run([sys.executable, *PIP, "wheel", "--quiet", "--no-deps", "-w", str(dist), str(context)],
+                   check=True, timeout=300)
+    wheels = list(dist.glob("hephaestus-*.whl"))
+    assert len(wheels) == 1, wheels
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([str(venv / "bin" / "python"), *PIP, "install", "--quiet", str(wheels[0])],
+                   check=True, timeout=600)
+    yield Installed(wheels[0], venv)
+
+
+def test_the_wheel_holds_the_package_data_and_the_pinned_dependencies(installed: Installed) -> None:
+    with zipfile.ZipFile(installed.wheel) as whl:
+        names = set(whl.namelist())
+        metadata = Parser().parsestr(whl.read("hephaestus-0.1.0.dist-info/METADATA").decode())
+    for data in ("hephaestus/project.schema.json", "hephaestus/generator/definitions.schema.json",
+                 "hephaestus/py.typed"):
+        assert data in names
+    assert not any(n.startswith(("tests/", "helm/", "connectors/")) for n in names)
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    requires = {r for r in metadata.get_all("Requires-Dist") or [] if "extra ==" not in r}
+    assert requires == {re.sub(r"\s+", "", d) for d in pyproject["project"]["dependencies"]}
+
+
+def test_the_installed_console_script_is_the_wheel_not_the_work_tree(installed: Installed) -> None:
+    python = installed.venv / "bin" / "python"
+    where = subprocess.run([str(python), "-c", "import hephaestus; print(hephaestus.__file__)"],
+                           cwd=installed.venv, capture_output=True, text=True, check=True).stdout
+    assert Path(where.strip()).is_relative_to(installed.venv)
+    version = installed.run("--version")
+    assert version.returncode == 0 and "0.1.0" in version.stdout
+
+
+def test_every_module_imports_with_only_the_declared_dependencies(installed: Installed) -> None:
+    """Commands import lazily, so `--help` alone would not notice an undeclared dependency
+    that the image then lacks when the job really runs."""
+    script = ("import importlib, pkgutil, hephaestus\n"
+              "for m in pkgutil.walk_packages(hephaestus.__path__, 'hephaestus.'):\n"
+              "    if not m.name.endswith('.__main__'):\n"
+              "        importlib.import_module(m.name)\n")
+    result = subprocess.run([str(installed.venv / "bin" / "python"), "-c", script], cwd=installed.venv,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+
+
+def test_job_list_names_every_job(installed: Installed) -> None:
+    result = installed.run("job", "list")
+    assert result.returncode == 0, result.stderr
+    listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    assert listed == list(JOBS)
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_every_job_answers_help(installed: Installed, job: str) -> None:
+    result = installed.run("job", "run", job, "--help")
+    command = " ".join(a for a in JOBS[job].argv if not a.startswith("-"))
+    assert result.returncode == 0, f"`hephaestus job run {job} --help`: {result.stdout}{result.stderr}"
+    assert result.stdout.startswith(f"Usage: hephaestus {command} ")
+
+
+def test_the_installed_package_generates_from_the_repo_definitions(installed: Installed,
+                                                                   tmp_path: Path) -> None:
+    """The packaged JSON Schemas and templates are in the wheel: generation works from it."""
+    out = tmp_path / "connectors"
+    result = installed.run("generate", "--definitions", str(REPO / "definitions"),
+                           "--schemas", str(REPO / "schemas"), "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(out.rglob("*.json"))
