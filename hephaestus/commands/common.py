@@ -18,3 +18,10 @@ output_option = click.option("--output", "-o", type=click.Choice(["text", "json"
 
 cluster_option = click.option("--cluster", "clusters", multiple=True,
                               help="Only this cluster (repeatable); default all.")
+
+metrics_textfile_option = click.option(
+    "--metrics-textfile", type=click.Path(dir_okay=False, path_type=Path), envvar="HEPHAESTUS_METRICS_TEXTFILE",
+    help="Write this run's metrics here for node-exporter's textfile collector (*.prom).")
+
+pushgateway_option = click.option("--pushgateway", envvar="HEPHAESTUS_PUSHGATEWAY",
+                                  help="Push this run's metrics to this Prometheus Pushgateway.")

@@ -10,7 +10,15 @@ from typing import Any
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_option, project_option
+from hephaestus.commands.common import (
+    EXIT_DRIFT,
+    EXIT_ERROR,
+    EXIT_OK,
+    cluster_option,
+    metrics_textfile_option,
+    project_option,
+    pushgateway_option,
+)
 
 
 @click.command()
@@ -21,7 +29,10 @@ from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_
 @click.option("--state-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Keep restart counts in this JSON file (default: heal.state of the project file, "
                    "else .hephaestus/heal-state.json).")
-def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: str, state_file: Path | None) -> None:
+@metrics_textfile_option
+@pushgateway_option
+def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: str, state_file: Path | None,
+         metrics_textfile: Path | None, pushgateway: str | None) -> None:
     """Restart FAILED connectors/tasks (and long-UNASSIGNED ones); exit 0 healthy or healed,
     2 something still failing, 1 error."""
     from hephaestus.heal.run import heal_project
@@ -29,6 +40,14 @@ def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: s
 
     project = load_project(project_file)
     results = heal_project(project, project.select(clusters), dry_run, state_file)
+    if not dry_run and (metrics_textfile or pushgateway):
+        from hephaestus.heal.metrics import metrics_of
+
+        metrics = metrics_of(results)
+        if metrics_textfile:
+            metrics.write_textfile(metrics_textfile)
+        if pushgateway:
+            metrics.push(pushgateway, job="hephaestus_heal")
     if output == "json":
         click.echo(json.dumps({"clusters": [_dict(r) for r in results]}, indent=2))
     else:

@@ -68,8 +68,11 @@ def test_heal_restarts_a_failed_task_and_missed_rows_arrive(sink_fleet: Fleet, c
     assert any(t["state"] == "FAILED" for t in connect.status(sink_of(fleet))["tasks"]), "and restarts nothing"
 
     execute(fleet.stack.dsn(fleet.dbs["auth"]), "ALTER TABLE users ADD COLUMN email text")
-    code, report = heal(fleet)
+    prom = fleet.root / "heal.prom"
+    code, report = heal(fleet, "--metrics-textfile", str(prom))
     assert code == 0, report
+    assert 'hephaestus_heal_restarts{cluster="platforms"} 1.0' in prom.read_text()
+    assert 'hephaestus_heal_failed_connectors{cluster="platforms"} 0.0' in prom.read_text()
     healed = item(report, sink_of(fleet))
     assert healed["verdict"] == "restart" and healed["healed"] is True and healed["failed_tasks"] == [0]
     rows = wait_until(lambda: read_rows(fleet.stack.dsn(fleet.dbs["auth"]),

@@ -68,3 +68,21 @@ def test_count_resets_once_healthy_for_the_backoff() -> None:
     kept = decide(running, rec, 5 * MIN, CFG)
     assert kept.verdict == "healthy" and kept.record == rec
     assert decide(running, rec, 6 * MIN, CFG).record is None
+
+
+def test_metrics_of_a_run(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from hephaestus.heal.metrics import metrics_of
+    from hephaestus.heal.run import ClusterHeal, Item
+
+    items = (Item("a", "restart", "", healed=True, failed_tasks=(0,)), Item("b", "exhausted", "", failed_tasks=(0, 1)),
+             Item("c", "healthy", ""))
+    path = Path(str(tmp_path)) / "heal.prom"
+    assert metrics_of([ClusterHeal("p", "u", items)], now=5.0).write_textfile(path)
+    text = path.read_text()
+    assert 'hephaestus_heal_restarts{cluster="p"} 1.0' in text
+    assert 'hephaestus_heal_failed_connectors{cluster="p"} 1.0' in text
+    assert 'hephaestus_heal_failed_tasks{cluster="p"} 3.0' in text
+    assert 'hephaestus_heal_budget_exhausted{cluster="p"} 1.0' in text
+    assert "hephaestus_heal_last_run_timestamp_seconds 5.0" in text
