@@ -36,6 +36,14 @@ class Fleet:
     def write_definition(self, example: str, data: dict[str, Any]) -> None:
         (self.root / "definitions" / f"{example}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 
+    def only_users_to_auth(self) -> None:
+        """Cut bob's definition down to one pipeline, users -> auth, and regenerate."""
+        definition = self.definition("bob")
+        definition["pipelines"] = [definition["pipelines"][0]]
+        definition["pipelines"][0]["sinks"] = definition["pipelines"][0]["sinks"][:1]
+        self.write_definition("bob", definition)
+        self.generate()
+
     def cli(self, *args: str) -> tuple[int, str]:
         code = run(list(args))
         out = self.capsys.readouterr()
@@ -55,6 +63,14 @@ class Fleet:
             for step in cluster["steps"]:
                 if step["action"] == "create":
                     self.clients[cluster["cluster"]].track(step["name"])
+        return code, report
+
+    def accuracy(self, *args: str) -> tuple[int, dict[str, Any]]:
+        """Run `hephaestus accuracy -o json` on the fleet's definitions: exit code and report."""
+        code, out = self.cli("accuracy", "--project", str(self.root / "hephaestus.yaml"), "--definitions",
+                             str(self.root / "definitions"), "-o", "json", *args)
+        assert "{" in out, out
+        report: dict[str, Any] = json.loads(out[out.index("{"):out.rindex("}") + 1])
         return code, report
 
     def connector_names(self, cluster: str, kind: str = "*") -> list[str]:

@@ -19,11 +19,7 @@ scenarios(str(REPO / "features" / "recreate_source_connector_not_consume_db_log.
 def running_source(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
                    capsys: pytest.CaptureFixture[str]) -> Fleet:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
-    definition = fleet.definition("bob")
-    definition["pipelines"] = [definition["pipelines"][0]]
-    definition["pipelines"][0]["sinks"] = definition["pipelines"][0]["sinks"][:1]
-    fleet.write_definition("bob", definition)
-    fleet.generate()
+    fleet.only_users_to_auth()
     code, report = fleet.reconcile()
     assert code == 0, report
     _insert(fleet, "before-1")

@@ -23,11 +23,7 @@ def setup_users_only(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str],
                      capsys: pytest.CaptureFixture[str]) -> Fleet:
     """bob capturing only users (-> auth); students exist, hold rows, and are not published."""
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
-    definition = fleet.definition("bob")
-    definition["pipelines"] = [definition["pipelines"][0]]
-    definition["pipelines"][0]["sinks"] = definition["pipelines"][0]["sinks"][:1]
-    fleet.write_definition("bob", definition)
-    fleet.generate()
+    fleet.only_users_to_auth()
     bob = stack.dsn(fleet.dbs["bob"])
     execute(bob, "ALTER PUBLICATION debezium_publication DROP TABLE students")
     execute(bob, "INSERT INTO users (user_id, name) VALUES ('u-1', 'One')")
