@@ -23,8 +23,10 @@ JOBS: dict[str, Job] = {j.name: j for j in (
         "Dry-run diff of git against the live clusters; exit 2 on drift."),
     Job("heal", ("heal",), "Restart FAILED connectors and tasks with backoff and a budget (cron)."),
     Job("dwh_accuracy", ("accuracy",), "Row-count reconciliation of every replicated table; exit 2 on mismatch."),
-    Job("prepare_ksqldb_migration", ("ksql", "init"), "Create the ksql-migrations metadata stream and table."),
-    Job("migrate_ksql", ("ksql", "apply", "--all"), "Apply pending ksql_migrations/<cluster>/V*.sql."),
+    Job("prepare_ksqldb_migration", ("ksql", "init"),
+        "Create the ksql-migrations metadata stream and table on every ksqlDB cluster (idempotent)."),
+    Job("migrate_ksql", ("ksql", "apply", "--all"),
+        "Apply pending ksql_migrations/<cluster>/V*.sql; exit 2 if an applied file changed."),
     Job("generate_connectors", ("generate",), "Regenerate connectors/ from definitions/."),
     Job("check_generated", ("generate", "--check"), "Fail (exit 2) when connectors/ is stale."),
 )}

@@ -1,7 +1,132 @@
-"""CLI commands of the ksql feature (filled in by its issue)."""
+"""`hephaestus ksql init|apply|info|validate|new`: ksqlDB migrations, like Confluent's ksql-migrations.
+
+Files are `ksql_migrations/<cluster>/V000001__name.sql`; the clusters, metadata names and
+migration folders come from the project file's `ksqldb:` section.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import click
 
-commands: list[click.Command] = []
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, project_option
+
+if TYPE_CHECKING:
+    from hephaestus.ksql.apply import Target
+
+_VERSION = click.IntRange(1, 999_999)
+
+
+@click.group()
+def ksql() -> None:
+    """ksqlDB migrations: versioned ksql_migrations/<cluster>/V*.sql per ksqlDB cluster."""
+
+
+@ksql.command("init")
+@project_option
+@cluster_option
+def init_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
+    """Create the migrations metadata stream and table (idempotent; checks GET /info first)."""
+    from hephaestus.ksql import render, run, session
+    from hephaestus.project import load_project
+
+    for result in run.init(session.select(load_project(project_file), clusters)):
+        _echo(render.init_text(result))
+
+
+@ksql.command("apply")
+@project_option
+@cluster_option
+@click.option("--all", "-a", "all_", is_flag=True, help="Apply every pending migration.")
+@click.option("--next", "-n", "next_", is_flag=True, help="Apply the next pending migration only.")
+@click.option("--until", "-u", type=_VERSION, help="Apply pending migrations up to and including this version.")
+@click.option("--version", "-v", "version", type=_VERSION, help="Apply only this version.")
+@click.option("--dry-run", is_flag=True, help="Show the files and statements that would run; send nothing.")
+@click.option("--define", "-d", "defines", multiple=True, metavar="NAME=VALUE",
+              help="A variable for ${NAME} in every file, as if each began with DEFINE (repeatable).")
+def apply_cmd(project_file: Path, clusters: tuple[str, ...], all_: bool, next_: bool, until: int | None,
+              version: int | None, dry_run: bool, defines: tuple[str, ...]) -> None:
+    """Apply pending migrations in version order: RUNNING, the statements, MIGRATED (or ERROR).
+
+    Exit 2 when applied files changed or vanished (see `ksql validate`); nothing is applied then."""
+    from hephaestus.ksql import apply as applying
+    from hephaestus.ksql import render, run, session
+    from hephaestus.ksql.compiler import parse_defines
+    from hephaestus.project import load_project
+
+    options = applying.Options(_target(all_, next_, until, version), dry_run)
+    prepared = run.prepare(session.select(load_project(project_file), clusters), parse_defines(defines))
+    for result in run.apply(prepared, options):
+        _echo(render.apply_text(result))
+
+
+def _target(all_: bool, next_: bool, until: int | None, version: int | None) -> Target:
+    from hephaestus.ksql.apply import Target
+
+    chosen = [t for t, on in ((Target("all"), all_), (Target("next"), next_),
+                              (Target("until", until or 0), until is not None),
+                              (Target("version", version or 0), version is not None)) if on]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --all, --next, --until N, --version N")
+    return chosen[0]
+
+
+@ksql.command("info")
+@project_option
+@cluster_option
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def info_cmd(project_file: Path, clusters: tuple[str, ...], output: str) -> None:
+    """Every version with its state (PENDING: a local file never applied)."""
+    from hephaestus.ksql import render, run, session
+    from hephaestus.project import load_project
+
+    results = run.info(run.prepare(session.select(load_project(project_file), clusters), {}, parse=False))
+    if output == "json":
+        click.echo(render.info_json(list(results)))
+        return
+    for result in results:
+        _echo(render.info_text(result))
+
+
+@ksql.command("validate")
+@project_option
+@cluster_option
+def validate_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
+    """Check applied migrations against their files (MD5); exit 2 if one changed or is missing."""
+    from hephaestus.ksql import render, run, session
+    from hephaestus.project import load_project
+
+    ok = True
+    prepared = run.prepare(session.select(load_project(project_file), clusters), {}, parse=False)
+    for result in run.validate(prepared):
+        _echo(render.validate_text(result))
+        ok = ok and result.ok
+    sys.exit(EXIT_OK if ok else EXIT_DRIFT)
+
+
+@ksql.command("new")
+@project_option
+@click.option("--cluster", help="The ksqlDB cluster (needed when the project has several).")
+@click.option("--version", "-v", "version", type=_VERSION, help="Version number; default the next one.")
+@click.argument("description")
+def new_cmd(project_file: Path, cluster: str | None, version: int | None, description: str) -> None:
+    """Create an empty V<next>__<description>.sql in the cluster's migrations folder."""
+    from hephaestus.errors import HephaestusError
+    from hephaestus.ksql import files, session
+    from hephaestus.project import load_project
+
+    chosen = session.select(load_project(project_file), (cluster,) if cluster else ())
+    if len(chosen) != 1:
+        raise HephaestusError(f"several ksqlDB clusters ({', '.join(c.name for c in chosen)}): pass --cluster")
+    click.echo(f"created {files.create(chosen[0].migrations, description, version)}")
+
+
+def _echo(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(line)
+
+
+commands: list[click.Command] = [ksql]

@@ -1,0 +1,170 @@
+"""`ksql apply`: run pending migration files in version order, recording each transition.
+
+Per file, as ksql-migrations does: check the version before it is MIGRATED (the table may lag
+the stream, so this is retried), write RUNNING, send each statement, then write MIGRATED —
+or ERROR with the reason, and stop. A later apply resumes from the failed version. ksqlDB has
+no transactions: statements of a failed file that ran before the failure stay applied, so
+files should prefer `CREATE OR REPLACE` / `IF NOT EXISTS`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from hephaestus.errors import HephaestusError
+from hephaestus.ksql import sqltext
+from hephaestus.ksql.compiler import CompiledMigration, Statement
+from hephaestus.ksql.errors import KsqlError
+from hephaestus.ksql.files import MigrationFile, Scan
+from hephaestus.ksql.metadata import NONE_VERSION, State, VersionInfo
+from hephaestus.ksql.operations import validate_chain
+from hephaestus.ksql.store import BrokenChain, MetadataStore
+
+Kind = Literal["all", "next", "until", "version"]
+
+
+class Refused(HephaestusError):
+    """Applied files changed or vanished: applying more on top would hide it."""
+
+    exit_code = 2
+
+
+class MigrationFailed(HephaestusError):
+    """A statement failed; the file is recorded as ERROR."""
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: Kind = "all"
+    number: int = 0  # for until / version
+
+
+@dataclass(frozen=True)
+class Selection:
+    migrations: tuple[MigrationFile, ...]
+    skipped: tuple[int, ...] = ()  # pending versions that --version jumps over
+
+
+@dataclass(frozen=True)
+class Options:
+    target: Target = Target()
+    dry_run: bool = False
+    settle_attempts: int = 10  # reads of the previous version before giving up (ksql-migrations: 10)
+    settle_wait_s: float = 1.0
+    clock: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass(frozen=True)
+class Applied:
+    version: int
+    name: str
+    statements: int
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    cluster: str
+    previous: str  # the last migrated version before this run
+    plan: tuple[CompiledMigration, ...]
+    applied: tuple[Applied, ...]
+    dry_run: bool
+    skipped: tuple[int, ...] = ()
+
+
+def select(scan: Scan, previous: str, target: Target) -> Selection:
+    """Which files to run after `previous`, the last migrated version. Pure."""
+    minimum = 1 if previous == NONE_VERSION else int(previous) + 1
+    if target.kind == "version":
+        return _one_version(scan, previous, minimum, target.number)
+    eligible = [f for f in scan.files if f.version >= minimum
+                and (target.kind != "until" or f.version <= target.number)]
+    if target.kind == "next":
+        if not eligible:
+            raise HephaestusError("no eligible migrations: every local file is already migrated")
+        eligible = eligible[:1]
+    return Selection(tuple(eligible))
+
+
+def _one_version(scan: Scan, previous: str, minimum: int, number: int) -> Selection:
+    found = scan.by_version().get(number)
+    if found is None:
+        raise HephaestusError(f"no migration file with version {number}")
+    if number < minimum:
+        raise HephaestusError(f"version {number} must be newer than the last migrated version ({previous})")
+    skipped = tuple(f.version for f in scan.files if minimum <= f.version < number)
+    return Selection((found,), skipped)
+
+
+def apply(store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigration],
+          options: Options) -> ApplyResult:
+    store.require()
+    checked = validate_chain(store, scan)
+    if checked.problems:
+        raise Refused(f"ksqlDB '{store.client.name}': applied migrations do not match the files, nothing "
+                      "applied:\n  " + "\n  ".join(checked.problems))
+    previous = checked.latest
+    selection = select(scan, previous, options.target)
+    plan = tuple(compiled[f.version] for f in selection.migrations)
+    result = ApplyResult(store.client.name, previous, plan, (), options.dry_run, selection.skipped)
+    if options.dry_run:
+        return result
+    applied: list[Applied] = []
+    for migration in plan:
+        applied.append(_apply_one(store, migration, previous, options))
+        previous = str(migration.file.version)
+    return replace(result, applied=tuple(applied))
+
+
+def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str, options: Options) -> Applied:
+    _settle(store, previous, options)
+    f = migration.file
+    running = VersionInfo(f.version, f.name, State.RUNNING, f.checksum, str(options.clock()), "", previous)
+    store.record(running)
+    for statement in migration.statements:
+        _run(store, f, statement, running, options)
+    store.record(replace(running, state=State.MIGRATED, completed_on=str(options.clock())))
+    return Applied(f.version, f.name, len(migration.statements))
+
+
+def _run(store: MetadataStore, file: MigrationFile, statement: Statement, running: VersionInfo,
+         options: Options) -> None:
+    try:
+        store.client.execute(statement.text, dict(statement.properties))
+    except KsqlError as exc:
+        said = sqltext.redact(exc.server_message, sqltext.sensitive_values(statement.text))
+        reason = f"Failed to execute sql: {statement.shown}. Error: {said}"  # ksql-migrations' wording
+        recorded = _record_error(store, replace(running, state=State.ERROR, completed_on=str(options.clock()),
+                                                error_reason=reason))
+        raise MigrationFailed(f"ksqlDB '{store.client.name}': {file.path}:{statement.line}: "
+                              f"statement failed, version {running.version} {recorded}\n"
+                              f"  statement: {sqltext.preview(statement.shown, 200)}\n"
+                              f"  ksqlDB said: {said}") from exc
+
+
+def _record_error(store: MetadataStore, event: VersionInfo) -> str:
+    try:
+        store.record(event)
+    except KsqlError as exc:  # the server is gone: say so, but report the statement's failure first
+        return f"left RUNNING (could not record ERROR: {exc.server_message})"
+    return "recorded as ERROR"
+
+
+def _settle(store: MetadataStore, previous: str, options: Options) -> None:
+    """The version before must read MIGRATED; the table follows the stream asynchronously."""
+    if previous == NONE_VERSION:
+        return
+    state = "absent"
+    for attempt in range(options.settle_attempts):
+        info = store.fresh(previous)
+        if info is not None and info.state is State.MIGRATED:
+            return
+        state = info.state.value if info else "absent"
+        if attempt + 1 < options.settle_attempts:
+            options.sleep(options.settle_wait_s)
+    raise BrokenChain(f"ksqlDB '{store.client.name}': version {previous} reads {state}, not MIGRATED, "
+                      f"after {options.settle_attempts} reads; nothing more applied")
+

@@ -1,0 +1,219 @@
+"""The ksqlDB REST edge: `POST /ksql`, `POST /query-stream` (pull queries), `GET /info`,
+`GET /healthcheck` — httpx, basic auth, timeouts, bounded retries of transient failures.
+
+Every `/ksql` request carries the highest `commandSequenceNumber` seen so far, so the server
+runs it only after the earlier commands have: a statement never races the one before it.
+Request bodies are never logged nor put in messages (statements may carry secrets).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from hephaestus.ksql.errors import Call, KsqlError, KsqlStatementError, from_status, from_transport
+
+_log = logging.getLogger("hephaestus.ksql")
+
+KSQL_JSON = "application/vnd.ksql.v1+json"
+DELIMITED = "application/vnd.ksqlapi.delimited.v1"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """`attempts` counts the first try; waits grow from `initial_wait` to `max_wait` with jitter.
+    With the defaults: about 0.5, 1, 2, 4 s — a ksqlDB restart or a slow command queue
+    settles, a dead server fails a run quickly."""
+
+    attempts: int = 5
+    initial_wait: float = 0.5
+    max_wait: float = 8.0
+    jitter: float = 0.5
+
+    @classmethod
+    def immediate(cls, attempts: int = 5) -> RetryPolicy:
+        return cls(attempts=attempts, initial_wait=0.0, max_wait=0.0, jitter=0.0)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    version: str
+    kafka_cluster_id: str
+    service_id: str
+    status: str
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    path: str
+    body: Any = None
+    idempotent: bool = True
+    accept: str = KSQL_JSON
+    content_type: str = KSQL_JSON  # /ksql's versioned type; the streaming API takes plain JSON
+
+
+class KsqlClient:
+    """One ksqlDB server (or cluster behind one URL). `requests` counts HTTP requests sent."""
+
+    def __init__(self, base_url: str, *, name: str = "default", auth: tuple[str, str] | None = None,
+                 verify: bool | ssl.SSLContext = True, timeout: float = 30.0,
+                 transport: httpx.BaseTransport | None = None, retry: RetryPolicy = RetryPolicy()) -> None:
+        self.name, self._retry = name, retry
+        self.last_sequence: int | None = None
+        self.requests = 0
+        self._server = str(httpx.URL(base_url).copy_with(username=None, password=None))
+        self._http = httpx.Client(base_url=base_url, auth=auth, verify=verify, timeout=timeout,
+                                  transport=transport, event_hooks={"response": [self._on_response]})
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> KsqlClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- the API -----------------------------------------------------------------------
+
+    def info(self) -> ServerInfo:
+        doc = self._json(_Request("GET", "/info"))
+        info = doc.get("KsqlServerInfo") if isinstance(doc, dict) else None
+        if not isinstance(info, dict):
+            raise self._unexpected("GET", "/info", "no KsqlServerInfo in the answer")
+        return ServerInfo(str(info.get("version", "")), str(info.get("kafkaClusterId", "")),
+                          str(info.get("ksqlServiceId", "")), str(info.get("serverStatus", "")))
+
+    def healthy(self) -> bool:
+        doc = self._json(_Request("GET", "/healthcheck"))
+        return isinstance(doc, dict) and doc.get("isHealthy") is True
+
+    def execute(self, sql: str, properties: Mapping[str, str] | None = None, *,
+                idempotent: bool = False) -> list[dict[str, Any]]:
+        """Run statement(s) on `/ksql`; the answer's entities. A statement ksqlDB refuses or
+        fails raises KsqlStatementError. Writes are not re-sent after an ambiguous failure."""
+        body: dict[str, Any] = {"ksql": sql, "streamsProperties": dict(properties or {})}
+        if self.last_sequence is not None:
+            body["commandSequenceNumber"] = self.last_sequence
+        doc = self._json(_Request("POST", "/ksql", body, idempotent))
+        entities = doc if isinstance(doc, list) else []
+        self._note_sequence(entities)
+        self._raise_failed(entities)
+        return entities
+
+    def pull(self, sql: str) -> list[dict[str, Any]]:
+        """A pull query on `/query-stream`: rows as {COLUMN: value}."""
+        response = self._call(_Request("POST", "/query-stream", {"sql": sql, "properties": {}},
+                                       accept=DELIMITED, content_type="application/json"))
+        return self._rows(response)
+
+    # --- answers -----------------------------------------------------------------------
+
+    def _note_sequence(self, entities: list[Any]) -> None:
+        numbers = [e.get("commandSequenceNumber") for e in entities if isinstance(e, dict)]
+        seen = [n for n in numbers if isinstance(n, int) and n >= 0]
+        if seen:
+            self.last_sequence = max([*seen, self.last_sequence or 0])
+
+    def _raise_failed(self, entities: list[Any]) -> None:
+        call = self._where("POST", "/ksql")
+        for e in entities:
+            if not isinstance(e, dict):
+                continue
+            if e.get("@type") == "error_entity":
+                raise KsqlStatementError(str(e.get("errorMessage", "error")), call, 200)
+            status = e.get("commandStatus")
+            if isinstance(status, dict) and status.get("status") == "ERROR":
+                raise KsqlStatementError(str(status.get("message", "command failed")), call, 200)
+
+    def _rows(self, response: httpx.Response) -> list[dict[str, Any]]:
+        items = self._items(response)
+        if not items or not isinstance(items[0], dict) or "columnNames" not in items[0]:
+            raise self._unexpected("POST", "/query-stream", "no header with columnNames")
+        for item in items[1:]:
+            if isinstance(item, dict):  # an error after the header ends the stream
+                raise from_status(500, item, "query failed", self._where("POST", "/query-stream"))
+        names = [str(n) for n in items[0]["columnNames"]]
+        return [dict(zip(names, row)) for row in items[1:]]
+
+    def _items(self, response: httpx.Response) -> list[Any]:
+        """Delimited framing (a header object, then one JSON array per line) or, if the server
+        chose `application/json`, the same items as one array."""
+        text = response.text.strip()
+        try:
+            return list(json.loads(text)) if text.startswith("[") else [json.loads(x) for x in text.splitlines() if x]
+        except ValueError as exc:
+            raise self._unexpected("POST", "/query-stream", "answer is not JSON") from exc
+
+    # --- the HTTP edge -----------------------------------------------------------------
+
+    def _json(self, req: _Request) -> Any:
+        response = self._call(req)
+        try:
+            return response.json() if response.content else None
+        except ValueError as exc:
+            raise self._unexpected(req.method, req.path, "answer is not JSON") from exc
+
+    def _call(self, req: _Request) -> httpx.Response:
+        """Send `req`; what failed transiently (or ambiguously, for a read) is sent again."""
+        attempts = 0
+        try:
+            for attempt in self._retrying(req.idempotent):
+                with attempt:
+                    attempts += 1
+                    return self._once(req)
+        except KsqlError as exc:
+            if attempts > 1:
+                exc.gave_up_after(attempts)
+            raise
+        raise AssertionError("tenacity ends a retry loop by returning or raising")
+
+    def _retrying(self, idempotent: bool) -> Retrying:
+        policy = self._retry
+        wait = wait_exponential_jitter(multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter)
+        retry = retry_if_exception(lambda e: isinstance(e, KsqlError) and e.retryable(idempotent))
+        return Retrying(stop=stop_after_attempt(policy.attempts), wait=wait, retry=retry, reraise=True)
+
+    def _once(self, req: _Request) -> httpx.Response:
+        headers = {"Accept": req.accept}
+        content = None
+        if req.body is not None:
+            headers["Content-Type"] = req.content_type
+            content = json.dumps(req.body).encode()
+        self.requests += 1
+        try:
+            response = self._http.request(req.method, req.path, content=content, headers=headers)
+        except httpx.TransportError as exc:
+            _log.debug("%s %s -> %s", req.method, req.path, type(exc).__name__)
+            raise from_transport(exc, self._where(req.method, req.path)) from exc
+        if response.is_success:
+            return response
+        raise self._error(response, req)
+
+    def _error(self, response: httpx.Response, req: _Request) -> KsqlError:
+        try:
+            doc = response.json()
+        except ValueError:
+            doc = None  # a proxy's HTML page: summarised by the reason phrase, not dumped
+        if isinstance(doc, dict) and isinstance(doc.get("entities"), list):
+            self._note_sequence(doc["entities"])  # statements before the failed one did run
+        return from_status(response.status_code, doc, response.reason_phrase, self._where(req.method, req.path))
+
+    def _unexpected(self, method: str, path: str, what: str) -> KsqlError:
+        return KsqlError(f"unexpected answer: {what}", self._where(method, path))
+
+    def _where(self, method: str, path: str) -> Call:
+        return Call(self.name, self._server, method, path)
+
+    def _on_response(self, response: httpx.Response) -> None:
+        _log.debug("%s %s -> %d", response.request.method, response.request.url.path, response.status_code)

@@ -1,0 +1,124 @@
+"""A migration file compiled into the requests it will send. Pure.
+
+`DEFINE`/`UNDEFINE` and `SET`/`UNSET` are resolved here, in file order, the way
+ksql-migrations resolves them: variables and properties live for one file only; variables
+given on the command line (`-d name=value`) start each file. What remains is the list of
+statements, each with its variables substituted and the request properties in effect.
+Everything is checked before anything is sent, so a typo never half-applies a file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hephaestus.errors import HephaestusError, InputError
+from hephaestus.ksql import sqltext
+from hephaestus.ksql.files import MigrationFile
+
+_NAME = sqltext.VARIABLE_NAME
+_QUOTED = r"'((?:[^']|'')*)'"
+_DEFINE = re.compile(rf"\s*DEFINE\s+({_NAME})\s*=\s*{_QUOTED}\s*;\s*", re.IGNORECASE | re.DOTALL)
+_UNDEFINE = re.compile(rf"\s*UNDEFINE\s+({_NAME})\s*;\s*", re.IGNORECASE)
+_SET = re.compile(rf"\s*SET\s+{_QUOTED}\s*=\s*{_QUOTED}\s*;\s*", re.IGNORECASE | re.DOTALL)
+_UNSET = re.compile(rf"\s*UNSET\s+{_QUOTED}\s*;\s*", re.IGNORECASE | re.DOTALL)
+_ASSIGNMENT = re.compile(rf"({_NAME})=(.*)", re.DOTALL)
+# Statements that read rather than migrate; ksql-migrations refuses them too.
+_UNSUPPORTED = ("DESCRIBE", "EXPLAIN", "SELECT", "PRINT", "SHOW", "LIST")
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str  # as sent: variables substituted, comments removed
+    line: int
+    properties: tuple[tuple[str, str], ...] = ()  # SET in effect: the request's streamsProperties
+
+    @property
+    def shown(self) -> str:
+        """The text as it may be printed or stored: secrets masked."""
+        return sqltext.mask(self.text)
+
+
+@dataclass(frozen=True)
+class CompiledMigration:
+    file: MigrationFile
+    statements: tuple[Statement, ...]
+
+
+@dataclass
+class _Scope:
+    """Variables and properties while a file is read (one file's lifetime)."""
+
+    variables: dict[str, str]
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+def parse_defines(pairs: tuple[str, ...]) -> dict[str, str]:
+    """`-d name=value` options as variables (names are case-insensitive, as in ksqlDB)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        match = _ASSIGNMENT.fullmatch(pair)
+        if match is None:
+            raise HephaestusError(f"--define {pair!r}: expected name=value, with a name like my_var")
+        out[match.group(1).lower()] = match.group(2)
+    return out
+
+
+def compile_migration(file: MigrationFile, sql: str, defines: Mapping[str, str]) -> CompiledMigration:
+    source = str(file.path)
+    scope = _Scope(dict(defines))
+    statements = [s for raw in sqltext.split(sql, source) if (s := _command(raw, scope, source))]
+    return CompiledMigration(file, tuple(statements))
+
+
+def _command(raw: sqltext.RawStatement, scope: _Scope, source: str) -> Statement | None:
+    words = raw.text.upper().split()
+    first = words[0].rstrip(";") if words else ""
+    handler = _HANDLERS.get(first)
+    if handler is not None:
+        handler(raw, scope, source)
+        return None
+    _check_supported(first, words, raw, source)
+    text = sqltext.substitute(raw.text, scope.variables)
+    return Statement(text, raw.line, tuple(sorted(scope.properties.items())))
+
+
+def _match(pattern: re.Pattern[str], raw: sqltext.RawStatement, source: str) -> re.Match[str]:
+    match = pattern.fullmatch(raw.text)
+    if match is None:
+        keyword = raw.text.split()[0].upper()
+        raise InputError(source, f"invalid {keyword} statement: {sqltext.preview(raw.text)}", line=raw.line)
+    return match
+
+
+def _value(text: str, scope: _Scope) -> str:
+    return sqltext.substitute(sqltext.unquote(text), scope.variables)
+
+
+def _define(raw: sqltext.RawStatement, scope: _Scope, source: str) -> None:
+    match = _match(_DEFINE, raw, source)
+    scope.variables[match.group(1).lower()] = _value(match.group(2), scope)
+
+
+def _undefine(raw: sqltext.RawStatement, scope: _Scope, source: str) -> None:
+    scope.variables.pop(_match(_UNDEFINE, raw, source).group(1).lower(), None)
+
+
+def _set(raw: sqltext.RawStatement, scope: _Scope, source: str) -> None:
+    match = _match(_SET, raw, source)
+    scope.properties[_value(match.group(1), scope)] = _value(match.group(2), scope)
+
+
+def _unset(raw: sqltext.RawStatement, scope: _Scope, source: str) -> None:
+    scope.properties.pop(_value(_match(_UNSET, raw, source).group(1), scope), None)
+
+
+_HANDLERS = {"DEFINE": _define, "UNDEFINE": _undefine, "SET": _set, "UNSET": _unset}
+
+
+def _check_supported(first: str, words: list[str], raw: sqltext.RawStatement, source: str) -> None:
+    if first in _UNSUPPORTED or words[:2] == ["RUN", "SCRIPT"]:
+        what = "RUN SCRIPT" if first == "RUN" else first
+        raise InputError(source, f"{what} statements cannot be part of a migration: "
+                         f"{sqltext.preview(raw.text)}", line=raw.line)

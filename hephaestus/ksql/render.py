@@ -1,0 +1,86 @@
+"""Text and JSON for the ksql results. Pure: the CLI prints what these return.
+
+Statements are always shown masked (`Statement.shown`): a connector's password literal in a
+migration never reaches a terminal or a CI log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import datetime, timezone
+
+from hephaestus.ksql.apply import ApplyResult
+from hephaestus.ksql.compiler import CompiledMigration
+from hephaestus.ksql.operations import InfoResult, InfoRow, InitResult, ValidateResult
+
+_INFO_HEADER = ("Version", "Name", "State", "Previous", "Started On", "Completed On", "Error Reason", "File")
+
+
+def init_text(r: InitResult) -> list[str]:
+    lines = [f"ksqlDB '{r.cluster}' (server {r.server_version}): migrations metadata ready"]
+    topics = {r.names.stream: r.names.stream_topic, r.names.table: r.names.table_topic}
+    lines += [f"  created {name} (topic {topics[name]})" for name in r.created]
+    lines += [f"  exists  {name}" for name in r.existed]
+    return lines + [f"  warning: {w}" for w in r.warnings]
+
+
+def apply_text(r: ApplyResult) -> list[str]:
+    head = f"ksqlDB '{r.cluster}': last migrated version {r.previous}"
+    if not r.plan:
+        return [f"{head}; no eligible migrations, nothing to apply"]
+    lines = [head]
+    if r.skipped:
+        lines.append(f"  warning: versions {', '.join(map(str, r.skipped))} are skipped and will not be "
+                     "applied by later runs")
+    if r.dry_run:
+        lines.append(f"  dry run: would apply {len(r.plan)} file(s); nothing sent")
+        return lines + [line for m in r.plan for line in _planned(m)]
+    return lines + [f"  migrated {a.version} {a.name} ({a.statements} statements)" for a in r.applied]
+
+
+def _planned(m: CompiledMigration) -> list[str]:
+    lines = [f"  {m.file.path.name} (version {m.file.version}, {len(m.statements)} statements)"]
+    for s in m.statements:
+        props = f"  -- with {', '.join(f'{k}={v}' for k, v in s.properties)}" if s.properties else ""
+        lines.append(f"    line {s.line}:{props}")
+        lines += [f"      {text}" for text in s.shown.splitlines()]
+    return lines
+
+
+def info_text(r: InfoResult) -> list[str]:
+    table = [_INFO_HEADER] + [(str(x.version), x.name, x.state.value, x.previous, _when(x.started_on),
+                               _when(x.completed_on), _short(x.error_reason), x.file) for x in r.rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(_INFO_HEADER))]
+    lines = [f"ksqlDB '{r.cluster}': current version {r.current}"]
+    if not r.rows:
+        return lines + ["  no migration files and nothing applied"]
+    return lines + ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+
+
+def info_json(results: list[InfoResult]) -> str:
+    def row(x: InfoRow) -> dict[str, object]:
+        return {**asdict(x), "state": x.state.value}
+    doc = [{"cluster": r.cluster, "current": r.current, "versions": [row(x) for x in r.rows]} for r in results]
+    return json.dumps(doc, indent=2)
+
+
+def validate_text(r: ValidateResult) -> list[str]:
+    if r.ok:
+        versions = ", ".join(map(str, sorted(r.checked))) or "none applied"
+        return [f"ksqlDB '{r.cluster}': applied migrations match their files ({versions})"]
+    return [f"ksqlDB '{r.cluster}': {len(r.problems)} problem(s)"] + [f"  {p}" for p in r.problems]
+
+
+def _short(text: str, width: int = 100) -> str:
+    """One line of a table cell; the whole reason is in `-o json`."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
+
+
+def _when(epoch_ms: str) -> str:
+    """Epoch milliseconds as UTC time; anything else (empty, N/A) as it is."""
+    if not epoch_ms.isdigit():
+        return epoch_ms
+    moment = datetime.fromtimestamp(int(epoch_ms) / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"

@@ -1,0 +1,69 @@
+"""Prometheus metrics of one run (prometheus-client): a registry per run, written as a textfile
+for node-exporter's textfile collector and/or pushed to a Pushgateway.
+
+Jobs are short-lived (Helm hooks, cron), so nothing is scraped from them: a run fills its own
+registry and publishes it once at the end. Like Slack, a failure to publish is logged and
+never fails the job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, push_to_gateway, write_to_textfile
+
+log = logging.getLogger("hephaestus.notify")
+
+
+class Metrics:
+    """Gauges and counters named `<namespace>_<name>`, in a registry of their own."""
+
+    def __init__(self, namespace: str = "hephaestus") -> None:
+        self.namespace = namespace
+        self.registry = CollectorRegistry()
+        self._gauges: dict[str, Gauge] = {}
+        self._counters: dict[str, Counter] = {}
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        """The gauge `name` (created on first use; later calls return the same one)."""
+        if name not in self._gauges:
+            self._gauges[name] = Gauge(name, documentation, list(labels), namespace=self.namespace,
+                                       registry=self.registry)
+        return self._gauges[name]
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
+        if name not in self._counters:
+            self._counters[name] = Counter(name, documentation, list(labels), namespace=self.namespace,
+                                           registry=self.registry)
+        return self._counters[name]
+
+    def set(self, name: str, documentation: str, value: float, labels: Mapping[str, str] | None = None) -> None:
+        """Set a gauge, labelled or not, in one call."""
+        gauge = self.gauge(name, documentation, tuple(labels or ()))
+        (gauge.labels(**labels) if labels else gauge).set(value)
+
+    def write_textfile(self, path: Path) -> bool:
+        """Write the exposition format atomically (node-exporter must never read half a file)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_to_textfile(str(path), self.registry)
+        except OSError as exc:
+            log.warning("metrics not written to %s: %s", path, exc.strerror or exc)
+            return False
+        return True
+
+    def push(self, url: str, job: str, grouping: Mapping[str, str] | None = None) -> bool:
+        """PUT the registry to a Pushgateway (replacing what this job last pushed)."""
+        try:
+            push_to_gateway(url, job=job, registry=self.registry, grouping_key=dict(grouping or {}), timeout=10)
+        except Exception as exc:  # noqa: BLE001 - any transport failure: log, carry on
+            log.warning("metrics not pushed to the pushgateway: %s", _reason(exc))
+            return False
+        return True
+
+
+def _reason(exc: Exception) -> str:
+    # Errors may quote the URL; a Pushgateway URL can carry basic-auth credentials.
+    return type(exc).__name__
