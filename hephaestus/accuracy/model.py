@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from hephaestus.generator.model import AccuracySpec, TableRef, TenantFilter
@@ -95,7 +95,6 @@ class Report:
     results: tuple[TableResult, ...]
     deep: bool
     seconds: float
-    notes: tuple[str, ...] = field(default=())
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for r in self.results if r.verdict == verdict)

@@ -1,0 +1,122 @@
+"""The accuracy report as text (a table), JSON, and the Slack message (pure)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hephaestus.accuracy.model import Endpoint, Key, KeyList, Report, TableResult
+
+_HEADER = ("TABLE", "SOURCE", "SINK", "DELTA", "LAG", "VERDICT")
+_KINDS = (("missing", "in the source, not in the sink"), ("extra", "in the sink, not in the source"),
+          ("different", "in both, with other values"))
+
+
+def text(report: Report) -> str:
+    rows = [_HEADER] + [_cells(r) for r in report.results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
+    lines = []
+    for row, result in zip(rows, (None, *report.results)):
+        lines.append("  ".join(c.ljust(w) if i in (0, 4, 5) else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        lines += _details(result) if result else []
+    lines.append(summary(report))
+    return "\n".join(lines) + "\n"
+
+
+def _cells(r: TableResult) -> tuple[str, ...]:
+    if r.counts is None:
+        return (r.pair.name, "-", "-", "-", "-", r.verdict.upper())
+    delta = f"{r.counts.delta:+d}" if r.counts.delta else "0"
+    return (r.pair.name, str(r.counts.source), str(r.counts.sink), delta, lag_text(r.lag_bytes),
+            r.verdict.upper().replace("_", " "))
+
+
+def _details(r: TableResult) -> list[str]:
+    out = [f"    error: {r.error}"] if r.error else []
+    if r.verdict == "within_tolerance":
+        out.append(f"    within the tolerance of {r.allowed} rows while slot {r.slot} lags")
+    if r.slot is None and r.counts is not None:
+        out.append("    lag unknown: no replication slot of this definition in the source database")
+    return out + [_keys_line(kind, meaning, getattr(r.diff, kind)) for kind, meaning in _KINDS
+                  if r.diff and getattr(r.diff, kind).total]
+
+
+def _keys_line(kind: str, meaning: str, found: KeyList) -> str:
+    shown = ", ".join(key_text(k) for k in found.keys)
+    more = f" (first {len(found.keys)})" if found.total > len(found.keys) else ""
+    return f"    {kind} ({meaning}): {found.total}{more}{': ' + shown if shown else ''}"
+
+
+def summary(report: Report) -> str:
+    counts = [f"{report.count(v)} {v.replace('_', ' ')}" for v in ("match", "within_tolerance", "mismatch", "error")
+              if report.count(v)]
+    mode = "deep (checksums)" if report.deep else "counts"
+    n = len(report.results)
+    return f"{n} table{'' if n == 1 else 's'}, {mode}: {', '.join(counts) or 'none'} ({report.seconds:.2f}s)"
+
+
+def lag_text(lag: int | None) -> str:
+    if lag is None:
+        return "?"
+    size = float(lag)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{lag} B"  # pragma: no cover - the loop always returns
+
+
+def key_text(key: Key) -> str:
+    return str(key[0]) if len(key) == 1 else "(" + ", ".join(map(str, key)) + ")"
+
+
+def as_json(report: Report) -> str:
+    doc = {"tables": [_json_row(r) for r in report.results], "deep": report.deep,
+           "summary": {v: report.count(v) for v in ("match", "within_tolerance", "mismatch", "error")},
+           "seconds": round(report.seconds, 3), "exit_code": report.exit_code}
+    return json.dumps(doc, indent=2, default=str) + "\n"
+
+
+def _json_row(r: TableResult) -> dict[str, Any]:
+    return {"source": _side(r.pair.source, r.counts.source if r.counts else None, r.filters.source),
+            "sink": _side(r.pair.sink, r.counts.sink if r.counts else None, r.filters.sink),
+            "delta": r.counts.delta if r.counts else None, "verdict": r.verdict,
+            "slot": r.slot, "lag_bytes": r.lag_bytes, "tolerance_rows": r.allowed,
+            "deep": _json_diff(r), "error": r.error, "definition": r.pair.origin, "seconds": r.seconds}
+
+
+def _side(end: Endpoint, rows: int | None, where: str) -> dict[str, Any]:
+    return {"database": end.database, "table": str(end.table), "filter": where, "rows": rows}
+
+
+def _json_diff(r: TableResult) -> dict[str, Any] | None:
+    if r.diff is None:
+        return None
+    out: dict[str, Any] = {k: {"total": getattr(r.diff, k).total, "keys": [_json_key(x) for x in getattr(r.diff, k).keys]}
+                           for k, _ in _KINDS}
+    return {**out, "queries_per_side": r.diff.queries}
+
+
+def _json_key(key: Key) -> object:
+    return key[0] if len(key) == 1 else list(key)
+
+
+def slack_text(report: Report) -> str | None:
+    """Mismatches and errors, counts only: keys stay out of chat (rows may be personal data)."""
+    bad = [r for r in report.results if r.verdict in ("mismatch", "error")]
+    if not bad:
+        return None
+    lines = [f"hephaestus accuracy: {report.count('mismatch')} mismatch, {report.count('error')} error "
+             f"of {len(report.results)} tables"]
+    for r in bad:
+        lines.append(f"• `{r.pair.name}`: " + (f"error: {r.error}" if r.error else _slack_counts(r)))
+    return "\n".join(lines)
+
+
+def _slack_counts(r: TableResult) -> str:
+    assert r.counts is not None
+    text = f"source {r.counts.source}, sink {r.counts.sink}, delta {r.counts.delta:+d}, lag {lag_text(r.lag_bytes)}"
+    if r.diff is not None:
+        text += f"; {r.diff.missing.total} missing, {r.diff.extra.total} extra, {r.diff.different.total} different"
+    return text

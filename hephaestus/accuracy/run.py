@@ -1,0 +1,168 @@
+"""One accuracy run: every selected table pair compared, many at once (edge: orchestrates I/O).
+
+Every input — definitions, `--table` names, the databases in the project file and their
+passwords — is checked before the first connection; a table that cannot be compared (missing,
+a bad filter, no primary key for `--deep`) is reported as an error row, the others still run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+import psycopg
+
+from hephaestus.accuracy import db, pairs
+from hephaestus.accuracy.bisect import DeepOptions, deep_diff
+from hephaestus.accuracy.db import Connection, PgSide, TableInfo
+from hephaestus.accuracy.model import Counts, Filters, KeyDiff, Report, TablePair, TableResult, judge
+from hephaestus.accuracy.queries import TableQuery
+from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.generator.model import Definition
+from hephaestus.project import Project
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    env: str | None = None
+    org: str | None = None
+    tables: tuple[str, ...] = ()
+    deep: bool = False
+    deep_options: DeepOptions = DeepOptions()
+    concurrency: int = 4
+
+
+@dataclass(frozen=True)
+class _Job:
+    pair: TablePair
+    source_dsn: str
+    sink_dsn: str
+    slots: tuple[str, ...]  # candidate slots of the pair's source
+    options: RunOptions
+
+
+def run_accuracy(project: Project, defs: Sequence[Definition], options: RunOptions) -> Report:
+    start = time.monotonic()
+    jobs = plan_jobs(project, defs, options)
+    with ThreadPoolExecutor(max(1, options.concurrency), thread_name_prefix="accuracy") as pool:
+        results = tuple(pool.map(compare, jobs))
+    return Report(results, options.deep, time.monotonic() - start)
+
+
+def plan_jobs(project: Project, defs: Sequence[Definition], options: RunOptions) -> list[_Job]:
+    """The pairs to compare with their DSNs; every missing database reported at once."""
+    every = [(d, pair) for d in defs for pair in pairs.table_pairs([d])]
+    chosen = set(pairs.select([pair for _, pair in every], options.tables))
+    every = [(d, pair) for d, pair in every if pair in chosen]
+    names = sorted({end.database for _, pair in every for end in (pair.source, pair.sink)})
+    dsns = {n: db.dsn_for(project, n) for n in names}
+    errors = [_missing(project, _user(every, n), n) for n in names if dsns[n] is None]
+    if errors:
+        raise InputErrors(errors)
+    return [_Job(pair, dsns[pair.source.database] or "", dsns[pair.sink.database] or "",
+                 _slots(project, d, options), options) for d, pair in every]
+
+
+def _slots(project: Project, d: Definition, options: RunOptions) -> tuple[str, ...]:
+    cluster = project.clusters.get(d.cluster)
+    return tuple(pairs.slot_candidates(d, options.env, options.org, cluster.select if cluster else ()))
+
+
+def _user(every: Sequence[tuple[Definition, TablePair]], database: str) -> TablePair:
+    return next(p for _, p in every if database in (p.source.database, p.sink.database))
+
+
+def _missing(project: Project, pair: TablePair, database: str) -> InputError:
+    return InputError(project.file, f"database {database!r} (used by {pair.origin}) is not in the "
+                      "project file: add it under databases: with its dsn", field=f"databases.{database}")
+
+
+def compare(job: _Job) -> TableResult:
+    """One pair, start to verdict; what goes wrong becomes this table's error row."""
+    start = time.monotonic()
+    try:
+        with _connections(job) as (source, sink):
+            result = _compare(job, source, sink)
+    except HephaestusError as exc:
+        result = TableResult(job.pair, "error", error=str(exc))
+    except psycopg.Error as exc:
+        result = TableResult(job.pair, "error", error=db.first_line(exc))
+    return replace(result, seconds=round(time.monotonic() - start, 3))
+
+
+@contextmanager
+def _connections(job: _Job) -> Iterator[tuple[Connection, Connection]]:
+    source = db.connect(job.source_dsn, job.pair.source.database)
+    try:
+        sink = db.connect(job.sink_dsn, job.pair.sink.database)
+        try:
+            yield source, sink
+        finally:
+            sink.close()
+    finally:
+        source.close()
+
+
+def _compare(job: _Job, source: Connection, sink: Connection) -> TableResult:
+    pair = job.pair
+    slot = pairs.pick_slot(pair.source.database, job.slots, db.slots(source))
+    lag_before = db.slot_lag(source, slot) if slot else None
+    src = db.inspect(source, pair.source.database, pair.source.table)
+    dst = db.inspect(sink, pair.sink.database, pair.sink.table)
+    filters = pairs.filters(pair, src.columns, dst.columns)
+    md5 = job.options.deep and not _same_fast_hash(source, sink)
+    a, b = table_queries(pair, src, dst, filters, job.options.deep, md5)
+    counts, diff = _measure(PgSide(source, a), PgSide(sink, b), job.options)
+    lag = _worst(lag_before, db.slot_lag(source, slot) if slot else None)
+    verdict, allowed = judge(pair.spec, counts, diff, lag)
+    return TableResult(pair, verdict, counts, filters, slot, lag, allowed, diff)
+
+
+def _measure(source: PgSide, sink: PgSide, options: RunOptions) -> tuple[Counts, KeyDiff | None]:
+    if options.deep:
+        return deep_diff(source, sink, options.deep_options, both=concurrently)
+    return Counts(*concurrently(source.count, sink.count)), None
+
+
+def _worst(before: int | None, after: int | None) -> int | None:
+    # Rows written while counting show up as lag after it; a lag before it, as a sink behind.
+    known = [lag for lag in (before, after) if lag is not None]
+    return max(known) if known else None
+
+
+def _same_fast_hash(source: Connection, sink: Connection) -> bool:
+    probe = db.hash_probe(source)
+    return probe is not None and probe == db.hash_probe(sink)
+
+
+def table_queries(pair: TablePair, src: TableInfo, dst: TableInfo, filters: Filters,
+                  deep: bool, md5: bool = False) -> tuple[TableQuery, TableQuery]:
+    """What each side counts and hashes: the columns both tables have (the generator's field
+    intersection, from the live tables), keyed by the source's primary key."""
+    columns = tuple(c for c in src.columns if c in dst.columns)
+    key = src.primary_key
+    if deep and not key:
+        raise HephaestusError(f"{pair.source} has no primary key: --deep compares by key")
+    if deep and set(key) != set(dst.primary_key):
+        raise HephaestusError(f"primary keys differ: {pair.source} ({', '.join(key)}) vs "
+                              f"{pair.sink} ({', '.join(dst.primary_key) or 'none'})")
+    # Ranges must cut both sides alike: text keys of differing collations order in "C".
+    collate = frozenset(k for k in key if None not in (src.collations.get(k), dst.collations.get(k))
+                        and src.collations.get(k) != dst.collations.get(k))
+    return (TableQuery(pair.source.table, key, columns, filters.source, collate, md5),
+            TableQuery(pair.sink.table, key, columns, filters.sink, collate, md5))
+
+
+def concurrently(f: Callable[[], T], g: Callable[[], U]) -> tuple[T, U]:
+    """Both sides at once: each has its own connection, and the wait is the database's."""
+    with ThreadPoolExecutor(1, thread_name_prefix="accuracy-source") as pool:
+        first = pool.submit(f)
+        second = g()
+        return first.result(), second
