@@ -17,6 +17,7 @@ from hephaestus.project import Cluster, Project
 
 ClientFactory = Callable[[Cluster], ConnectClient]
 FAILING = frozenset({"restart", "backoff", "exhausted"})
+POLL_S = 1.0  # how often restarted connectors are looked at while heal waits for them
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def _await_healed(client: ConnectClient, items: Sequence[Item], wait_s: float) -
     failed: set[str] = set()
     deadline = time.monotonic() + wait_s
     while pending - failed and time.monotonic() < deadline:
-        time.sleep(1.0)  # polling restarted connectors, bounded by the deadline above
+        time.sleep(POLL_S)  # polling restarted connectors, bounded by the deadline above
         failed |= {n for n in pending - failed if _status(client, n) == "FAILED"}
     healed = {n for n in pending - failed if _status(client, n) == "RUNNING"}
     return [Item(i.name, i.verdict, i.reason, i.name in healed, i.failed_tasks, i.trace)

@@ -72,7 +72,8 @@ def slot_pid(conn: psycopg.Connection[tuple[object, ...]], slot: str) -> int | N
 
 
 def wait_slot_active(conn: psycopg.Connection[tuple[object, ...]], slot: str, timeout_s: float,
-                     not_pid: int | None = None, clock: Callable[[], float] = time.monotonic) -> int:
+                     not_pid: int | None = None, clock: Callable[[], float] = time.monotonic,
+                     interval_s: float = 0.5) -> int:
     """Poll until a walsender holds the slot (and, after a restart, a new one): its pid."""
     deadline = clock() + timeout_s
     while True:
@@ -82,7 +83,7 @@ def wait_slot_active(conn: psycopg.Connection[tuple[object, ...]], slot: str, ti
         if clock() >= deadline:
             raise HephaestusError(f"replication slot {slot} did not become active within {timeout_s:.0f}s "
                                   "(is the source connector running?); no signal was written")
-        time.sleep(0.5)  # polling a condition, bounded by the deadline above
+        time.sleep(interval_s)  # polling a condition, bounded by the deadline above
 
 
 def insert_signal(conn: psycopg.Connection[tuple[object, ...]], signal_table: str, signal: Signal) -> None:
