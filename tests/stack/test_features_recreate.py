@@ -28,7 +28,7 @@ def running_source(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], c
 
 
 def _source(fleet: Fleet) -> str:
-    return f"local_manabie_{fleet.dbs['bob']}_source_connector"
+    return f"{fleet.slot()}_source_connector"
 
 
 def _insert(fleet: Fleet, user_id: str) -> None:

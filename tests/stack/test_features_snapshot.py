@@ -22,7 +22,7 @@ scenarios(str(REPO / "features" / "incremental_snapshot_new_table.feature"))
 def users_only(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
                capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     fleet = test_snapshot.setup_users_only(tmp_path, stack, fresh_db, connect, capsys)
-    topic = f"local.manabie.{fleet.dbs['bob']}.public.users"
+    topic = fleet.topic("users")
     return {"fleet": fleet, "users_topic": topic, "users_before": ops(read_topic(stack.bootstrap, topic))}
 
 

@@ -44,7 +44,7 @@ def add_students_pipeline(fleet: Fleet) -> None:
 
 def test_new_table_back_filled_by_signal_without_recreating(users_only: Fleet, connect: ConnectClient) -> None:
     fleet = users_only
-    users_topic = f"local.manabie.{fleet.dbs['bob']}.public.users"
+    users_topic = fleet.topic("users")
     before = ops(read_topic(fleet.stack.bootstrap, users_topic))
     add_students_pipeline(fleet)
     code, report = fleet.reconcile("--send-incremental-snapshot")
@@ -103,7 +103,7 @@ def test_slot_never_active_writes_no_signal(users_only: Fleet, connect: ConnectC
     assert connect.http.put(f"/connectors/{source}/stop").status_code in (202, 204)
     bob = fleet.stack.dsn(fleet.dbs["bob"])
     wait_until(lambda: read_rows(bob, "SELECT active FROM pg_replication_slots WHERE slot_name = %s",
-                                 [f"local_manabie_{fleet.dbs['bob']}"]) == [(False,)], timeout=60,
+                                 [fleet.slot()]) == [(False,)], timeout=60,
                message="slot inactive")
     code, out = fleet.cli("snapshot", "--project", str(fleet.root / "hephaestus.yaml"), "--connector", source,
                           "users", "--slot-timeout", "3")
