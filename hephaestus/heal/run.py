@@ -12,10 +12,10 @@ from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.redact import redact, sensitive_values
 from hephaestus.heal.policy import Decision, HealConfig, Observed, decide
 from hephaestus.heal.state import FileStore, PgStore, StateStore
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 
-ClientFactory = Callable[[Cluster], ConnectClient]
 FAILING = frozenset({"restart", "backoff", "exhausted"})
 POLL_S = 1.0  # how often restarted connectors are looked at while heal waits for them
 
@@ -142,13 +142,8 @@ def store_for(project: Project, state_file: Path | None) -> StateStore:
     return FileStore(state_file or project.base / state.get("file", ".hephaestus/heal-state.json"))
 
 
-def default_client(cluster: Cluster) -> ConnectClient:
-    return ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
-                         timeout=cluster.timeout_s)
-
-
 def heal_project(project: Project, clusters: Sequence[Cluster], dry_run: bool, state_file: Path | None,
-                 client_factory: ClientFactory = default_client) -> list[ClusterHeal]:
+                 client_factory: ClientFactory = connect_client) -> list[ClusterHeal]:
     options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)))
     webhook = None if dry_run else project.webhook()
     with store_for(project, state_file) as store:

@@ -6,13 +6,14 @@ Inputs for every cluster are loaded and validated before any cluster is touched.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.errors import HephaestusError
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, audit
@@ -20,7 +21,6 @@ from hephaestus.reconciler.desired import held_back, load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
 
-ClientFactory = Callable[[Cluster], ConnectClient]
 
 
 class Hooks(Protocol):
@@ -41,11 +41,6 @@ class RunOptions:
     apply: apply.ApplyOptions = apply.ApplyOptions()
 
 
-def default_client(cluster: Cluster) -> ConnectClient:
-    return ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
-                         timeout=cluster.timeout_s)
-
-
 def policy_of(project: Project, force: bool) -> Policy:
     p = project.policy
     return Policy(frozenset(p.get("ignore_keys", ())), p.get("max_deletes", 10),
@@ -59,7 +54,7 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
 
 
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
-              client_factory: ClientFactory = default_client,
+              client_factory: ClientFactory = connect_client,
               hooks: Hooks | None = None) -> list[ClusterOutcome]:
     desired = {c.name: load_desired(c, options.deploy_custom) for c in clusters}
     held = {c.name: held_back(c, options.deploy_custom) for c in clusters}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hephaestus.connect import ConnectClient, ConnectorNotFound
+from hephaestus.clients import connect_client
+from hephaestus.connect import ConnectorNotFound
 from hephaestus.errors import HephaestusError
 from hephaestus.project import Cluster, Project
 from hephaestus.snapshot import db, notifications
@@ -22,8 +23,7 @@ class Located:
 def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Located:
     """The cluster that runs `connector`, and its live config."""
     for cluster in clusters:
-        with ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
-                           timeout=cluster.timeout_s) as client:
+        with connect_client(cluster) as client:
             try:
                 return Located(cluster, client.get_config(connector))
             except ConnectorNotFound:
