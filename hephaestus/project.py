@@ -50,10 +50,7 @@ class Cluster:
     kafka_bootstrap: str | None = None
 
     def auth(self) -> tuple[str, str] | None:
-        """Basic auth for the Connect REST API, the password resolved only now."""
-        if self.password is None:
-            return None
-        return (self.username or "", self.password.resolve(f"cluster {self.name} password"))
+        return basic_auth(self.username, self.password, f"cluster {self.name} password")
 
 
 @dataclass(frozen=True)
@@ -79,6 +76,14 @@ class KsqlDB:
     password: SecretRef | None = None
     verify_tls: bool | str = True
     timeout_s: float = 30.0
+
+    def auth(self) -> tuple[str, str] | None:
+        return basic_auth(self.username, self.password, f"ksqlDB {self.name} password")
+
+
+def basic_auth(username: str | None, password: SecretRef | None, what: str) -> tuple[str, str] | None:
+    """HTTP basic auth, the password resolved only when a client is built and never printed."""
+    return None if password is None else (username or "", password.resolve(what))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ bodies and config values are never logged nor put in messages.
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -28,7 +27,7 @@ from hephaestus.connect.errors import (
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
 from hephaestus.connect.redact import redact, sensitive_values
 from hephaestus.connect.retry import RetryPolicy
-from hephaestus.errors import HephaestusError
+from hephaestus.tls import verify_for
 
 __all__ = ["ConnectClient", "RetryPolicy"]
 
@@ -77,16 +76,6 @@ def _without_name(config: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in config.items() if k != "name"}
 
 
-def _tls(verify: bool | str, cluster: str) -> bool | ssl.SSLContext:
-    if isinstance(verify, bool):
-        return verify
-    try:
-        return ssl.create_default_context(cafile=verify)
-    except (OSError, ssl.SSLError) as exc:
-        raise HephaestusError(
-            f"Kafka Connect '{cluster}': cannot load CA bundle {verify}: {exc}") from exc
-
-
 def _is_write(request: httpx.Request) -> bool:
     # Validation is a PUT that changes nothing; counting it would make a no-op reconcile
     # that validates its inputs look like one that writes.
@@ -111,7 +100,7 @@ class ConnectClient:
         self._requests = 0
         self._writes = 0
         self._http = httpx.Client(
-            base_url=base_url, auth=auth, verify=_tls(verify, name), timeout=timeout,
+            base_url=base_url, auth=auth, verify=verify_for(verify, f"Kafka Connect '{name}'"), timeout=timeout,
             transport=transport, headers={"Accept": "application/json"},
             event_hooks={"request": [self._on_request], "response": [self._on_response]})
 

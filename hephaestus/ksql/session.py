@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ssl
-
 import httpx
 
-from hephaestus.errors import HephaestusError, InputError
+from hephaestus.errors import InputError
 from hephaestus.ksql.client import KsqlClient, RetryPolicy
+from hephaestus.tls import verify_for
 from hephaestus.ksql.metadata import Names
 from hephaestus.project import KsqlDB, Project
 
@@ -30,21 +29,5 @@ def names_of(cluster: KsqlDB) -> Names:
 
 def open_client(cluster: KsqlDB, *, transport: httpx.BaseTransport | None = None,
                 retry: RetryPolicy = RetryPolicy()) -> KsqlClient:
-    return KsqlClient(cluster.url, name=cluster.name, auth=_auth(cluster), verify=_tls(cluster),
+    return KsqlClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=verify_for(cluster.verify_tls, f"ksqlDB '{cluster.name}'"),
                       timeout=cluster.timeout_s, transport=transport, retry=retry)
-
-
-def _auth(cluster: KsqlDB) -> tuple[str, str] | None:
-    # The password is resolved only now, when a request needs it, and never printed.
-    if cluster.password is None:
-        return None
-    return (cluster.username or "", cluster.password.resolve(f"ksqlDB {cluster.name} password"))
-
-
-def _tls(cluster: KsqlDB) -> bool | ssl.SSLContext:
-    if isinstance(cluster.verify_tls, bool):
-        return cluster.verify_tls
-    try:
-        return ssl.create_default_context(cafile=cluster.verify_tls)
-    except (OSError, ssl.SSLError) as exc:
-        raise HephaestusError(f"ksqlDB '{cluster.name}': cannot load CA bundle {cluster.verify_tls}: {exc}") from exc
