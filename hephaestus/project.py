@@ -6,7 +6,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg.conninfo import make_conninfo
 
@@ -15,6 +15,7 @@ from hephaestus.yamlsrc import YamlDoc, load_yaml, packaged_validator, schema_er
 
 DEFAULT_URL = "http://127.0.0.1:8083"
 log = logging.getLogger("hephaestus.project")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,21 @@ class Project:
             return None
 
     def select(self, names: tuple[str, ...]) -> list[Cluster]:
-        """The named clusters (all when none named); an unknown name is an error."""
-        unknown = [n for n in names if n not in self.clusters]
-        if unknown:
-            raise InputError(self.file, f"no cluster {unknown[0]!r} (have: {', '.join(self.clusters)})",
-                             field="clusters")
-        return [c for n, c in self.clusters.items() if not names or n in names]
+        """The named Connect clusters (all when none named); an unknown name is an error."""
+        return _pick(self.clusters, names, self.file, "clusters", "cluster")
+
+    def select_ksqldb(self, names: tuple[str, ...]) -> list[KsqlDB]:
+        """The named ksqlDB clusters (all when none named); none configured is an error."""
+        if not self.ksqldb:
+            raise InputError(self.file, "no ksqlDB clusters: add a `ksqldb:` section", field="ksqldb")
+        return _pick(self.ksqldb, names, self.file, "ksqldb", "ksqlDB cluster")
+
+
+def _pick(items: dict[str, T], names: tuple[str, ...], file: str, field: str, label: str) -> list[T]:
+    unknown = [n for n in names if n not in items]
+    if unknown:
+        raise InputError(file, f"no {label} {unknown[0]!r} (have: {', '.join(items)})", field=field)
+    return [item for n, item in items.items() if not names or n in names]
 
 
 def load_project(path: Path) -> Project:

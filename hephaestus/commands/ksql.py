@@ -30,10 +30,10 @@ def ksql() -> None:
 @cluster_option
 def init_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
     """Create the migrations metadata stream and table (idempotent; checks GET /info first)."""
-    from hephaestus.ksql import render, run, session
+    from hephaestus.ksql import render, run
     from hephaestus.project import load_project
 
-    for result in run.init(session.select(load_project(project_file), clusters)):
+    for result in run.init(load_project(project_file).select_ksqldb(clusters)):
         _echo(render.init_text(result))
 
 
@@ -53,12 +53,12 @@ def apply_cmd(project_file: Path, clusters: tuple[str, ...], all_: bool, next_: 
 
     Exit 2 when applied files changed or vanished (see `ksql validate`); nothing is applied then."""
     from hephaestus.ksql import apply as applying
-    from hephaestus.ksql import render, run, session
+    from hephaestus.ksql import render, run
     from hephaestus.ksql.compiler import parse_defines
     from hephaestus.project import load_project
 
     options = applying.Options(_target(all_, next_, until, version), dry_run)
-    prepared = run.prepare(session.select(load_project(project_file), clusters), parse_defines(defines))
+    prepared = run.prepare(load_project(project_file).select_ksqldb(clusters), parse_defines(defines))
     for result in run.apply(prepared, options):
         _echo(render.apply_text(result))
 
@@ -80,10 +80,10 @@ def _target(all_: bool, next_: bool, until: int | None, version: int | None) -> 
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def info_cmd(project_file: Path, clusters: tuple[str, ...], output: str) -> None:
     """Every version with its state (PENDING: a local file never applied)."""
-    from hephaestus.ksql import render, run, session
+    from hephaestus.ksql import render, run
     from hephaestus.project import load_project
 
-    results = run.info(run.prepare(session.select(load_project(project_file), clusters), {}, parse=False))
+    results = run.info(run.prepare(load_project(project_file).select_ksqldb(clusters), {}, parse=False))
     if output == "json":
         click.echo(render.info_json(list(results)))
         return
@@ -96,11 +96,11 @@ def info_cmd(project_file: Path, clusters: tuple[str, ...], output: str) -> None
 @cluster_option
 def validate_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
     """Check applied migrations against their files (MD5); exit 2 if one changed or is missing."""
-    from hephaestus.ksql import render, run, session
+    from hephaestus.ksql import render, run
     from hephaestus.project import load_project
 
     ok = True
-    prepared = run.prepare(session.select(load_project(project_file), clusters), {}, parse=False)
+    prepared = run.prepare(load_project(project_file).select_ksqldb(clusters), {}, parse=False)
     for result in run.validate(prepared):
         _echo(render.validate_text(result))
         ok = ok and result.ok
@@ -115,10 +115,10 @@ def validate_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
 def new_cmd(project_file: Path, cluster: str | None, version: int | None, description: str) -> None:
     """Create an empty V<next>__<description>.sql in the cluster's migrations folder."""
     from hephaestus.errors import HephaestusError
-    from hephaestus.ksql import files, session
+    from hephaestus.ksql import files
     from hephaestus.project import load_project
 
-    chosen = session.select(load_project(project_file), (cluster,) if cluster else ())
+    chosen = load_project(project_file).select_ksqldb((cluster,) if cluster else ())
     if len(chosen) != 1:
         raise HephaestusError(f"several ksqlDB clusters ({', '.join(c.name for c in chosen)}): pass --cluster")
     click.echo(f"created {files.create(chosen[0].migrations, description, version)}")
