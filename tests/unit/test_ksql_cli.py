@@ -18,6 +18,7 @@ import pytest
 
 from hephaestus.cli import run
 from tests.ksqldb_stub import KsqlStub, ksqldb_stub
+from tests.unit.conftest import Result
 
 STREAM = "LMSDWH_MIGRATION_EVENTS"
 TABLE = "LMSDWH_MIGRATION_SCHEMA_VERSIONS"
@@ -38,13 +39,6 @@ CREATE SINK CONNECTOR IF NOT EXISTS LMSDWH_USERS_SINK WITH (
   'topics' = 'USERS_LATEST');
 """
 V3 = "CREATE STREAM IF NOT EXISTS BOB_STUDENTS WITH (KAFKA_TOPIC='local.manabie.bob.public.students');\n"
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
 
 
 @dataclass
