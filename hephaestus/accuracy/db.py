@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 from hephaestus.accuracy import queries
 from hephaestus.accuracy.model import Key
@@ -50,12 +49,7 @@ FROM pg_replication_slots WHERE slot_name = %s
 def dsn_for(project: Project, database: str) -> str | None:
     """The project's DSN for `database` with its password resolved (None: not in the project).
     Without a password reference libpq's own means apply (PGPASSWORD, ~/.pgpass)."""
-    db = project.databases.get(database)
-    if db is None:
-        return None
-    if db.password is None:
-        return db.dsn
-    return make_conninfo(db.dsn, password=db.password.resolve(f"database {database} password"))
+    return project.dsn(database) if database in project.databases else None
 
 
 def connect(dsn: str, database: str) -> Connection:

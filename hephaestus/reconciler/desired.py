@@ -19,8 +19,7 @@ _HELM = re.compile(r"\{\{\s*\.Values\.global\.(\w+)\s*\}\}")
 
 def load_desired(cluster: Cluster, include_custom: bool) -> dict[str, Desired]:
     """Connectors this cluster should run; all files validated, all errors reported together."""
-    desired = _load(cluster, (*GENERATED, CUSTOM) if include_custom else GENERATED)
-    return desired
+    return _load(cluster, (*GENERATED, CUSTOM) if include_custom else GENERATED)
 
 
 def held_back(cluster: Cluster, include_custom: bool) -> frozenset[str]:
