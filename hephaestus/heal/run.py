@@ -77,7 +77,8 @@ def heal_cluster(client: ConnectClient, cluster: Cluster, store: StateStore, opt
         return ClusterHeal(cluster.name, cluster.url, tuple(items))
     items = _await_healed(client, items, options.restart_wait_s)
     store.save(cluster.name, {d.name: d.record for d in decisions if d.record is not None})
-    notified = tuple(d.name for d in decisions if d.notify and _notify(webhook, cluster, fleet[d.name], d))
+    by_name = {i.name: i for i in items}
+    notified = tuple(d.name for d in decisions if d.notify and _notify(webhook, cluster, by_name[d.name]))
     return ClusterHeal(cluster.name, cluster.url, tuple(items), notified=notified)
 
 
@@ -117,11 +118,12 @@ def _status(client: ConnectClient, name: str) -> str:
     return "RUNNING" if st.healthy else st.state
 
 
-def _notify(webhook: str | None, cluster: Cluster, c: LiveConnector, d: Decision) -> bool:
-    what = "restart budget exhausted" if d.verdict == "exhausted" else "failed again after a restart"
-    tasks = ", ".join(str(t.id) for t in c.tasks if t.state == "FAILED") or "-"
-    text = (f"hephaestus heal: `{c.name}` on cluster *{cluster.name}*: {what} ({d.reason}); "
-            f"failed tasks: {tasks}\n```{_trace(c) or 'no trace'}```")
+def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
+    """Built from the item already computed: its failed tasks and masked trace."""
+    what = "restart budget exhausted" if item.verdict == "exhausted" else "failed again after a restart"
+    tasks = ", ".join(str(t) for t in item.failed_tasks) or "-"
+    text = (f"hephaestus heal: `{item.name}` on cluster *{cluster.name}*: {what} ({item.reason}); "
+            f"failed tasks: {tasks}\n```{item.trace or 'no trace'}```")
     return slack.post(webhook, text)
 
 
