@@ -113,22 +113,22 @@ def fresh_db(stack: Stack) -> Iterator[Callable[..., str]]:
 
 # `fresh_db` is requested only for ordering: fixtures tear down in reverse order of set-up, so
 # the connectors (and their replication connections) are gone before the databases are dropped.
-@pytest.fixture
-def connect(stack: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectClient]:
-    client = ConnectClient(stack.connect_url)
+def _tracked_client(url: str) -> Iterator[ConnectClient]:
+    """A test's Connect client; what it tracked is deleted at teardown."""
+    client = ConnectClient(url)
     try:
         yield client
         client.cleanup()
     finally:
         client.close()
+
+
+@pytest.fixture
+def connect(stack: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectClient]:
+    yield from _tracked_client(stack.connect_url)
 
 
 @pytest.fixture
 def connect2(stack2: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectClient]:
     assert stack2.connect2_url is not None
-    client = ConnectClient(stack2.connect2_url)
-    try:
-        yield client
-        client.cleanup()
-    finally:
-        client.close()
+    yield from _tracked_client(stack2.connect2_url)
