@@ -97,6 +97,7 @@ class Project:
     slack_webhook: SecretRef | None = None
     ksqldb: dict[str, KsqlDB] = field(default_factory=dict, hash=False)
     heal: dict[str, Any] = field(default_factory=dict, hash=False)
+    lock: dict[str, Any] = field(default_factory=dict, hash=False)
     base: Path = Path(".")  # relative paths in the file are relative to it
 
     def dsn(self, database: str, what: str = "hephaestus") -> str:
@@ -156,6 +157,7 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         policy=data.get("policy", {}),
         audit_log=base / data["audit_log"] if "audit_log" in data else None,
         heal=data.get("heal", {}),
+        lock=data.get("lock", {}),
         base=base,
         slack_webhook=_secret({"env": slack["webhook_env"]} if "webhook_env" in slack else
                               {"file": slack["webhook_file"]} if "webhook_file" in slack else None),

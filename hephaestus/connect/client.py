@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -16,16 +15,15 @@ from urllib.parse import quote
 import httpx
 
 from hephaestus.connect import parse
+from hephaestus.connect.edge import Edge, Expect, Request, Seen
 from hephaestus.connect.errors import (
-    Call,
+    ConnectConflict,
     ConnectError,
     ConnectorNotFound,
     NonStringConfigValue,
-    from_status,
-    from_transport,
 )
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
-from hephaestus.connect.redact import redact, sensitive_values
+from hephaestus.connect.redact import sensitive_values
 from hephaestus.connect.retry import RetryPolicy
 from hephaestus.tls import verify_for
 
@@ -37,24 +35,6 @@ T = TypeVar("T")
 
 # Connect requires a name in a validated config; it plays no part in the validation itself.
 _VALIDATE_NAME = "hephaestus-validate"
-
-
-@dataclass(frozen=True)
-class _Request:
-    method: str
-    path: str
-    connector: str | None = None
-    params: tuple[tuple[str, str], ...] = ()
-    body: Any = None
-    masked: tuple[str, ...] = ()
-    # For writes: does the live cluster already show this request applied? See `_attempt`.
-    applied: Callable[[], bool] | None = None
-
-
-@dataclass
-class _Attempts:
-    count: int = 0
-    ambiguous: bool = False
 
 
 def _path(name: str, *rest: str) -> str:
@@ -76,13 +56,6 @@ def _without_name(config: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in config.items() if k != "name"}
 
 
-def _is_write(request: httpx.Request) -> bool:
-    # Validation is a PUT that changes nothing; counting it would make a no-op reconcile
-    # that validates its inputs look like one that writes.
-    validate = request.method == "PUT" and request.url.path.endswith("/config/validate")
-    return request.method != "GET" and not validate
-
-
 class ConnectClient:
     """One Kafka Connect cluster's REST API.
 
@@ -93,24 +66,26 @@ class ConnectClient:
     def __init__(self, base_url: str, *, name: str = "default",
                  auth: tuple[str, str] | None = None, verify: bool | str = True,
                  timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
-                 retry: RetryPolicy = RetryPolicy()) -> None:
+                 retry: RetryPolicy = RetryPolicy(), settle_s: float | None = None,
+                 poll_s: float = 1.0) -> None:
+        """`settle_s`: after an ambiguous write, how long the live state is watched for it
+        before it is sent again (default: as long as its answer was waited for, `timeout`)."""
         self.name = name
-        self._retry = retry
-        self._server = str(httpx.URL(base_url).copy_with(username=None, password=None))
-        self._requests = 0
-        self._writes = 0
+        server = str(httpx.URL(base_url).copy_with(username=None, password=None))
         self._http = httpx.Client(
             base_url=base_url, auth=auth, verify=verify_for(verify, f"Kafka Connect '{name}'"), timeout=timeout,
             transport=transport, headers={"Accept": "application/json"},
-            event_hooks={"request": [self._on_request], "response": [self._on_response]})
+            event_hooks={"response": [self._on_response]})
+        self._edge = Edge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
+        self._http.event_hooks["request"] = [self._edge.on_request]
 
     @property
     def requests(self) -> int:
-        return self._requests
+        return self._edge.requests
 
     @property
     def writes(self) -> int:
-        return self._writes
+        return self._edge.writes
 
     def close(self) -> None:
         self._http.close()
@@ -126,22 +101,30 @@ class ConnectClient:
 
     def fleet(self) -> dict[str, LiveConnector]:
         """Every connector with config and status, in ONE request, keyed by name."""
-        req = _Request("GET", "/connectors", params=(("expand", "info"), ("expand", "status")))
+        req = Request("GET", "/connectors", params=(("expand", "info"), ("expand", "status")))
         return self._shaped(req, parse.fleet)
 
+    def statuses(self) -> dict[str, ConnectorStatus]:
+        """Every connector's status (no config), in ONE request: what readiness polls."""
+        return self._shaped(Request("GET", "/connectors", params=(("expand", "status"),)), parse.statuses)
+
     def get_config(self, name: str) -> dict[str, str]:
-        return self._shaped(_Request("GET", _path(name, "config"), name), parse.config)
+        return self._shaped(Request("GET", _path(name, "config"), name), parse.config)
+
+    def task_configs(self, name: str) -> list[dict[str, str]]:
+        """`GET /connectors/{name}/tasks`: the config each task was last given."""
+        return self._shaped(Request("GET", _path(name, "tasks"), name), parse.task_configs)
 
     def status(self, name: str) -> ConnectorStatus:
         """State and tasks only (no config); it lags writes, so 404 just after a create."""
-        return self._shaped(_Request("GET", _path(name, "status"), name), parse.status)
+        return self._shaped(Request("GET", _path(name, "status"), name), parse.status)
 
     def offsets(self, name: str) -> dict[str, Any]:
-        return self._shaped(_Request("GET", _path(name, "offsets"), name), parse.document)
+        return self._shaped(Request("GET", _path(name, "offsets"), name), parse.document)
 
     def plugins(self, connectors_only: bool = True) -> list[Plugin]:
         params = () if connectors_only else (("connectorsOnly", "false"),)
-        return self._shaped(_Request("GET", "/connector-plugins", params=params), parse.plugins)
+        return self._shaped(Request("GET", "/connector-plugins", params=params), parse.plugins)
 
     def validate(self, connector_class: str, config: Mapping[str, str]) -> ValidationResult:
         """Connect answers 200 for an invalid config too: read `ok`/`errors` of the result.
@@ -153,21 +136,31 @@ class ConnectClient:
         body = {"connector.class": connector_class, "name": _VALIDATE_NAME, **sent}
         masked = sensitive_values(sent)
         path = f"/connector-plugins/{quote(connector_class, safe='')}/config/validate"
-        req = _Request("PUT", path, body=body, masked=masked)
+        req = Request("PUT", path, body=body, masked=masked)
         return self._shaped(req, lambda doc: parse.validation(doc, connector_class, masked))
 
     # --- writes ------------------------------------------------------------------------
+    # Each write names what Connect answers on success (`Expect`) and how to tell from the
+    # live state that it was applied (`applied`), which the edge uses after an ambiguous try.
 
     def create(self, name: str, config: Mapping[str, str],
-               initial_state: str | None = None) -> None:
-        """`POST /connectors`; 409 (ConnectConflict) if it exists. `initial_state` needs 3.7+."""
+               initial_state: str | None = None) -> str:
+        """`POST /connectors`: "created", or "exists" when it already runs this very config
+        (a concurrent create, or the echo of our own); another config there is a conflict.
+        `initial_state` needs Connect 3.7+."""
         sent = _strings(name, config)
         body: dict[str, Any] = {"name": name, "config": sent}
         if initial_state is not None:
             body["initial_state"] = initial_state
-        self._call(_Request("POST", "/connectors", name, body=body,
-                            masked=sensitive_values(sent),
-                            applied=lambda: self._has_config(name, sent)))
+        req = Request("POST", "/connectors", name, body=body, masked=sensitive_values(sent),
+                      expect=Expect.INFO, applied=lambda: self._has_config(name, sent))
+        try:
+            self._edge.call(req)
+        except ConnectConflict as exc:
+            if exc.transient or self._has_config(name, sent) is not True:
+                raise
+            return "exists"
+        return "created"
 
     def put_config(self, name: str, config: Mapping[str, str]) -> bool:
         """Create-or-update; True if created (201), False if updated (200).
@@ -176,134 +169,88 @@ class ConnectClient:
         PUT is confirmed applied by re-reading, whether it created cannot be told: False.
         """
         sent = _strings(name, config)
-        response = self._call(_Request("PUT", _path(name, "config"), name, body=sent,
-                                       masked=sensitive_values(sent),
-                                       applied=lambda: self._has_config(name, sent)))
+        response = self._edge.call(Request("PUT", _path(name, "config"), name, body=sent,
+                                           masked=sensitive_values(sent), expect=Expect.INFO,
+                                           applied=lambda: self._has_config(name, sent)))
         return response is not None and response.status_code == 201
 
-    def delete(self, name: str) -> None:
-        """Offsets survive a delete: recreating the same name resumes from them."""
-        self._call(_Request("DELETE", _path(name), name, applied=lambda: self._absent(name)))
+    def delete(self, name: str) -> str:
+        """"deleted", or "already gone" (404). Offsets survive a delete: recreating the same
+        name resumes from them."""
+        req = Request("DELETE", _path(name), name, expect=Expect.EMPTY, applied=lambda: self._absent(name))
+        try:
+            self._edge.call(req)
+        except ConnectorNotFound:
+            return "already gone"
+        return "deleted"
 
     def restart(self, name: str, include_tasks: bool = True,
                 only_failed: bool = True) -> dict[str, Any]:
-        """The status body of a 202, or {} for the plain form's 204."""
+        """The status body of a 202, or {} for the plain form's 204 (or a restart seen applied)."""
         params = (("includeTasks", str(include_tasks).lower()),
                   ("onlyFailed", str(only_failed).lower()))
-        req = _Request("POST", _path(name, "restart"), name, params=params)
+        req = Request("POST", _path(name, "restart"), name, params=params, expect=Expect.EMPTY,
+                      applied=lambda: self._state(name, _restarted))
         return self._shaped(req, parse.document)
 
     def pause(self, name: str) -> None:
-        self._call(_Request("PUT", _path(name, "pause"), name))
+        self._write_state(name, "pause", lambda st: st.state == "PAUSED")
 
     def resume(self, name: str) -> None:
-        self._call(_Request("PUT", _path(name, "resume"), name))
+        self._write_state(name, "resume", lambda st: st.state not in ("PAUSED", "STOPPED"))
 
     def stop(self, name: str) -> None:
         """Kafka 3.5+: stops the connector and drops its tasks (needed to alter offsets)."""
-        self._call(_Request("PUT", _path(name, "stop"), name))
+        self._write_state(name, "stop", lambda st: st.state == "STOPPED")
 
-    # --- the HTTP edge -----------------------------------------------------------------
+    def _write_state(self, name: str, verb: str, reached: Callable[[ConnectorStatus], bool]) -> None:
+        self._edge.call(Request("PUT", _path(name, verb), name, expect=Expect.EMPTY,
+                                applied=lambda: self._state(name, reached)))
 
-    def _shaped(self, req: _Request, shape: Callable[[Any], T]) -> T:
-        answer = self._answer(req)
+    # --- what the live cluster shows (for the edge's ambiguity checks) ------------------
+
+    def _has_config(self, name: str, sent: Mapping[str, str]) -> Seen:
         try:
-            return shape(answer)
-        except (ValueError, TypeError) as exc:
-            raise ConnectError(f"unexpected answer: {exc}", self._where(req)) from exc
-
-    def _answer(self, req: _Request) -> Any:
-        """The decoded JSON answer; None for an empty one (204, or confirmed by re-reading)."""
-        response = self._call(req)
-        if response is None or not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise ConnectError("answer is not JSON", self._where(req),
-                               response.status_code) from exc
-
-    def _call(self, req: _Request) -> httpx.Response | None:
-        """Send `req`, retrying transient failures with backoff; see `_attempt` for None."""
-        attempts = _Attempts()
-        try:
-            for attempt in self._retry.retrying():
-                with attempt:
-                    return self._attempt(req, attempts)
-        except ConnectError as exc:
-            if attempts.count > 1:
-                exc.gave_up_after(attempts.count)
-            raise
-        raise AssertionError("tenacity ends a retry loop by returning or raising")
-
-    def _attempt(self, req: _Request, attempts: _Attempts) -> httpx.Response | None:
-        # Connect's 500 "Request timed out" (its 90 s internal limit) and our own read timeouts
-        # can come after the write reached the config topic. Sending it again could fail
-        # spuriously (POST → 409 exists, DELETE → 404) or write twice (one more restart), so
-        # after such an ambiguous failure we first re-read, and return None — done, nothing
-        # sent — when the live cluster already shows the write: same config after create or
-        # put, 404 after delete. A later non-transient refusal is checked the same way, as it
-        # may be the echo of the earlier attempt's success.
-        attempts.count += 1
-        if attempts.ambiguous and self._applied(req):
-            return None
-        try:
-            return self._once(req)
-        except ConnectError as exc:
-            if attempts.ambiguous and not exc.transient and self._applied(req):
-                return None
-            attempts.ambiguous = attempts.ambiguous or exc.ambiguous
-            raise
-
-    def _applied(self, req: _Request) -> bool:
-        return req.applied is not None and req.applied()
-
-    def _has_config(self, name: str, sent: Mapping[str, str]) -> bool:
-        try:
-            live = parse.config(self._once(_Request("GET", _path(name, "config"), name)).json())
-        except (ConnectError, ValueError, TypeError):
+            live = parse.config(self._edge.once(Request("GET", _path(name, "config"), name)).json())
+        except ConnectorNotFound:
             return False
+        except (ConnectError, ValueError, TypeError):
+            return None
         return _without_name(live) == _without_name(sent)
 
-    def _absent(self, name: str) -> bool:
+    def _absent(self, name: str) -> Seen:
         try:
-            self._once(_Request("GET", _path(name, "config"), name))
+            self._edge.once(Request("GET", _path(name, "config"), name))
         except ConnectorNotFound:
             return True
         except ConnectError:
-            return False
+            return None
         return False
 
-    def _once(self, req: _Request) -> httpx.Response:
-        """Exactly one HTTP request; a failure becomes a typed ConnectError."""
+    def _state(self, name: str, reached: Callable[[ConnectorStatus], bool]) -> Seen:
         try:
-            response = self._http.request(req.method, req.path, params=req.params or None,
-                                          json=req.body)
-        except httpx.TransportError as exc:
-            _log.debug("%s %s -> %s", req.method, req.path, type(exc).__name__)
-            raise from_transport(exc, self._where(req)) from exc
-        if response.is_success:
-            return response
-        raise from_status(response.status_code, self._message(response, req), self._where(req))
+            return reached(parse.status(self._edge.once(Request("GET", _path(name, "status"), name)).json()))
+        except (ConnectError, ValueError, TypeError):
+            return None
 
-    def _message(self, response: httpx.Response, req: _Request) -> str:
+    # --- answers -----------------------------------------------------------------------
+
+    def _shaped(self, req: Request, shape: Callable[[Any], T]) -> T:
+        response = self._edge.call(req)
+        answer = response.json() if response is not None and response.content else None
         try:
-            doc = response.json()
-        except ValueError:
-            doc = None
-        # Connect errors are {"error_code", "message"}; anything else (a proxy's HTML page)
-        # is summarised by its reason phrase rather than dumped.
-        text = doc.get("message") if isinstance(doc, dict) else None
-        return redact(str(text or response.reason_phrase).strip(), req.masked)
-
-    def _where(self, req: _Request) -> Call:
-        return Call(self.name, self._server, req.method, req.path, req.connector)
-
-    def _on_request(self, request: httpx.Request) -> None:
-        self._requests += 1
-        self._writes += int(_is_write(request))
+            return shape(answer)
+        except (ValueError, TypeError) as exc:
+            raise ConnectError(f"unexpected answer: {exc}", self._edge.where(req)) from exc
 
     def _on_response(self, response: httpx.Response) -> None:
         request = response.request
         _log.debug("%s %s -> %d", request.method, request.url.raw_path.decode("ascii"),
                    response.status_code)
+
+
+def _restarted(st: ConnectorStatus) -> bool:
+    # Connect marks what it restarts RESTARTING before it answers 202; once that is over,
+    # nothing FAILED is left. Either shows the restart landed.
+    states = [st.state, *(t.state for t in st.tasks)]
+    return "RESTARTING" in states or "FAILED" not in states

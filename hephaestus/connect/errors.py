@@ -99,6 +99,30 @@ class ConnectUnavailable(ConnectError):
                 "is running and reachable")
 
 
+class ClusterUnreachable(ConnectUnavailable):
+    """The cluster gave no answer for longer than the retry budget: fail at once, send nothing."""
+
+    def __init__(self, server_message: str, call: Call) -> None:
+        super().__init__(server_message, call, transient=False)
+
+    def hint(self) -> str:
+        return f"unknown: cluster unreachable; {super().hint()}"
+
+
+class OutcomeUnknown(ConnectError):
+    """A write may or may not have been applied and the live state could not be read."""
+
+    def hint(self) -> str:
+        return "unknown: rerun reconcile once the cluster answers; it re-reads the live state first"
+
+
+class UnexpectedAnswer(ConnectError):
+    """A success status whose body is not what Connect answers (e.g. a proxy's HTML page)."""
+
+    def hint(self) -> str:
+        return f"check what answers at {self.call.server}: a proxy or another service, not Kafka Connect"
+
+
 class NonStringConfigValue(HephaestusError, TypeError):
     """Refused before sending: Connect stores strings, and `True` vs "true" is a false diff
     (every PUT restarts the connector, so a false diff is a restart loop)."""
@@ -118,9 +142,16 @@ _TIMED_OUT = "request timed out"
 _BAD_REQUEST = "BadRequestException"
 
 
-def from_status(status: int, server_message: str, call: Call) -> ConnectError:
-    """The typed error for an HTTP error answer; `transient` marks what may be retried."""
+def from_status(status: int, server_message: str, call: Call, from_connect: bool = True) -> ConnectError:
+    """The typed error for an HTTP error answer; `transient` marks what may be retried.
+
+    `from_connect`: the body was Connect's `{"error_code", "message"}`. A 404 without it, or
+    a 404 to a create, is a worker still starting (its REST resources are not registered
+    yet, or the request was forwarded to a leader that is restarting): retried.
+    """
     text = server_message.lower()
+    if status == 404 and (not from_connect or (call.method, call.path) == ("POST", "/connectors")):
+        return ConnectUnavailable(f"not ready ({server_message})", call, status, transient=True)
     if status == 404:
         return ConnectorNotFound(server_message, call, status)
     if status == 409:

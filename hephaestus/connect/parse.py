@@ -78,6 +78,21 @@ def fleet(body: Any) -> dict[str, LiveConnector]:
     return {c.name: c for c in live if c is not None}
 
 
+def statuses(body: Any) -> dict[str, ConnectorStatus]:
+    """`GET /connectors?expand=status`, keyed by name; one without status is UNKNOWN (it
+    lags a create), so a waiter keeps waiting for it rather than forgetting it."""
+    doc = _obj(body, "connectors")
+    return {name: status(_obj(doc[name], name).get("status") or {"name": name}, f"{name}.status")
+            for name in sorted(doc)}
+
+
+def task_configs(body: Any) -> list[dict[str, str]]:
+    """`GET /connectors/{name}/tasks`: each task's config, in task order."""
+    tasks = [_obj(t, "tasks[]") for t in _list(body, "tasks")]
+    ordered = sorted(tasks, key=lambda t: int(_obj(t.get("id", {}), "tasks[].id").get("task", -1)))
+    return [config(t.get("config", {}), "tasks[].config") for t in ordered]
+
+
 def _live(name: str, entry: dict[str, Any]) -> LiveConnector | None:
     if "info" not in entry:
         return None

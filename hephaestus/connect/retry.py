@@ -39,6 +39,13 @@ class RetryPolicy:
         """No waiting at all: for tests that count attempts, not seconds."""
         return cls(attempts=attempts, initial_wait=0.0, max_wait=0.0, jitter=0.0)
 
+    @property
+    def budget_s(self) -> float:
+        """The longest a call keeps retrying (waits between attempts, jitter left out): past
+        this without any answer, the cluster counts as unreachable (see `edge.Breaker`)."""
+        waits = (min(self.initial_wait * self.multiplier ** n, self.max_wait) for n in range(self.attempts - 1))
+        return sum(waits)
+
     def retrying(self) -> Retrying:
         # tenacity's `multiplier` is our initial wait; our `multiplier` is its `exp_base`.
         wait = wait_exponential_jitter(multiplier=self.initial_wait, max=self.max_wait,

@@ -1,14 +1,21 @@
-"""Apply a Plan to one live cluster: validate all, then write with bounded concurrency,
-wait until RUNNING, report per connector. One failing connector never stops the others."""
+"""Apply a Plan to one live cluster: validate all, then write with bounded concurrency, wait
+until ready, report per connector. One failing connector never stops the others.
+
+Each write is preceded by its intent in the audit journal (no journal, no write) and is
+reported ok only when Connect's answer said so *and* the connector was then seen ready
+(`connect.ready`): running the new config, and still running after the stability window.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hephaestus.connect import ConnectClient, ConnectError
+from hephaestus.connect.errors import ClusterUnreachable
+from hephaestus.connect.ready import UNREACHABLE, ReadyOptions, Target, Verdict, wait_ready
+from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 
@@ -16,13 +23,13 @@ Invalid = dict[str, dict[str, tuple[str, ...]]]
 
 
 Progress = Callable[[StepResult, int, int], None]  # (finished step, done so far, total)
+TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
 
 
 @dataclass(frozen=True)
 class ApplyOptions:
     concurrency: int = 4
-    ready_timeout_s: float = 180.0
-    poll_interval_s: float = 1.0
+    ready: ReadyOptions = field(default_factory=ReadyOptions)
     progress: Progress | None = None
     initial_state: str = "RUNNING"  # creates may start PAUSED or STOPPED (Connect 3.7+)
 
@@ -43,9 +50,11 @@ def _validate(client: ConnectClient, step: Step) -> dict[str, tuple[str, ...]]:
     return dict(result.errors) if result.error_count else {}
 
 
-def execute(client: ConnectClient, plan: Plan, options: ApplyOptions) -> tuple[StepResult, ...]:
-    """Writes first (concurrently), then wait for every written connector to run."""
-    total = len(plan.writes)
+def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: Journal) -> tuple[StepResult, ...]:
+    """Writes first (concurrently), then one wait for every written connector; the outcome of
+    each step goes to the journal (an outcome the journal refuses is reported, not lost)."""
+    steps = plan.writes
+    total = len(steps)
     done = iter(range(1, total + 1))  # next() on a shared iterator is atomic under the GIL
 
     def report(result: StepResult) -> StepResult:
@@ -54,67 +63,59 @@ def execute(client: ConnectClient, plan: Plan, options: ApplyOptions) -> tuple[S
         return result
 
     with ThreadPoolExecutor(max_workers=options.concurrency) as pool:
-        written = list(pool.map(lambda s: _write(client, s, options), plan.writes))
-        waits = [report(r) if not r.ok or r.action == "delete"
-                 else pool.submit(lambda r: report(_wait(client, r, options)), r) for r in written]
-        return tuple(w if isinstance(w, StepResult) else w.result() for w in waits)
+        written = list(pool.map(lambda s: _write(client, s, options, journal), steps))
+    waiting = {r.name: s for s, r in zip(steps, written) if r.ok and s.action != "delete"}
+    for r in written:
+        if r.name not in waiting:
+            report(r)
+    verdicts = wait_ready(client, [_target(s, options) for s in waiting.values()], options.ready,
+                          lambda v: report(_ready(waiting[v.name], v)))
+    results = tuple(_ready(waiting[r.name], verdicts[r.name]) if r.name in waiting else r for r in written)
+    return results
 
 
-def _write(client: ConnectClient, step: Step, options: ApplyOptions) -> StepResult:
+def record_outcomes(journal: Journal, plan: Plan, results: tuple[StepResult, ...]) -> str:
+    """Each step's outcome in the journal; the error, if the journal refused (never raised:
+    the changes are made, so the report and notifications must still go out)."""
     try:
-        if step.action == "create":
-            initial = None if options.initial_state == "RUNNING" else options.initial_state
-            client.create(step.name, dict(step.config), initial_state=initial)
-        elif step.action == "update":
-            client.put_config(step.name, dict(step.config))
-        else:
-            client.delete(step.name)
+        for step, result in zip(plan.writes, results):
+            journal.outcome(step, result)
+    except AuditUnavailable as exc:
+        return str(exc)
+    return ""
+
+
+def _target(step: Step, options: ApplyOptions) -> Target:
+    # A create starts as asked; an update keeps the state the connector had (a PUT does not
+    # resume a PAUSED or STOPPED connector).
+    state = step.live_state if step.action == "update" and step.live_state in TARGET_STATES \
+        else options.initial_state
+    return Target(step.name, frozenset({state}), step.config if step.action == "update" else None)
+
+
+def _ready(step: Step, verdict: Verdict) -> StepResult:
+    return StepResult(step.name, step.action, verdict.ok, verdict.detail)
+
+
+def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Journal) -> StepResult:
+    try:
+        journal.intent(step)
+    except AuditUnavailable as exc:
+        return StepResult(step.name, step.action, False, f"not applied: {exc}")
+    try:
+        detail = _send(client, step, options)
+    except ClusterUnreachable:
+        return StepResult(step.name, step.action, False, f"{UNREACHABLE} (not sent)")
     except ConnectError as exc:
         return StepResult(step.name, step.action, False, str(exc))
-    return StepResult(step.name, step.action, True, "deleted" if step.action == "delete" else "written")
+    return StepResult(step.name, step.action, True, detail)
 
 
-def _wait(client: ConnectClient, written: StepResult, options: ApplyOptions) -> StepResult:
-    # A create starts as asked; an update keeps the target state the connector had
-    # (a PUT does not resume a PAUSED or STOPPED connector).
-    targets = {options.initial_state} if written.action == "create" else {"RUNNING", "PAUSED", "STOPPED"}
-    state = wait_ready(client, written.name, options.ready_timeout_s, options.poll_interval_s, frozenset(targets))
-    return StepResult(written.name, written.action, state in targets, state)
-
-
-def wait_ready(client: ConnectClient, name: str, timeout_s: float, interval_s: float,
-               targets: frozenset[str] = frozenset({"RUNNING"}),
-               clock: Callable[[], float] = time.monotonic) -> str:
-    """A target state once reached (RUNNING counts when all tasks run too); FAILED at once."""
-    deadline = clock() + timeout_s
-    last = "not reported yet"
-    while True:
-        last, done = _readiness(client, name, targets)
-        if done or clock() >= deadline:
-            return last if done else f"not {'/'.join(sorted(targets))} after {timeout_s:.0f}s ({last})"
-        time.sleep(interval_s)  # polling a condition, bounded by the deadline above
-
-
-def _readiness(client: ConnectClient, name: str, targets: frozenset[str]) -> tuple[str, bool]:
-    try:
-        st = client.status(name)
-    except ConnectError:
-        return "not reported yet", False  # status lags behind a create (404 for a moment)
-    if st.state == "FAILED" or any(t.state == "FAILED" for t in st.tasks):
-        trace = next((t.trace for t in st.tasks if t.trace), st.trace) or ""
-        return f"FAILED: {first_line(trace)}", True
-    if st.state == "RUNNING":
-        running = bool(st.tasks) and all(t.state == "RUNNING" for t in st.tasks)
-        if running:
-            return "RUNNING", "RUNNING" in targets
-    elif st.state in targets:
-        return st.state, True
-    return f"{st.state}, tasks {[t.state for t in st.tasks]}", False
-
-
-def first_line(trace: str) -> str:
-    return trace.strip().splitlines()[0][:300] if trace.strip() else "no trace"
-
-
-def failed_names(results: Sequence[StepResult]) -> list[str]:
-    return [r.name for r in results if not r.ok]
+def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
+    if step.action == "create":
+        initial = None if options.initial_state == "RUNNING" else options.initial_state
+        return client.create(step.name, dict(step.config), initial_state=initial)
+    if step.action == "update":
+        client.put_config(step.name, dict(step.config))
+        return "written"
+    return client.delete(step.name)

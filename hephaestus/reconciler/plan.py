@@ -35,6 +35,7 @@ class Step:
     reason: str = ""
     connector_class: str = ""
     origin: str = ""  # the file in git, for messages
+    live_state: str = ""  # the state Connect reported before the run (an update keeps it)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,16 @@ class Live:
     name: str
     config: Mapping[str, str] = field(hash=False)
     type: str = ""  # "source" / "sink" as Connect reports it
+    state: str = ""  # RUNNING / PAUSED / STOPPED / FAILED … as Connect reports it
+
+
+@dataclass(frozen=True)
+class Unhealthy:
+    """A connector git manages that Connect reports FAILED, with FAILED tasks, or UNASSIGNED
+    beyond the grace period: drift of the running state, not of the config."""
+
+    name: str
+    reason: str  # masked
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,7 @@ class Plan:
     cluster: str
     steps: tuple[Step, ...]
     refused: str = ""  # why the plan must not be applied (without --force)
+    health: tuple[Unhealthy, ...] = ()  # managed connectors not running as they should
 
     def of(self, *actions: Action) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.action in actions)
@@ -75,6 +87,10 @@ class Plan:
     @property
     def in_sync(self) -> bool:
         return not self.writes
+
+    @property
+    def healthy(self) -> bool:
+        return not self.health
 
     def counts(self) -> dict[str, int]:
         out = {a: 0 for a in ("create", "update", "delete", "protected", "unmanaged", "unchanged")}
@@ -108,7 +124,7 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy) -> Step:
         return Step("create", d.name, d.config, connector_class=cls, origin=d.origin)
     changes = diff(comparable(current.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
     action: Action = "update" if changes else "unchanged"
-    return Step(action, d.name, d.config, changes, connector_class=cls, origin=d.origin)
+    return Step(action, d.name, d.config, changes, connector_class=cls, origin=d.origin, live_state=current.state)
 
 
 def _absent_step(l: Live, held: bool = False) -> Step:

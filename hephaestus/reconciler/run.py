@@ -8,19 +8,24 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from hephaestus.connect import ConnectClient, ConnectError
-from hephaestus.errors import HephaestusError
 from hephaestus.clients import ClientFactory, connect_client
+from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.connect.ready import ReadyOptions
+from hephaestus.errors import HephaestusError
+from hephaestus.lock import Holder, locked, resource_key
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, audit
+from hephaestus.reconciler import apply, health
+from hephaestus.reconciler.audit import Journal
 from hephaestus.reconciler.desired import held_back, load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
 
+DEFAULT_LOCK_TIMEOUT_S = 300.0  # longer than a heal run (restart_wait_s 60 s) and a typical apply
 
 
 class Hooks(Protocol):
@@ -39,6 +44,9 @@ class RunOptions:
     force: bool = False
     deploy_custom: bool = False
     apply: apply.ApplyOptions = apply.ApplyOptions()
+    drift_only: bool = False  # leave the health of managed connectors out of the report
+    unassigned_grace_s: float = 60.0
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
 
 
 def policy_of(project: Project, force: bool) -> Policy:
@@ -49,8 +57,16 @@ def policy_of(project: Project, force: bool) -> Policy:
 
 def apply_options_of(project: Project, progress: apply.Progress | None = None) -> apply.ApplyOptions:
     p = project.policy
-    return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready_timeout_s=p.get("ready_timeout_s", 180.0),
+    ready = ReadyOptions(timeout_s=p.get("ready_timeout_s", 180.0), stable_s=p.get("stability_window_s", 10.0))
+    return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready=ready,
                               progress=progress, initial_state=p.get("initial_state", "RUNNING"))
+
+
+def cluster_lock(project: Project, clusters: Sequence[Cluster], run_id: str, command: str,
+                 timeout_s: float) -> AbstractContextManager[None]:
+    """The lock of every cluster a run writes to (see `hephaestus.lock`)."""
+    keys = [resource_key("connect", c.url) for c in clusters]
+    return locked(project, keys, Holder(run_id, command), timeout_s)
 
 
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
@@ -71,7 +87,10 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
         _notify(project, out)
         return out
 
-    with ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
+    # A dry run writes nothing, so it needs no lock (and never waits behind an apply).
+    lock = nullcontext() if options.dry_run else \
+        cluster_lock(project, clusters, run_id, "reconcile", options.lock_timeout_s)
+    with lock, ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
         return list(pool.map(one, clusters))
 
 
@@ -84,25 +103,35 @@ def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired
         return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
-    live = {n: Live(n, c.config, c.type) for n, c in fleet.items() if selected(n, cluster.select)}
-    p = plan(cluster.name, desired, live, policy, held)
+    mine = {n: c for n, c in fleet.items() if selected(n, cluster.select)}
+    live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
+    p = _with_health(client, plan(cluster.name, desired, live, policy, held), desired, mine, options)
     base = ClusterOutcome(cluster.name, cluster.url, p)
     if options.dry_run or p.in_sync or p.refused:
         return base
     invalid = apply.validate_all(client, p, options.apply.concurrency)
     if invalid:
         return replace(base, invalid=invalid)
-    if hooks:
-        try:
+    journal = Journal(project.audit_log, run_id, cluster.name, {n: c.config for n, c in live.items()})
+    try:
+        journal.check()
+        if hooks:
             hooks.prepare(cluster, p)
-        except HephaestusError as exc:
-            return replace(base, error=f"nothing applied: {exc}")
-    results = apply.execute(client, p, options.apply)
-    if project.audit_log:
-        for step, result in zip(p.writes, results):
-            before = live[step.name].config if step.name in live else None
-            audit.record(project.audit_log, run_id, cluster.name, step, before, result)
-    return replace(base, applied=True, results=results)
+    except HephaestusError as exc:  # an unwritable audit log, a failed publication update …
+        return replace(base, error=f"nothing applied: {exc}")
+    results = apply.execute(client, p, options.apply, journal)
+    return replace(base, applied=True, results=results, error=apply.record_outcomes(journal, p, results))
+
+
+def _with_health(client: ConnectClient, p: Plan, desired: dict[str, Desired], mine: dict[str, LiveConnector],
+                 options: RunOptions) -> Plan:
+    """The plan with the health of the managed connectors it does not write (those written
+    are judged by readiness after the write)."""
+    if options.drift_only:
+        return p
+    kept = {n: d for n, d in desired.items() if options.dry_run or n not in {s.name for s in p.writes}}
+    statuses = health.past_grace(client, kept, {n: c.status for n, c in mine.items()}, options.unassigned_grace_s)
+    return replace(p, health=health.findings(kept, statuses, options.unassigned_grace_s))
 
 
 def _notify(project: Project, out: ClusterOutcome) -> None:

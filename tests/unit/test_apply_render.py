@@ -9,9 +9,12 @@ import httpx
 
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.reconciler import render
+from hephaestus.connect.ready import ReadyOptions
 from hephaestus.reconciler.apply import ApplyOptions, execute, validate_all
+from hephaestus.reconciler.audit import Journal
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.plan import Desired, Live, Policy, plan
+from tests.connect_double import ConnectDouble
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 
@@ -50,8 +53,16 @@ def cfg(**extra: str) -> dict[str, str]:
 def test_one_failing_connector_does_not_stop_the_others() -> None:
     p = plan("c", {n: Desired(n, cfg()) for n in ("a", "broken", "c")}, {}, Policy())
     seen: list[tuple[str, int, int]] = []
-    options = ApplyOptions(poll_interval_s=0.01, progress=lambda r, done, total: seen.append((r.name, done, total)))
-    results = {r.name: r for r in execute(client(), p, options)}
+    options = ApplyOptions(ready=ReadyOptions(stable_s=0, poll_s=0.01),
+                           progress=lambda r, done, total: seen.append((r.name, done, total)))
+
+    def broken(request: httpx.Request, double: ConnectDouble) -> httpx.Response | None:
+        posted = request.method == "POST" and b'"broken"' in request.content
+        return httpx.Response(500, json={"error_code": 500, "message": "boom"}) if posted else None
+
+    connect = ConnectClient("http://connect", transport=httpx.MockTransport(ConnectDouble(broken)),
+                            retry=RetryPolicy.immediate(1))
+    results = {r.name: r for r in execute(connect, p, options, Journal(None, "r", "c", {}))}
     assert results["a"].ok and results["c"].ok and results["a"].detail == "RUNNING"
     assert not results["broken"].ok and "boom" in results["broken"].detail
     assert sorted(name for name, _, _ in seen) == ["a", "broken", "c"]

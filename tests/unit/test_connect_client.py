@@ -75,10 +75,17 @@ def error(status: int, message: str) -> httpx.Response:
     return httpx.Response(status, json={"error_code": status, "message": message})
 
 
+def info(status: int, name: str = "users-sink", config: dict[str, str] | None = None) -> httpx.Response:
+    """What Connect answers a create (201) or update (200/201): the connector info naming it."""
+    return httpx.Response(status, json={"name": name, "config": {**(config or SINK_CONFIG), "name": name},
+                                        "tasks": [], "type": "sink"})
+
+
 def client(script: Script, attempts: int = 6, **kwargs: Any) -> ConnectClient:
     return ConnectClient("http://connect.test:8083", name="dwh",
                          transport=httpx.MockTransport(script),
-                         retry=RetryPolicy.immediate(attempts), **kwargs)
+                         retry=RetryPolicy.immediate(attempts), settle_s=kwargs.pop("settle_s", 0.0),
+                         poll_s=0.0, **kwargs)
 
 
 REBALANCE_409 = error(409, "Cannot complete request because of a conflicting operation "
@@ -215,10 +222,10 @@ def test_an_answer_of_the_wrong_shape_is_a_connect_error() -> None:
 
 
 def test_create_posts_name_config_and_initial_state() -> None:
-    script = Script(httpx.Response(201, json={}), httpx.Response(201, json={}))
+    script = Script(info(201), info(201, "other"))
     connect = client(script)
-    connect.create("users-sink", SINK_CONFIG, initial_state="STOPPED")
-    connect.create("other", SINK_CONFIG)
+    assert connect.create("users-sink", SINK_CONFIG, initial_state="STOPPED") == "created"
+    assert connect.create("other", SINK_CONFIG) == "created"
     assert script.calls == [("POST", "/connectors")] * 2
     assert script.body(0) == {"name": "users-sink", "config": SINK_CONFIG,
                               "initial_state": "STOPPED"}
@@ -226,7 +233,7 @@ def test_create_posts_name_config_and_initial_state() -> None:
 
 
 def test_put_config_tells_created_from_updated() -> None:
-    script = Script(httpx.Response(201, json={}), httpx.Response(200, json={}))
+    script = Script(info(201), info(200))
     connect = client(script)
     assert connect.put_config("users-sink", SINK_CONFIG) is True
     assert connect.put_config("users-sink", SINK_CONFIG) is False
@@ -235,11 +242,11 @@ def test_put_config_tells_created_from_updated() -> None:
 
 
 def test_delete_and_delete_of_a_missing_connector() -> None:
+    # 404: already gone, which is what a delete wants: not a failure.
     script = Script(httpx.Response(204), error(404, "Connector users-sink not found"))
     connect = client(script)
-    connect.delete("users-sink")
-    with pytest.raises(ConnectorNotFound):
-        connect.delete("users-sink")
+    assert connect.delete("users-sink") == "deleted"
+    assert connect.delete("users-sink") == "already gone"
     assert script.calls == [("DELETE", "/connectors/users-sink")] * 2
 
 
@@ -265,7 +272,7 @@ def test_pause_resume_stop() -> None:
 
 
 def test_counters_count_every_request_and_the_writes() -> None:
-    script = Script(httpx.Response(200, json={}), REBALANCE_409, httpx.Response(200, json={}),
+    script = Script(httpx.Response(200, json={}), REBALANCE_409, info(200),
                     httpx.Response(200, json={"name": "v", "error_count": 0, "configs": []}))
     connect = client(script)
     connect.fleet()
@@ -281,7 +288,7 @@ def test_counters_count_every_request_and_the_writes() -> None:
 @pytest.mark.parametrize("transient", [REBALANCE_409, STALE_409, EXPECTED_500,
                                        httpx.Response(503)])
 def test_transient_failures_are_retried(transient: httpx.Response) -> None:
-    script = Script(transient, transient, httpx.Response(200, json={}))
+    script = Script(transient, transient, info(200))
     connect = client(script)
     assert connect.put_config("users-sink", SINK_CONFIG) is False
     assert (connect.requests, connect.writes) == (3, 3)
@@ -291,15 +298,16 @@ def test_transient_failures_are_retried(transient: httpx.Response) -> None:
 def test_a_proxy_gateway_error_is_retried_and_summarised() -> None:
     # A 502 may come after the proxy handed the write on: re-read before resending.
     bad_gateway = httpx.Response(502, text="<html><body>upstream reset</body></html>")
-    script = Script(bad_gateway, bad_gateway, bad_gateway)
-    with pytest.raises(ConnectUnavailable) as caught:
-        client(script, attempts=2).put_config("users-sink", SINK_CONFIG)
+    old = httpx.Response(200, json={**SINK_CONFIG, "tasks.max": "2"})
+    script = Script(bad_gateway, old, info(200))
+    client(script, attempts=2).put_config("users-sink", SINK_CONFIG)
     assert [m for m, _ in script.calls] == ["PUT", "GET", "PUT"]
+    with pytest.raises(ConnectUnavailable) as caught:
+        client(Script(bad_gateway), attempts=1).fleet()
     assert "(HTTP 502): Bad Gateway" in str(caught.value) and "<html>" not in str(caught.value)
 
 
 @pytest.mark.parametrize(("answer", "kind"), [
-    (error(409, "Connector users-sink already exists"), ConnectConflict),
     (error(400, "Connector configuration is invalid"), InvalidConnectorConfig),
     (error(500, "java.lang.NullPointerException"), ConnectError),
     # What Connect 4.3 answers for an unknown plugin class.
@@ -355,7 +363,7 @@ def test_timed_out_put_already_applied_is_not_sent_again() -> None:
 
 def test_timed_out_put_not_applied_is_sent_again() -> None:
     old = httpx.Response(200, json={**SINK_CONFIG, "tasks.max": "2"})
-    script = Script(TIMED_OUT_500, old, httpx.Response(200, json={}))
+    script = Script(TIMED_OUT_500, old, info(200))
     assert client(script).put_config("users-sink", SINK_CONFIG) is False
     assert [m for m, _ in script.calls] == ["PUT", "GET", "PUT"]
 
@@ -387,9 +395,26 @@ def test_already_exists_after_a_timed_out_create_is_its_echo() -> None:
 def test_already_exists_with_another_config_stays_a_conflict() -> None:
     other = httpx.Response(200, json={**SINK_CONFIG, "topics": "someone.else"})
     script = Script(TIMED_OUT_500, error(404, "not found"),
-                    error(409, "Connector users-sink already exists"), other)
+                    error(409, "Connector users-sink already exists"), other, other)
     with pytest.raises(ConnectConflict, match="after 2 attempts"):
         client(script).create("users-sink", SINK_CONFIG)
+
+
+def test_create_of_an_existing_connector_with_this_config_is_done() -> None:
+    # Another run created it since our listing: nothing to write, and not a failure.
+    stored = httpx.Response(200, json={**SINK_CONFIG, "name": "users-sink"})
+    script = Script(error(409, "Connector users-sink already exists"), stored)
+    connect = client(script)
+    assert connect.create("users-sink", SINK_CONFIG) == "exists"
+    assert [m for m, _ in script.calls] == ["POST", "GET"] and connect.writes == 1
+
+
+def test_create_of_an_existing_connector_with_another_config_is_a_conflict() -> None:
+    other = httpx.Response(200, json={**SINK_CONFIG, "topics": "someone.else"})
+    script = Script(error(409, "Connector users-sink already exists"), other)
+    with pytest.raises(ConnectConflict) as caught:
+        client(script).create("users-sink", SINK_CONFIG)
+    assert not caught.value.transient and [m for m, _ in script.calls] == ["POST", "GET"]
 
 
 def test_timed_out_delete_already_applied_is_not_sent_again() -> None:

@@ -1,0 +1,155 @@
+"""Readiness you can believe: wait until written connectors run their new config, and stay so.
+
+Shared by every job that writes (reconcile, heal, …). One listing per poll for all the
+connectors waited on (`GET /connectors?expand=status`), however many there are, so the
+wait costs O(timeout) and a cluster that stops answering ends every wait at once.
+
+A connector is ready when:
+- it reached its target state: PAUSED/STOPPED as asked, or RUNNING with every task RUNNING;
+- for RUNNING, its tasks run the new config (`GET …/tasks` agrees with the desired values:
+  right after a PUT the old tasks still report RUNNING), and
+- it stayed RUNNING for the stability window: a sink whose table is missing is RUNNING for
+  the seconds it takes to join its group and fetch a first batch, then FAILED.
+FAILED at any point ends the wait for it with the root cause of its trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from hephaestus.connect.client import ConnectClient
+from hephaestus.connect.errors import ConnectError
+from hephaestus.connect.models import FAILED, RUNNING, ConnectorStatus
+from hephaestus.connect.redact import redact, sensitive_values
+
+UNREACHABLE = "unknown: cluster unreachable"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    states: frozenset[str] = frozenset({RUNNING})  # any of these counts as reached
+    config: Mapping[str, str] | None = field(default=None, hash=False)  # check tasks run it
+
+
+@dataclass(frozen=True)
+class ReadyOptions:
+    timeout_s: float = 180.0
+    # 10 s: a JDBC sink joins its consumer group (the broker delays a new group's first
+    # rebalance by 3 s), fetches and writes its first batch within ~5 s of starting; twice
+    # that catches it with margin, and the window runs once for all connectors of a wave.
+    stable_s: float = 10.0
+    poll_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    ok: bool
+    detail: str  # the state reached, or why not (masked)
+
+
+OnVerdict = Callable[[Verdict], object]
+
+
+def root_cause(trace: str | None, masked: Sequence[str] = (), causes: int = 1) -> str:
+    """A trace's first line and its last `Caused by:` lines, masked: the why, not the frames."""
+    lines = (trace or "").strip().splitlines()
+    if not lines:
+        return "no trace"
+    caused = [line.strip()[:300] for line in lines if line.lstrip().startswith("Caused by:")]
+    return redact(" | ".join([lines[0][:300], *caused[-causes:]]), masked)
+
+
+def failure(st: ConnectorStatus, masked: Sequence[str]) -> str | None:
+    """"FAILED: <root cause>" when the connector or a task failed, else None."""
+    failed = [t for t in st.tasks if t.state == FAILED]
+    if st.state != FAILED and not failed:
+        return None
+    trace = next((t.trace for t in failed if t.trace), None) or st.trace
+    which = "connector" if st.state == FAILED else f"task {', '.join(str(t.id) for t in failed)}"
+    return f"FAILED ({which}): {root_cause(trace, masked)}"
+
+
+def runs_config(tasks: Sequence[Mapping[str, str]], desired: Mapping[str, str]) -> bool:
+    """Every task's config agrees with the desired values it carries (placeholders are kept
+    by Connect in task configs as written, and compared only when literal)."""
+    wanted = {k: v for k, v in desired.items() if k != "name" and "${" not in v}
+    return bool(tasks) and all(t.get(k, v) == v for t in tasks for k, v in wanted.items())
+
+
+class _Watch:
+    """One connector being waited on: since when it has looked ready."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.masked = sensitive_values(target.config or {})
+        self.since: float | None = None
+        self.config_seen = target.config is None
+        self.last = "not reported yet"
+
+    def see(self, st: ConnectorStatus | None, now: float, client: ConnectClient,
+            options: ReadyOptions) -> Verdict | None:
+        if st is None:
+            self.since, self.last = None, "not listed yet"
+            return None
+        failed = failure(st, self.masked)
+        if failed:
+            return Verdict(st.name, False, failed)
+        if st.state in self.target.states and st.state != RUNNING:
+            return Verdict(st.name, True, st.state)
+        if RUNNING not in self.target.states or not st.healthy:
+            self.since, self.last = None, f"{st.state}, tasks {[t.state for t in st.tasks]}"
+            return None
+        if not self._config(client):
+            self.since = None
+            return None
+        self.since = now if self.since is None else self.since
+        if now - self.since >= options.stable_s:
+            return Verdict(st.name, True, RUNNING)
+        self.last = f"RUNNING for {now - self.since:.0f}s of the {options.stable_s:.0f}s stability window"
+        return None
+
+    def _config(self, client: ConnectClient) -> bool:
+        if not self.config_seen:
+            try:
+                self.config_seen = runs_config(client.task_configs(self.target.name), self.target.config or {})
+            except ConnectError:
+                return False
+            self.last = "RUNNING, tasks not yet on the new config"
+        return self.config_seen
+
+
+def wait_ready(client: ConnectClient, targets: Sequence[Target], options: ReadyOptions,
+               on_verdict: OnVerdict | None = None,
+               clock: Callable[[], float] = time.monotonic) -> dict[str, Verdict]:
+    """A verdict for every target: ready, FAILED, timed out, or unknown (cluster unreachable)."""
+    watches = {t.name: _Watch(t) for t in targets}
+    verdicts: dict[str, Verdict] = {}
+    deadline = clock() + options.timeout_s
+
+    def settle(verdict: Verdict) -> None:
+        verdicts[verdict.name] = verdict
+        del watches[verdict.name]
+        if on_verdict:
+            on_verdict(verdict)
+
+    while watches:
+        try:
+            listed = client.statuses()  # retried within the client's budget, then given up
+        except ConnectError as exc:
+            for name in list(watches):
+                settle(Verdict(name, False, f"{UNREACHABLE} ({exc.server_message or type(exc).__name__})"))
+            break
+        now = clock()
+        for name, watch in list(watches.items()):
+            verdict = watch.see(listed.get(name), now, client, options)
+            if verdict is None and now >= deadline:
+                verdict = Verdict(name, False, f"not ready after {options.timeout_s:.0f}s ({watch.last})")
+            if verdict is not None:
+                settle(verdict)
+        if watches:
+            time.sleep(options.poll_s)  # polling a condition, bounded by the deadline above
+    return verdicts

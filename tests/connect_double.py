@@ -1,0 +1,207 @@
+"""A Kafka Connect REST double, as strict as the real server on what hephaestus uses, with
+fault injection: for the faults the real stack can't produce on demand.
+
+Reached through `httpx.MockTransport(double)` in unit tests, or over loopback HTTP with
+`serve(double)` when a whole CLI run needs a URL. Where each behaviour comes from (Kafka 4.3
+`ConnectorsResource`/`ConnectorPluginsResource`, checked against the real stack in
+tests/stack/test_smoke.py):
+
+- `GET /connectors?expand=status[&expand=info]`: `{name: {"status": …, "info": …}}`.
+- `POST /connectors {name, config[, initial_state]}`: 201 + connector info; 409 "Connector
+  NAME already exists"; 400 without a name or config.
+- `PUT /connectors/N/config`: 201 created / 200 updated, both with the connector info; it
+  restarts the connector (here: its tasks restart and report RUNNING again).
+- `DELETE /connectors/N`: 204; 404 `{"error_code": 404, "message": "Connector N not found"}`.
+- `GET …/config`, `…/status`, `…/tasks`; `PUT …/pause` 202, `…/resume` 202, `…/stop` 204;
+  `POST …/restart?includeTasks&onlyFailed` 202 + status (tasks marked RESTARTING).
+- `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs`.
+Errors are Connect's `{"error_code", "message"}` JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+import httpx
+
+# A fault sees each request first: an answer or an exception to raise replaces the server's
+# own; None lets the request through. It may also change the double's state.
+Fault = Callable[[httpx.Request, "ConnectDouble"], httpx.Response | Exception | None]
+
+
+@dataclass
+class Connector:
+    name: str
+    config: dict[str, str]
+    state: str = "RUNNING"
+    task_states: list[str] = field(default_factory=lambda: ["RUNNING"])
+    trace: str | None = None
+    # States the tasks go through on the next listings after a (re)start: ["RUNNING", "FAILED"]
+    # means RUNNING at the first status read, FAILED from the second on.
+    script: list[str] = field(default_factory=list)
+
+
+def error(status: int, message: str) -> httpx.Response:
+    return httpx.Response(status, json={"error_code": status, "message": message})
+
+
+class ConnectDouble:
+    def __init__(self, *faults: Fault) -> None:
+        self.connectors: dict[str, Connector] = {}
+        self.faults = list(faults)
+        self.log: list[tuple[str, str]] = []  # (method, path) of every request that got here
+        self.on_start: dict[str, list[str]] = {}  # name -> task state script after each start
+        self._lock = threading.Lock()
+
+    # --- what tests read -------------------------------------------------------------
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [(m, p) for m, p in self.log if m != "GET" and not p.endswith("/config/validate")]
+
+    def add(self, name: str, config: dict[str, str], state: str = "RUNNING") -> Connector:
+        tasks = {"STOPPED": [], "PAUSED": ["PAUSED"]}.get(state, ["RUNNING"])
+        c = Connector(name, {**config, "name": name}, state, tasks)
+        self.connectors[name] = c
+        return c
+
+    # --- the server ------------------------------------------------------------------
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            for fault in self.faults:
+                found = fault(request, self)
+                if isinstance(found, Exception):
+                    raise found
+                if found is not None:
+                    return found
+            self.log.append((request.method, request.url.path))
+            return self._route(request)
+
+    def _route(self, request: httpx.Request) -> httpx.Response:
+        parts = [unquote(p) for p in request.url.raw_path.decode().split("?")[0].split("/")[1:]]
+        m = request.method
+        if parts[0] == "connector-plugins" and parts[-1] == "validate":
+            return httpx.Response(200, json={"name": parts[1], "error_count": 0, "groups": [], "configs": []})
+        if parts == ["connectors"]:
+            return self._list(request) if m == "GET" else self._create(json.loads(request.content or b"{}"))
+        c = self.connectors.get(parts[1])
+        if m == "PUT" and parts[2:] == ["config"]:
+            return self._put(parts[1], json.loads(request.content))
+        if c is None:
+            return error(404, f"Connector {parts[1]} not found")
+        return self._on(c, m, parts[2:], request)
+
+    def _on(self, c: Connector, m: str, rest: list[str], request: httpx.Request) -> httpx.Response:
+        if m == "DELETE" and not rest:
+            del self.connectors[c.name]
+            return httpx.Response(204)
+        if m == "GET" and rest == ["config"]:
+            return httpx.Response(200, json=c.config)
+        if m == "GET" and rest == ["status"]:
+            return httpx.Response(200, json=self._status(c))
+        if m == "GET" and rest == ["tasks"]:
+            return httpx.Response(200, json=[{"id": {"connector": c.name, "task": i}, "config": dict(c.config)}
+                                             for i, _ in enumerate(c.task_states)])
+        if m == "PUT" and rest in (["pause"], ["resume"], ["stop"]):
+            return self._set_state(c, rest[0])
+        if m == "POST" and rest == ["restart"]:
+            c.task_states = ["RESTARTING" if s == "FAILED" else s for s in c.task_states]
+            self._start(c)
+            return httpx.Response(202, json=self._status(c))
+        return error(405, "HTTP 405 Method Not Allowed")
+
+    def _list(self, request: httpx.Request) -> httpx.Response:
+        expand = request.url.params.get_list("expand")
+        out: dict[str, Any] = {}
+        for name, c in sorted(self.connectors.items()):
+            entry: dict[str, Any] = {}
+            if "status" in expand:
+                entry["status"] = self._status(c)
+            if "info" in expand:
+                entry["info"] = self._info(c)
+            out[name] = entry
+        return httpx.Response(200, json=out if expand else sorted(self.connectors))
+
+    def _create(self, body: dict[str, Any]) -> httpx.Response:
+        name, config = body.get("name"), body.get("config")
+        if not isinstance(name, str) or not isinstance(config, dict):
+            return error(400, "Connector name and config are required")
+        if name in self.connectors:
+            return error(409, f"Connector {name} already exists")
+        c = self.add(name, config, body.get("initial_state", "RUNNING"))
+        self._start(c)
+        return httpx.Response(201, json=self._info(c))
+
+    def _put(self, name: str, config: dict[str, str]) -> httpx.Response:
+        created = name not in self.connectors
+        state = "RUNNING" if created else self.connectors[name].state
+        c = self.add(name, config, state)
+        self._start(c)
+        return httpx.Response(201 if created else 200, json=self._info(c))
+
+    def _start(self, c: Connector) -> None:
+        c.script = list(self.on_start.get(c.name, []))
+        if c.state == "RUNNING":
+            c.task_states = ["RUNNING"] * max(1, len(c.task_states))
+
+    def _set_state(self, c: Connector, verb: str) -> httpx.Response:
+        c.state = {"pause": "PAUSED", "resume": "RUNNING", "stop": "STOPPED"}[verb]
+        c.task_states = [] if c.state == "STOPPED" else [c.state] * max(1, len(c.task_states))
+        return httpx.Response(204 if verb == "stop" else 202)
+
+    def _status(self, c: Connector) -> dict[str, Any]:
+        if c.script:
+            state = c.script.pop(0)
+            c.task_states = [state] * max(1, len(c.task_states))
+            c.trace = "org.apache.kafka.connect.errors.ConnectException: boom\nCaused by: the root" \
+                if state == "FAILED" else None
+        tasks = [{"id": i, "state": s, "worker_id": "w1", **({"trace": c.trace} if s == "FAILED" else {})}
+                 for i, s in enumerate(c.task_states)]
+        return {"name": c.name, "type": "sink", "connector": {"state": c.state, "worker_id": "w1"}, "tasks": tasks}
+
+    def _info(self, c: Connector) -> dict[str, Any]:
+        return {"name": c.name, "config": c.config, "type": "sink",
+                "tasks": [{"connector": c.name, "task": i} for i, _ in enumerate(c.task_states)]}
+
+
+@contextmanager
+def serve(double: ConnectDouble) -> Iterator[str]:
+    """The double on a loopback port, for a CLI run that needs a URL; yields the URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0) or 0))
+            request = httpx.Request(self.command, f"http://double{self.path}", content=body)
+            try:
+                response = double(request)
+            except Exception:  # noqa: BLE001 - a raised fault: drop the connection
+                self.close_connection = True
+                return
+            self.send_response(response.status_code)
+            for key, value in response.headers.items():
+                if key.lower() not in ("content-length", "transfer-encoding"):
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(response.content)))
+            self.end_headers()
+            self.wfile.write(response.content)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _any  # noqa: N815 - http.server's names
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
