@@ -17,7 +17,7 @@ from hephaestus import __version__
 from hephaestus.errors import HephaestusError
 
 from hephaestus.commands import register
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_option
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_option, lock_timeout_option
 from hephaestus.commands.common import output_option as _output_opt
 from hephaestus.commands.common import project_option as _project_opt
 
@@ -92,17 +92,27 @@ def schemas_dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
               help="Also reconcile connectors/<cluster>/custom/ (the reference's flag).")
 @click.option("--send-incremental-snapshot", "--sendIncrementalSnapshot", "send_snapshot", is_flag=True,
               help="Back-fill tables newly captured by an updated source (incremental snapshot).")
+@click.option("--drift-only", is_flag=True,
+              help="Report config drift only: leave FAILED/UNASSIGNED managed connectors out.")
+@lock_timeout_option
 def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit_code: bool,
-              output: str, force: bool, deploy_custom: bool, send_snapshot: bool) -> None:
-    """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run)."""
+              output: str, force: bool, deploy_custom: bool, send_snapshot: bool, drift_only: bool,
+              lock_timeout: float | None) -> None:
+    """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run).
+
+    Exit 0 ok; 1 a step failed, or a managed connector is FAILED/UNASSIGNED after an apply;
+    2 a refused plan, or with --dry-run --exit-code drift or an unhealthy managed connector."""
     from hephaestus.project import load_project
     from hephaestus.reconciler import render
+    from hephaestus.lock import timeout_of
     from hephaestus.reconciler.run import RunOptions, apply_options_of, reconcile as run_reconcile
     from hephaestus.snapshot.hooks import SnapshotHooks
 
     project = load_project(project_file)
     options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom,
-                         apply=apply_options_of(project, _progress() if sys.stderr.isatty() else None))
+                         apply=apply_options_of(project, _progress() if sys.stderr.isatty() else None),
+                         drift_only=drift_only, unassigned_grace_s=project.policy.get("unassigned_grace_s", 60.0),
+                         lock_timeout_s=timeout_of(project, lock_timeout))
     hooks = SnapshotHooks(project) if send_snapshot and not dry_run else None
     outcomes = run_reconcile(project, project.select(clusters), options, hooks=hooks)
     if output == "json":
@@ -111,7 +121,7 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
         click.echo(render.markdown(outcomes), nl=False)
     else:
         click.echo(render.text(outcomes, _colour), nl=False)
-    sys.exit(_reconcile_exit(outcomes, dry_run and exit_code))
+    sys.exit(_reconcile_exit(outcomes, dry_run, exit_code))
 
 
 def _progress() -> Any:
@@ -136,12 +146,15 @@ def _colour(text: str, action: str) -> str:
     return click.style(text, fg=colour, bold=action in ("header", "error")) if colour else text
 
 
-def _reconcile_exit(outcomes: list[Any], drift_exit: bool) -> int:
+def _reconcile_exit(outcomes: list[Any], dry_run: bool, exit_code: bool) -> int:
     if any(o.failed for o in outcomes):
         return EXIT_ERROR
     if any(o.refused for o in outcomes):
         return EXIT_DRIFT
-    if drift_exit and any(o.drift for o in outcomes):
+    unhealthy = any(o.unhealthy for o in outcomes)
+    if not dry_run and unhealthy:
+        return EXIT_ERROR  # the apply did not leave git's connectors running
+    if dry_run and exit_code and (unhealthy or any(o.drift for o in outcomes)):
         return EXIT_DRIFT
     return EXIT_OK
 

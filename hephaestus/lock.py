@@ -24,7 +24,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,7 +33,7 @@ from typing import IO, Any
 import httpx
 
 from hephaestus.errors import HephaestusError
-from hephaestus.project import Project
+from hephaestus.project import Cluster, Project
 
 POLL_S = 0.5
 # Server-side keepalives for the holder's session: a holder that vanished is dropped (and
@@ -71,6 +71,21 @@ def resource_key(kind: str, url: str) -> str:
     u = httpx.URL(url)
     port = u.port or {"http": 80, "https": 443}.get(u.scheme, 0)
     return f"{kind} {u.scheme}://{u.host.lower()}:{port}{u.path.rstrip('/')}"
+
+
+DEFAULT_TIMEOUT_S = 300.0  # longer than a heal run (restart_wait_s 60 s) and a typical apply
+
+
+def timeout_of(project: Project, flag: float | None) -> float:
+    """--lock-timeout, else the project file's lock.timeout_s, else the default."""
+    return float(flag if flag is not None else project.lock.get("timeout_s", DEFAULT_TIMEOUT_S))
+
+
+def connect_lock(project: Project, clusters: Sequence[Cluster], run_id: str, command: str,
+                 timeout_s: float) -> AbstractContextManager[None]:
+    """The locks of the Connect clusters a run acts on."""
+    keys = [resource_key("connect", c.url) for c in clusters]
+    return locked(project, keys, Holder(run_id, command), timeout_s)
 
 
 @contextmanager

@@ -25,3 +25,8 @@ metrics_textfile_option = click.option(
 
 pushgateway_option = click.option("--pushgateway", envvar="HEPHAESTUS_PUSHGATEWAY",
                                   help="Push this run's metrics to this Prometheus Pushgateway.")
+
+lock_timeout_option = click.option(
+    "--lock-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+    help="Wait this long for another run holding the cluster's lock, then exit 1 naming it "
+         "(default: lock.timeout_s of the project file, else 300).")

@@ -17,6 +17,7 @@ from hephaestus.commands.common import (
     cluster_option,
     metrics_textfile_option,
     project_option,
+    lock_timeout_option,
     pushgateway_option,
 )
 
@@ -31,15 +32,18 @@ from hephaestus.commands.common import (
                    "else .hephaestus/heal-state.json).")
 @metrics_textfile_option
 @pushgateway_option
+@lock_timeout_option
 def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: str, state_file: Path | None,
-         metrics_textfile: Path | None, pushgateway: str | None) -> None:
+         metrics_textfile: Path | None, pushgateway: str | None, lock_timeout: float | None) -> None:
     """Restart FAILED connectors/tasks (and long-UNASSIGNED ones); exit 0 healthy or healed,
     2 something still failing, 1 error."""
     from hephaestus.heal.run import heal_project
+    from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
 
     project = load_project(project_file)
-    results = heal_project(project, project.select(clusters), dry_run, state_file)
+    results = heal_project(project, project.select(clusters), dry_run, state_file,
+                           lock_timeout_s=timeout_of(project, lock_timeout))
     if not dry_run and (metrics_textfile or pushgateway):
         from hephaestus.heal.metrics import metrics_of
 

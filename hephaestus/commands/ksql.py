@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, project_option
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, lock_timeout_option, project_option
 
 if TYPE_CHECKING:
     from hephaestus.ksql.apply import Target
@@ -28,13 +28,27 @@ def ksql() -> None:
 @ksql.command("init")
 @project_option
 @cluster_option
-def init_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
+@lock_timeout_option
+def init_cmd(project_file: Path, clusters: tuple[str, ...], lock_timeout: float | None) -> None:
     """Create the migrations metadata stream and table (idempotent; checks GET /info first)."""
     from hephaestus.ksql import render, run
     from hephaestus.project import load_project
 
-    for result in run.init(load_project(project_file).select_ksqldb(clusters)):
-        _echo(render.init_text(result))
+    project = load_project(project_file)
+    selected = project.select_ksqldb(clusters)
+    with _lock(project, selected, "ksql init", lock_timeout):
+        for result in run.init(selected):
+            _echo(render.init_text(result))
+
+
+def _lock(project: Any, clusters: list[Any], command: str, timeout: float | None) -> Any:
+    """One actor per ksqlDB cluster, like the Connect clusters (see hephaestus.lock)."""
+    import uuid
+
+    from hephaestus.lock import Holder, locked, resource_key, timeout_of
+
+    keys = [resource_key("ksqldb", c.url) for c in clusters]
+    return locked(project, keys, Holder(uuid.uuid4().hex[:12], command), timeout_of(project, timeout))
 
 
 @ksql.command("apply")
@@ -47,8 +61,9 @@ def init_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
 @click.option("--dry-run", is_flag=True, help="Show the files and statements that would run; send nothing.")
 @click.option("--define", "-d", "defines", multiple=True, metavar="NAME=VALUE",
               help="A variable for ${NAME} in every file, as if each began with DEFINE (repeatable).")
+@lock_timeout_option
 def apply_cmd(project_file: Path, clusters: tuple[str, ...], all_: bool, next_: bool, until: int | None,
-              version: int | None, dry_run: bool, defines: tuple[str, ...]) -> None:
+              version: int | None, dry_run: bool, defines: tuple[str, ...], lock_timeout: float | None) -> None:
     """Apply pending migrations in version order: RUNNING, the statements, MIGRATED (or ERROR).
 
     Exit 2 when applied files changed or vanished (see `ksql validate`); nothing is applied then."""
@@ -57,10 +72,15 @@ def apply_cmd(project_file: Path, clusters: tuple[str, ...], all_: bool, next_: 
     from hephaestus.ksql.compiler import parse_defines
     from hephaestus.project import load_project
 
+    from contextlib import nullcontext
+
     options = applying.Options(_target(all_, next_, until, version), dry_run)
-    prepared = run.prepare(load_project(project_file).select_ksqldb(clusters), parse_defines(defines))
-    for result in run.apply(prepared, options):
-        _echo(render.apply_text(result))
+    project = load_project(project_file)
+    selected = project.select_ksqldb(clusters)
+    prepared = run.prepare(selected, parse_defines(defines))
+    with nullcontext() if dry_run else _lock(project, selected, "ksql apply", lock_timeout):
+        for result in run.apply(prepared, options):
+            _echo(render.apply_text(result))
 
 
 def _target(all_: bool, next_: bool, until: int | None, version: int | None) -> Target:

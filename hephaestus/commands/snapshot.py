@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, project_option
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, lock_timeout_option, project_option
 
 
 class _DefaultToSend(click.Group):
@@ -34,10 +34,14 @@ def snapshot() -> None:
 @click.option("--where", help="Only rows matching this SQL condition (Debezium additional-conditions).")
 @click.option("--stop", is_flag=True, help="Send stop-snapshot instead (for TABLES, or all when none).")
 @click.option("--slot-timeout", default=120.0, show_default=True, help="Seconds to wait for an active slot.")
+@lock_timeout_option
 def send_cmd(project_file: Path, clusters: tuple[str, ...], connector: str, tables: tuple[str, ...],
-             where: str | None, stop: bool, slot_timeout: float) -> None:
+             where: str | None, stop: bool, slot_timeout: float, lock_timeout: float | None) -> None:
     """Insert an execute-snapshot (or stop-snapshot) signal for TABLES of a source."""
+    import uuid
+
     from hephaestus.errors import HephaestusError
+    from hephaestus.lock import connect_lock, timeout_of
     from hephaestus.project import load_project
     from hephaestus.snapshot import manual
 
@@ -45,7 +49,8 @@ def send_cmd(project_file: Path, clusters: tuple[str, ...], connector: str, tabl
         raise HephaestusError("name at least one table to snapshot")
     project = load_project(project_file)
     found = manual.locate(project, project.select(clusters), connector)
-    signal = manual.send(project, found, connector, tables, where, stop, slot_timeout)
+    with connect_lock(project, [found.cluster], uuid.uuid4().hex[:12], "snapshot", timeout_of(project, lock_timeout)):
+        signal = manual.send(project, found, connector, tables, where, stop, slot_timeout)
     click.echo(f"sent {signal.type} {signal.id} to {connector}: {signal.data}")
 
 

@@ -54,13 +54,13 @@ class Verdict:
 OnVerdict = Callable[[Verdict], object]
 
 
-def root_cause(trace: str | None, masked: Sequence[str] = (), causes: int = 1) -> str:
+def root_cause(trace: str | None, masked: Sequence[str] = (), causes: int = 1, sep: str = " | ") -> str:
     """A trace's first line and its last `Caused by:` lines, masked: the why, not the frames."""
     lines = (trace or "").strip().splitlines()
     if not lines:
         return "no trace"
     caused = [line.strip()[:300] for line in lines if line.lstrip().startswith("Caused by:")]
-    return redact(" | ".join([lines[0][:300], *caused[-causes:]]), masked)
+    return redact(sep.join([lines[0][:300], *caused[-causes:]]), masked)
 
 
 def failure(st: ConnectorStatus, masked: Sequence[str]) -> str | None:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
-from hephaestus.connect.redact import redact, sensitive_values
+from hephaestus.connect.ready import ReadyOptions, Target, root_cause, wait_ready
+from hephaestus.connect.redact import sensitive_values
 from hephaestus.heal.policy import Decision, HealConfig, Observed, decide
 from hephaestus.heal.state import FileStore, PgStore, StateStore
-from hephaestus.clients import ClientFactory, connect_client
+from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 
@@ -25,6 +29,12 @@ class HealOptions:
     config: HealConfig = HealConfig()
     dry_run: bool = False
     restart_wait_s: float = 60.0  # how long a restarted connector gets to be RUNNING again
+    stable_s: float = 10.0  # … and must then stay RUNNING (a poison record re-fails at once)
+
+    @property
+    def ready(self) -> ReadyOptions:
+        stable = min(self.stable_s, self.restart_wait_s)
+        return ReadyOptions(timeout_s=self.restart_wait_s + stable, stable_s=stable, poll_s=POLL_S)
 
 
 @dataclass(frozen=True)
@@ -57,11 +67,8 @@ def observe(c: LiveConnector) -> Observed:
 
 def _trace(c: LiveConnector, causes: int = 3) -> str:
     """The trace's first line and its last `Caused by:` lines: the root cause, not stack frames."""
-    raw = next((t.trace for t in c.tasks if t.trace), None) or c.trace or ""
-    lines = raw.strip().splitlines()
-    caused = [line.strip()[:300] for line in lines if line.lstrip().startswith("Caused by:")]
-    head = "\n".join(lines[:1] + caused[-causes:])
-    return redact(head, sensitive_values(c.config))
+    raw = next((t.trace for t in c.tasks if t.trace), None) or c.trace
+    return root_cause(raw, sensitive_values(c.config), causes, sep="\n") if raw else ""
 
 
 def heal_cluster(client: ConnectClient, cluster: Cluster, store: StateStore, options: HealOptions,
@@ -75,7 +82,7 @@ def heal_cluster(client: ConnectClient, cluster: Cluster, store: StateStore, opt
     items = [_act(client, fleet[d.name], d, options) for d in decisions]
     if options.dry_run:
         return ClusterHeal(cluster.name, cluster.url, tuple(items))
-    items = _await_healed(client, items, options.restart_wait_s)
+    items = _await_healed(client, items, options)
     store.save(cluster.name, {d.name: d.record for d in decisions if d.record is not None})
     by_name = {i.name: i for i in items}
     notified = tuple(d.name for d in decisions if d.notify and _notify(webhook, cluster, by_name[d.name]))
@@ -94,28 +101,14 @@ def _act(client: ConnectClient, c: LiveConnector, d: Decision, options: HealOpti
     return item
 
 
-def _await_healed(client: ConnectClient, items: Sequence[Item], wait_s: float) -> list[Item]:
-    """A restarted connector is healed when it is still RUNNING at the end of the window: a
-    poison record fails a task again a moment after it starts, so an early RUNNING proves nothing."""
-    pending = {i.name for i in items if i.verdict == "restart" and i.healed is None}
-    failed: set[str] = set()
-    deadline = time.monotonic() + wait_s
-    while pending - failed and time.monotonic() < deadline:
-        time.sleep(POLL_S)  # polling restarted connectors, bounded by the deadline above
-        failed |= {n for n in pending - failed if _status(client, n) == "FAILED"}
-    healed = {n for n in pending - failed if _status(client, n) == "RUNNING"}
-    return [Item(i.name, i.verdict, i.reason, i.name in healed, i.failed_tasks, i.trace)
-            if i.name in pending else i for i in items]
-
-
-def _status(client: ConnectClient, name: str) -> str:
-    try:
-        st = client.status(name)
-    except ConnectError:
-        return "UNKNOWN"
-    if st.state == "FAILED" or st.failed_tasks:
-        return "FAILED"
-    return "RUNNING" if st.healthy else st.state
+def _await_healed(client: ConnectClient, items: Sequence[Item], options: HealOptions) -> list[Item]:
+    """A restarted connector is healed when it is RUNNING and stays so for the stability
+    window (the shared readiness waiter): a poison record fails a task again a moment after
+    it starts, so an early RUNNING proves nothing."""
+    pending = [Target(i.name) for i in items if i.verdict == "restart" and i.healed is None]
+    verdicts = wait_ready(client, pending, options.ready)
+    return [Item(i.name, i.verdict, i.reason, verdicts[i.name].ok, i.failed_tasks, i.trace)
+            if i.name in verdicts else i for i in items]
 
 
 def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
@@ -145,10 +138,16 @@ def store_for(project: Project, state_file: Path | None) -> StateStore:
 
 
 def heal_project(project: Project, clusters: Sequence[Cluster], dry_run: bool, state_file: Path | None,
-                 client_factory: ClientFactory = connect_client) -> list[ClusterHeal]:
-    options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)))
+                 client_factory: ClientFactory = connect_client,
+                 lock_timeout_s: float = DEFAULT_TIMEOUT_S) -> list[ClusterHeal]:
+    options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)),
+                          float(project.policy.get("stability_window_s", 10)))
     webhook = None if dry_run else project.webhook()
-    with store_for(project, state_file) as store:
+    # The cluster lock, whatever state file is used: two heal runs (or a heal and a
+    # reconcile) never act on one cluster at once. A dry run acts on nothing.
+    lock = nullcontext() if dry_run else \
+        connect_lock(project, clusters, uuid.uuid4().hex[:12], "heal", lock_timeout_s)
+    with lock, store_for(project, state_file) as store:
         results = []
         for cluster in clusters:  # one at a time: the store is one session
             with client_factory(cluster) as client:

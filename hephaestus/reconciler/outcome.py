@@ -37,5 +37,9 @@ class ClusterOutcome:
         return self.plan is not None and bool(self.plan.refused) and not self.applied
 
     @property
+    def unhealthy(self) -> bool:
+        return self.plan is not None and not self.plan.healthy
+
+    @property
     def drift(self) -> bool:
         return self.plan is not None and not self.plan.in_sync

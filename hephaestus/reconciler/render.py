@@ -58,6 +58,7 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
     for step in o.plan.steps:
         if step.action != "unchanged":
             lines += [style(line, step.action) for line in _step_lines(step)]
+    lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in o.plan.health]
     lines.append(f"plan: {summary(o.plan)}  [{o.requests} requests, {o.writes} writes]")
     if o.refused:
         lines.append(style(f"refused: {o.plan.refused}", "error"))
@@ -81,6 +82,7 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         "refused": plan.refused if plan and plan.refused else None,
         "applied": o.applied,
         "counts": plan.counts() if plan else {},
+        "health": [{"name": u.name, "reason": u.reason} for u in plan.health] if plan else [],
         "steps": [_step_dict(s) for s in plan.steps] if plan else [],
         "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
         "results": [vars(r) for r in (*o.results, *o.followups)],
@@ -110,14 +112,25 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
             out.append(f"**error:** {o.error}\n")
             continue
         out.append(f"Plan: {summary(o.plan)}.\n")
+        if o.error:
+            out.append(f"**error:** {_md_cell(o.error)}\n")
         if o.plan.refused:
             out.append(f"> **refused:** {o.plan.refused}\n")
+        if o.plan.health:
+            out.append("**unhealthy:**\n")
+            out += [f"- `{u.name}`: {_md_cell(u.reason)}" for u in o.plan.health]
+            out.append("")
         changed = [s for s in o.plan.steps if s.action != "unchanged"]
         if changed:
             out.append("| | action | connector | details |\n|---|---|---|---|")
             out += [f"| {SYMBOL[s.action]} | {s.action} | `{s.name}` | {_md_details(s)} |" for s in changed]
             out.append("")
     return "\n".join(out) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    # Reasons come from Connect (traces): keep them on one line and out of the table syntax.
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _md_details(s: Step) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -16,7 +16,7 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
-from hephaestus.lock import Holder, locked, resource_key
+from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health
@@ -25,7 +25,6 @@ from hephaestus.reconciler.desired import held_back, load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
 
-DEFAULT_LOCK_TIMEOUT_S = 300.0  # longer than a heal run (restart_wait_s 60 s) and a typical apply
 
 
 class Hooks(Protocol):
@@ -46,7 +45,7 @@ class RunOptions:
     apply: apply.ApplyOptions = apply.ApplyOptions()
     drift_only: bool = False  # leave the health of managed connectors out of the report
     unassigned_grace_s: float = 60.0
-    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    lock_timeout_s: float = DEFAULT_TIMEOUT_S
 
 
 def policy_of(project: Project, force: bool) -> Policy:
@@ -62,11 +61,6 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
                               progress=progress, initial_state=p.get("initial_state", "RUNNING"))
 
 
-def cluster_lock(project: Project, clusters: Sequence[Cluster], run_id: str, command: str,
-                 timeout_s: float) -> AbstractContextManager[None]:
-    """The lock of every cluster a run writes to (see `hephaestus.lock`)."""
-    keys = [resource_key("connect", c.url) for c in clusters]
-    return locked(project, keys, Holder(run_id, command), timeout_s)
 
 
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
@@ -89,7 +83,7 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
 
     # A dry run writes nothing, so it needs no lock (and never waits behind an apply).
     lock = nullcontext() if options.dry_run else \
-        cluster_lock(project, clusters, run_id, "reconcile", options.lock_timeout_s)
+        connect_lock(project, clusters, run_id, "reconcile", options.lock_timeout_s)
     with lock, ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
         return list(pool.map(one, clusters))
 
