@@ -155,7 +155,7 @@ class Edge:
             seen = self._seen(req)
             if seen is True:
                 return True
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or (seen is None and self.breaker.open):
                 if seen is None:
                     raise OutcomeUnknown("the write may have been applied and the cluster could "
                                          "not be read to tell; nothing was sent again", self.where(req))

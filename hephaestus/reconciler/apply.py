@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from hephaestus.connect import ConnectClient, ConnectError
-from hephaestus.connect.errors import ClusterUnreachable
+from hephaestus.connect.errors import ClusterUnreachable, OutcomeUnknown
 from hephaestus.connect.ready import UNREACHABLE, ReadyOptions, Target, Verdict, wait_ready
 from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
@@ -106,6 +106,8 @@ def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Jo
         detail = _send(client, step, options)
     except ClusterUnreachable:
         return StepResult(step.name, step.action, False, f"{UNREACHABLE} (not sent)")
+    except OutcomeUnknown as exc:
+        return StepResult(step.name, step.action, False, f"unknown: {exc.server_message}")
     except ConnectError as exc:
         return StepResult(step.name, step.action, False, str(exc))
     return StepResult(step.name, step.action, True, detail)
