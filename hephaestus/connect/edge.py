@@ -72,28 +72,34 @@ class _Attempts:
 
 
 class Breaker:
-    """Since when the cluster has given no answer at all; thread-safe (apply is concurrent)."""
+    """Since when, and how many times in a row, the cluster has given no answer at all; open
+    once both reach the retry budget (time, and attempts: so retries with no waits, as in
+    tests, still need a whole call's worth of failures). Thread-safe: apply is concurrent."""
 
-    def __init__(self, budget_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, budget_s: float, failures: int = 1, clock: Callable[[], float] = time.monotonic) -> None:
         self.budget_s = budget_s
+        self.failures = failures
         self._clock = clock
         self._down_since: float | None = None
+        self._count = 0
         self._lock = threading.Lock()
 
     def failed(self) -> None:
         with self._lock:
             if self._down_since is None:
                 self._down_since = self._clock()
+            self._count += 1
 
     def answered(self) -> None:
         with self._lock:
             self._down_since = None
+            self._count = 0
 
     @property
     def open(self) -> bool:
         with self._lock:
-            since = self._down_since
-        return since is not None and self._clock() - since >= self.budget_s
+            since, count = self._down_since, self._count
+        return since is not None and count >= self.failures and self._clock() - since >= self.budget_s
 
 
 def is_write(request: httpx.Request) -> bool:
@@ -114,7 +120,7 @@ class Edge:
         self.retry = retry
         self.settle_s = settle_s
         self.poll_s = poll_s
-        self.breaker = Breaker(retry.budget_s)
+        self.breaker = Breaker(retry.budget_s, retry.attempts)
         self.requests = 0
         self.writes = 0
         self._count_lock = threading.Lock()
@@ -136,7 +142,10 @@ class Edge:
 
     def _attempt(self, req: Request, attempts: _Attempts) -> httpx.Response | None:
         attempts.count += 1
-        if attempts.ambiguous and self._settled(req):
+        if attempts.count > 1 and self.breaker.open:  # not transient: ends the retry loop
+            raise ClusterUnreachable("no answer for longer than the retry budget", self.where(req))
+        # Only a write can land twice; a read after an ambiguous failure is simply sent again.
+        if attempts.ambiguous and req.applied is not None and self._settled(req):
             return None
         try:
             return self.once(req)

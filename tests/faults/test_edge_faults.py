@@ -223,7 +223,8 @@ def test_after_the_budget_without_an_answer_calls_fail_without_a_request() -> No
 
 def test_the_breaker_opens_only_after_the_budget_without_any_answer() -> None:
     now = [0.0]
-    breaker = Breaker(10.0, clock=lambda: now[0])
+    breaker = Breaker(10.0, failures=2, clock=lambda: now[0])
+    breaker.failed()
     breaker.failed()
     now[0] = 9.9
     assert not breaker.open
@@ -231,10 +232,16 @@ def test_the_breaker_opens_only_after_the_budget_without_any_answer() -> None:
     now[0] = 30.0
     assert not breaker.open
     breaker.failed()
-    breaker.failed()  # the first failure of a streak starts the clock, later ones do not
-    now[0] = 39.9
+    now[0] = 45.0
+    assert not breaker.open  # a single failure, however long ago, is not a dead cluster
+    breaker.failed()  # the first failure of a streak started the clock (at 30 s)
+    assert breaker.open
+    breaker.answered()
+    breaker.failed()
+    breaker.failed()
+    now[0] = 54.9
     assert not breaker.open
-    now[0] = 40.0
+    now[0] = 55.0
     assert breaker.open
 
 
