@@ -10,6 +10,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """`handler` served on a loopback port in a thread; yields the base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 class SlackReceiver:
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
@@ -34,12 +47,6 @@ def slack_receiver() -> Iterator[SlackReceiver]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/services/T000/B000/XXX"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as url:
+        receiver.url = f"{url}/services/T000/B000/XXX"
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -130,5 +130,5 @@ def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient], 
     databases = {db: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}"}
                  for db in dbs.values()}
     project = {"clusters": clusters, "databases": databases, "audit_log": "audit.jsonl",
-               "policy": {"ready_timeout_s": 120}, "slack": {"webhook_env": "HEPHAESTUS_SLACK_WEBHOOK"}}
+               "policy": {"ready_timeout_s": 120, "stability_window_s": 5}, "slack": {"webhook_env": "HEPHAESTUS_SLACK_WEBHOOK"}}
     (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))

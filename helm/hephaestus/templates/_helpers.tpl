@@ -163,6 +163,7 @@ reference is empty. Half a reference is an error, not a silently missing secret.
 {{- $project := dict "clusters" $clusters "audit_log" (printf "%s/audit.jsonl" (include "hephaestus.stateDir" .)) -}}
 {{- if $databases -}}{{- $_ := set $project "databases" $databases -}}{{- end -}}
 {{- with .Values.policy -}}{{- $_ := set $project "policy" . -}}{{- end -}}
+{{- with .Values.lock -}}{{- $_ := set $project "lock" . -}}{{- end -}}
 {{- with include "hephaestus.secretFile" (list "slack.webhookSecret" .Values.slack.webhookSecret) -}}
 {{- $_ := set $project "slack" (dict "webhook_file" .) -}}
 {{- end -}}
