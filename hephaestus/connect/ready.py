@@ -42,6 +42,10 @@ class ReadyOptions:
     # that catches it with margin, and the window runs once for all connectors of a wave.
     stable_s: float = 10.0
     poll_s: float = 1.0
+    # Status lags writes (the status topic): right after a write or a restart the listing may
+    # still show the FAILED state from before it. A FAILED counts once something else was seen
+    # since the write, or after this long.
+    stale_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,8 @@ class _Watch:
         self.target = target
         self.masked = sensitive_values(target.config or {})
         self.since: float | None = None
+        self.started: float | None = None
+        self.fresh = False  # a state other than FAILED was seen since the write
         self.config_seen = target.config is None
         self.last = "not reported yet"
 
@@ -100,9 +106,14 @@ class _Watch:
         if st is None:
             self.since, self.last = None, "not listed yet"
             return None
+        self.started = now if self.started is None else self.started
         failed = failure(st, self.masked)
+        if failed and not self.fresh and now - self.started < options.stale_s:
+            self.last = f"{failed} (maybe from before the write)"
+            return None
         if failed:
             return Verdict(st.name, False, failed)
+        self.fresh = True
         if st.state in self.target.states and st.state != RUNNING:
             return Verdict(st.name, True, st.state)
         if RUNNING not in self.target.states or not st.healthy:

@@ -22,19 +22,20 @@ from hephaestus.project import Cluster, Project
 
 FAILING = frozenset({"restart", "backoff", "exhausted"})
 POLL_S = 1.0  # how often restarted connectors are looked at while heal waits for them
+START_S = 30.0  # how long a restarted connector may take to be RUNNING at all
 
 
 @dataclass(frozen=True)
 class HealOptions:
     config: HealConfig = HealConfig()
     dry_run: bool = False
-    restart_wait_s: float = 60.0  # how long a restarted connector gets to be RUNNING again
-    stable_s: float = 10.0  # … and must then stay RUNNING (a poison record re-fails at once)
+    restart_wait_s: float = 60.0  # how long a restarted connector must stay RUNNING to count as healed
 
     @property
     def ready(self) -> ReadyOptions:
-        stable = min(self.stable_s, self.restart_wait_s)
-        return ReadyOptions(timeout_s=self.restart_wait_s + stable, stable_s=stable, poll_s=POLL_S)
+        # A poison record fails a task again a moment after it starts: RUNNING for the whole
+        # wait, after the restart itself took effect (START_S), is what healed means.
+        return ReadyOptions(timeout_s=self.restart_wait_s + START_S, stable_s=self.restart_wait_s, poll_s=POLL_S)
 
 
 @dataclass(frozen=True)
@@ -115,8 +116,9 @@ def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
     """Built from the item already computed: its failed tasks and masked trace."""
     what = "restart budget exhausted" if item.verdict == "exhausted" else "failed again after a restart"
     tasks = ", ".join(str(t) for t in item.failed_tasks) or "-"
-    text = (f"hephaestus heal: `{item.name}` on cluster *{cluster.name}*: {what} ({item.reason}); "
-            f"failed tasks: {tasks}\n```{item.trace or 'no trace'}```")
+    esc = slack.escape  # names, reasons and traces come from the cluster
+    text = (f"hephaestus heal: `{esc(item.name)}` on cluster *{cluster.name}*: {what} ({esc(item.reason)}); "
+            f"failed tasks: {tasks}\n```{esc(item.trace or 'no trace')}```")
     return slack.post(webhook, text)
 
 
@@ -140,8 +142,7 @@ def store_for(project: Project, state_file: Path | None) -> StateStore:
 def heal_project(project: Project, clusters: Sequence[Cluster], dry_run: bool, state_file: Path | None,
                  client_factory: ClientFactory = connect_client,
                  lock_timeout_s: float = DEFAULT_TIMEOUT_S) -> list[ClusterHeal]:
-    options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)),
-                          float(project.policy.get("stability_window_s", 10)))
+    options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)))
     webhook = None if dry_run else project.webhook()
     # The cluster lock, whatever state file is used: two heal runs (or a heal and a
     # reconcile) never act on one cluster at once. A dry run acts on nothing.

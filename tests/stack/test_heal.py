@@ -86,8 +86,9 @@ def test_heal_restarts_a_failed_task_and_missed_rows_arrive(sink_fleet: Fleet, c
 def test_backoff_budget_and_one_slack_message_per_event(sink_fleet: Fleet, connect: ConnectClient,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     fleet = sink_fleet
-    # Backoff in units of 5 s instead of minutes: 0, 10 s, …; two restarts at most.
-    heal_settings(fleet, max_restarts=2, backoff_unit_s=5, restart_wait_s=3, state={"file": "heal-state.json"})
+    # Backoff in units of 5 s instead of minutes: 0, 10 s, …; two restarts at most. A restart
+    # must hold for 8 s: the poison record fails the task again within that.
+    heal_settings(fleet, max_restarts=2, backoff_unit_s=5, restart_wait_s=8, state={"file": "heal-state.json"})
     break_sink(fleet, connect, "poison-1")
     name = sink_of(fleet)
     with slack_receiver() as slack:
