@@ -7,7 +7,9 @@ read them: 0 ok, 1 error, 2 drift/refused when a flag asks for it.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +191,15 @@ register(cli)
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code; HephaestusError is caught here, once."""
+    """Run the CLI and return its exit code; everything it prints passes the redactor."""
+    from hephaestus.commands.streams import redacted_output
+
+    with redacted_output():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
+    """HephaestusError is caught here, once."""
     try:
         cli.main(args=argv, prog_name="hephaestus", standalone_mode=False)
     except SystemExit as exc:
@@ -205,6 +215,12 @@ def run(argv: list[str] | None = None) -> int:
     except HephaestusError as exc:
         click.echo(f"error: {exc}", err=True)
         return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - a bug: one line for the user, never a raw traceback
+        click.echo(f"error: unexpected {type(exc).__name__}: {exc} (a bug in hephaestus; "
+                   "HEPHAESTUS_TRACEBACK=1 shows where)", err=True)
+        if os.environ.get("HEPHAESTUS_TRACEBACK") == "1":
+            traceback.print_exc()  # to the redacted stderr
+        return EXIT_ERROR
     return EXIT_OK
 
 

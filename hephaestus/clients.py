@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 from hephaestus.connect import ConnectClient
 from hephaestus.project import Cluster
+from hephaestus.secrets import REDACTOR
 
 ClientFactory = Callable[[Cluster], ConnectClient]
 
 
 def connect_client(cluster: Cluster) -> ConnectClient:
     """URL, basic auth (password resolved now), TLS and timeout as the project file says."""
+    REDACTOR.learn_embedded(cluster.url)  # credentials in a URL given by url_env
     return ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
                          timeout=cluster.timeout_s)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from psycopg.conninfo import make_conninfo
 
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.secrets import REDACTOR
 from hephaestus.yamlsrc import YamlDoc, load_yaml, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
@@ -26,6 +27,12 @@ class SecretRef:
     file: str | None = None
 
     def resolve(self, what: str) -> str:
+        """The secret's value, taught to the redactor before anyone can print it."""
+        value = self._read(what)
+        REDACTOR.learn(value)
+        return value
+
+    def _read(self, what: str) -> str:
         if self.env is not None:
             value = os.environ.get(self.env)
             if value is None:
@@ -105,6 +112,7 @@ class Project:
         db = self.databases.get(database)
         if db is None:
             raise HephaestusError(f"database {database!r} is not in {self.file} (databases:): {what} needs it")
+        REDACTOR.learn_embedded(db.dsn)  # a password= inside a DSN given by env var
         if db.password is None:
             return db.dsn
         return make_conninfo(db.dsn, password=db.password.resolve(f"database {database} password"))

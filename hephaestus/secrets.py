@@ -1,18 +1,45 @@
-"""Masking: secret values never reach output or logs. Placeholders are not secrets."""
+"""Masking: one redactor for every output channel. Placeholders are not secrets.
+
+Two ways a secret is recognised:
+
+- **by key**: a config key named like a secret (`*password*`, `*token*`, `*.jaas.config`,
+  `basic.auth.user.info` …) or typed PASSWORD by the live plugin (`learn_secret_keys`);
+- **by value**: every value the run has seen that is a secret — values of secret keys, the
+  password in a URL's userinfo, `password=`/`pwd=`/`secret=`/`token=` parameters, the webhook,
+  the basic-auth and DSN passwords, the values of a readable secrets file (`learn`) — plus the
+  patterns themselves, so a credential never seen before is still masked where it has a
+  recognisable shape.
+
+`REDACTOR` is the process-wide one: the CLI's output streams, the log handler, Slack, the
+audit log and metrics labels all pass their text through it.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 MASK = "****"
-_SENSITIVE = re.compile(r"password|passwd|secret|token|credential|jaas|private|api[._-]?key|access[._-]?key",
-                        re.IGNORECASE)
+# Shorter values are masked where their key says they are secret, but never searched for in
+# free text: replacing every "pw" or "123" in a message would make it unreadable.
+MIN_FREE_TEXT = 4
+
+_SENSITIVE = re.compile(r"password|passwd|pwd|secret|token|credential|jaas|private|api[._-]?key|access[._-]?key"
+                        r"|user\.info|auth\.info|keystore\.key|sasl\.", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"^\$\{[a-zA-Z0-9_.-]+:[^}]*\}$")
-
-
-def is_sensitive(key: str) -> bool:
-    return bool(_SENSITIVE.search(key))
+_FILE_PLACEHOLDER = re.compile(r"\$\{file:(?P<path>/[^:}]+):[^}]*\}")
+_WORDS = r"password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret"
+# Credentials inside any text, whatever the key: `scheme://user:pw@host`, `?password=pw&`,
+# `password="pw"` (JAAS), `password: pw` / `password=pw` (DSNs, properties, traces).
+_PATTERNS = (
+    re.compile(r"(?P<pre>[a-z][a-z0-9+.-]*://[^/@\s:]*:)(?P<secret>[^/@\s]+)(?=@)", re.IGNORECASE),
+    re.compile(rf"(?P<pre>(?:[?&;]|\b)(?:{_WORDS})\s*=\s*\"?)(?P<secret>[^\"&;\s,)]+)", re.IGNORECASE),
+    # Not after a dot: "for configuration connection.password: too weak" names a key in prose.
+    re.compile(rf"(?P<pre>(?<![\w.])(?:{_WORDS})\"?\s*:\s*\"?)(?P<secret>[^\"\s,;&)}}]+)", re.IGNORECASE),
+)
 
 
 def is_placeholder(value: str) -> bool:
@@ -20,11 +47,101 @@ def is_placeholder(value: str) -> bool:
     return bool(_PLACEHOLDER.match(value))
 
 
+class Redactor:
+    """Knows every secret value and secret key name this run has seen; masks them in text."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._keys: set[str] = set()
+        self._files: set[str] = set()
+        self._ordered: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+
+    def is_secret_key(self, key: str) -> bool:
+        return bool(_SENSITIVE.search(key)) or key in self._keys
+
+    def learn_secret_keys(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            self._keys.update(keys)
+
+    def learn(self, *values: str | None) -> None:
+        """Secret values (and the credentials embedded in them), to mask wherever they appear."""
+        found = {s for v in values if v and not is_placeholder(v) for s in (v, *_embedded(v))}
+        found = {s for s in found if len(s) >= MIN_FREE_TEXT}
+        with self._lock:
+            if found - self._values:
+                self._values |= found
+                self._ordered = tuple(sorted(self._values, key=len, reverse=True))
+
+    def learn_embedded(self, text: str) -> None:
+        """Only the credentials inside `text` (a DSN, a URL): the rest of it is no secret."""
+        self.learn(*_embedded(text))
+
+    def learn_config(self, config: Mapping[str, str]) -> None:
+        """The values of a config's secret keys, credentials embedded in any value, and the
+        values of every absolute `${file:/path:key}` secrets file that can be read here."""
+        for key, value in config.items():
+            if not isinstance(value, str):
+                continue
+            if self.is_secret_key(key):
+                self.learn(value)
+            else:
+                self.learn_embedded(value)
+            for match in _FILE_PLACEHOLDER.finditer(value):
+                self.learn_file(Path(match.group("path")))
+
+    def learn_file(self, path: Path) -> None:
+        """Every value of a Java properties file (Connect's FileConfigProvider format), once."""
+        with self._lock:
+            if str(path) in self._files:
+                return
+            self._files.add(str(path))
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return  # not readable here (it lives on the Connect workers): patterns still apply
+        self.learn(*(_property_value(line) for line in text.splitlines()))
+
+    def __call__(self, text: str) -> str:
+        for value in self._ordered:
+            if value in text:
+                text = text.replace(value, MASK)
+        for pattern in _PATTERNS:
+            text = pattern.sub(lambda m: m.group("pre") + MASK if m.group("secret") != MASK else m.group(0), text)
+        return text
+
+
+def _embedded(value: str) -> list[str]:
+    return [m.group("secret") for p in _PATTERNS for m in p.finditer(value)]
+
+
+def _property_value(line: str) -> str | None:
+    stripped = line.strip()
+    if not stripped or stripped[0] in "#!":
+        return None
+    parts = re.split(r"\s*[=:]\s*", stripped, maxsplit=1)
+    return parts[1] if len(parts) == 2 else None
+
+
+REDACTOR = Redactor()
+
+
+def is_sensitive(key: str) -> bool:
+    return REDACTOR.is_secret_key(key)
+
+
+def digest(value: str) -> str:
+    """A short fingerprint of a secret, so a change shows without the value (16 bits: too few
+    to test guesses against, enough to tell two values apart at a glance)."""
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:4] + "..."
+
+
 def mask_value(key: str, value: str | None) -> str | None:
-    """A sensitive key's literal value is masked; a `${file:…}` placeholder is shown as is."""
-    if value is None or not is_sensitive(key) or is_placeholder(value):
+    """A secret key's literal value is masked, a `${file:…}` placeholder shown as is, and
+    any other value shown with the credentials embedded in it masked."""
+    if value is None or is_placeholder(value):
         return value
-    return MASK
+    return MASK if is_sensitive(key) else REDACTOR(value)
 
 
 def mask_config(config: Mapping[str, str]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from hephaestus.connect.errors import (
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
 from hephaestus.connect.redact import sensitive_values
 from hephaestus.connect.retry import RetryPolicy
+from hephaestus.secrets import REDACTOR
 from hephaestus.tls import verify_for
 
 __all__ = ["ConnectClient", "RetryPolicy"]
@@ -78,6 +79,7 @@ class ConnectClient:
             event_hooks={"response": [self._on_response]})
         self._edge = Edge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
         self._http.event_hooks["request"] = [self._edge.on_request]
+        self._secret_keys: dict[str, frozenset[str]] = {}
 
     @property
     def requests(self) -> int:
@@ -102,14 +104,28 @@ class ConnectClient:
     def fleet(self) -> dict[str, LiveConnector]:
         """Every connector with config and status, in ONE request, keyed by name."""
         req = Request("GET", "/connectors", params=(("expand", "info"), ("expand", "status")))
-        return self._shaped(req, parse.fleet)
+        found = self._shaped(req, parse.fleet)
+        for c in found.values():
+            REDACTOR.learn_config(c.config)  # literal secrets live configs hold, masked from now on
+        return found
+
+    def secret_keys(self, connector_class: str) -> frozenset[str]:
+        """The keys the live plugin types PASSWORD (`GET /connector-plugins/{class}/config`),
+        once per class per client; taught to the redactor. Empty when the plugin is unknown."""
+        if connector_class not in self._secret_keys:
+            path = f"/connector-plugins/{quote(connector_class, safe='')}/config"
+            self._secret_keys[connector_class] = self._shaped(Request("GET", path), parse.password_keys)
+            REDACTOR.learn_secret_keys(self._secret_keys[connector_class])
+        return self._secret_keys[connector_class]
 
     def statuses(self) -> dict[str, ConnectorStatus]:
         """Every connector's status (no config), in ONE request: what readiness polls."""
         return self._shaped(Request("GET", "/connectors", params=(("expand", "status"),)), parse.statuses)
 
     def get_config(self, name: str) -> dict[str, str]:
-        return self._shaped(Request("GET", _path(name, "config"), name), parse.config)
+        found = self._shaped(Request("GET", _path(name, "config"), name), parse.config)
+        REDACTOR.learn_config(found)
+        return found
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
         """`GET /connectors/{name}/tasks`: the config each task was last given."""

@@ -17,6 +17,7 @@ from hephaestus.connect.models import (
     ValidationResult,
 )
 from hephaestus.connect.redact import redact
+from hephaestus.secrets import REDACTOR
 
 
 class MalformedAnswer(ValueError):
@@ -112,12 +113,27 @@ def _status_unknown(name: str, info: dict[str, Any]) -> ConnectorStatus:
     return ConnectorStatus(name, str(info.get("type", "unknown")), UNKNOWN, "", None, tasks)
 
 
+def password_keys(body: Any) -> frozenset[str]:
+    """`GET /connector-plugins/{class}/config`: the names of the keys typed PASSWORD."""
+    items = (_obj(i, "config[]") for i in _list(body, "config"))
+    return frozenset(str(i.get("name")) for i in items if str(i.get("type", "")).upper() == "PASSWORD")
+
+
+def _password_key(item: Any) -> str | None:
+    definition = _obj(item, "validate.configs[]").get("definition") or {}
+    typed = str(_obj(definition, "configs[].definition").get("type", "")).upper()
+    return str(definition.get("name")) if typed == "PASSWORD" else None
+
+
 def validation(body: Any, connector_class: str, masked: Iterable[str]) -> ValidationResult:
-    """The validate answer; error texts are masked since Connect echoes offending values."""
+    """The validate answer; error texts are masked since Connect echoes offending values.
+    Keys whose definition is typed PASSWORD are taught to the redactor on the way."""
     doc = _obj(body, "validate")
     hidden = tuple(masked)
     errors: dict[str, tuple[str, ...]] = {}
-    for item in _list(doc.get("configs", []), "validate.configs"):
+    configs = _list(doc.get("configs", []), "validate.configs")
+    REDACTOR.learn_secret_keys(k for k in map(_password_key, configs) if k)
+    for item in configs:
         # Seen on Connect 4.3 with Debezium 3.6: a key Connect did not evaluate has value null.
         value = _obj(_obj(item, "validate.configs[]").get("value") or {}, "configs[].value")
         found = tuple(redact(str(e), hidden) for e in _list(value.get("errors", []), "errors"))

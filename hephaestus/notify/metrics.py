@@ -14,6 +14,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, push_to_gateway, write_to_textfile
 
+from hephaestus.secrets import REDACTOR
+
 log = logging.getLogger("hephaestus.notify")
 
 
@@ -42,7 +44,8 @@ class Metrics:
     def set(self, name: str, documentation: str, value: float, labels: Mapping[str, str] | None = None) -> None:
         """Set a gauge, labelled or not, in one call."""
         gauge = self.gauge(name, documentation, tuple(labels or ()))
-        (gauge.labels(**labels) if labels else gauge).set(value)
+        safe = {k: REDACTOR(v) for k, v in (labels or {}).items()}  # label values come from clusters
+        (gauge.labels(**safe) if safe else gauge).set(value)
 
     def write_textfile(self, path: Path) -> bool:
         """Write the exposition format atomically (node-exporter must never read half a file)."""

@@ -18,7 +18,7 @@ from typing import Any
 from hephaestus.errors import HephaestusError
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step, comparable
-from hephaestus.secrets import mask_config
+from hephaestus.secrets import REDACTOR, mask_config
 
 _lock = threading.Lock()
 
@@ -72,7 +72,7 @@ class Journal:
     def _append(self, entries: list[dict[str, Any]]) -> None:
         if self.path is None:
             return
-        text = "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries)
+        text = REDACTOR("".join(json.dumps(e, sort_keys=True) + "\n" for e in entries))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with _lock, self.path.open("a", encoding="utf-8") as f:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.plan import KeyChange, Plan, Step
-from hephaestus.secrets import mask_value
+from hephaestus.secrets import digest, is_placeholder, is_sensitive, mask_value
 
 Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "protected": "!", "unmanaged": "?", "unchanged": "="}
@@ -28,7 +29,16 @@ def _value(key: str, value: str | None) -> str:
     return json.dumps(mask_value(key, value))
 
 
+def _shown(key: str, value: str | None) -> str | None:
+    """A secret's literal value as its short digest (a change still shows), anything else masked."""
+    if value is not None and is_sensitive(key) and not is_placeholder(value):
+        return digest(value)
+    return mask_value(key, value)
+
+
 def _change_line(ch: KeyChange) -> str:
+    if is_sensitive(ch.key) and ch.before is not None and ch.after is not None:
+        return f"  {ch.key} changed ({_shown(ch.key, ch.before)} -> {_shown(ch.key, ch.after)})"
     if ch.before is None:
         return f"+ {ch.key}: {_value(ch.key, ch.after)}"
     if ch.after is None:
@@ -95,7 +105,7 @@ def _step_dict(s: Step) -> dict[str, Any]:
     return {
         "action": s.action, "name": s.name, "connector_class": s.connector_class,
         "reason": s.reason or None, "origin": s.origin or None,
-        "changes": [{"key": c.key, "before": mask_value(c.key, c.before), "after": mask_value(c.key, c.after)}
+        "changes": [{"key": c.key, "before": _shown(c.key, c.before), "after": _shown(c.key, c.after)}
                     for c in s.changes],
     }
 
@@ -105,35 +115,50 @@ def as_json(outcomes: Sequence[ClusterOutcome]) -> str:
 
 
 def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
+    """For a PR comment: everything that came from a cluster or a file (names, classes,
+    reasons, values) is shown as inline code or escaped text, so it cannot inject links,
+    images or table cells."""
     out: list[str] = []
     for o in outcomes:
-        out.append(f"### Kafka Connect cluster `{o.cluster}`\n")
+        out.append(f"### Kafka Connect cluster {md_code(o.cluster)}\n")
         if o.plan is None:
-            out.append(f"**error:** {o.error}\n")
+            out.append(f"**error:** {md_text(o.error)}\n")
             continue
         out.append(f"Plan: {summary(o.plan)}.\n")
         if o.error:
-            out.append(f"**error:** {_md_cell(o.error)}\n")
+            out.append(f"**error:** {md_text(o.error)}\n")
         if o.plan.refused:
-            out.append(f"> **refused:** {o.plan.refused}\n")
+            out.append(f"> **refused:** {md_text(o.plan.refused)}\n")
         if o.plan.health:
             out.append("**unhealthy:**\n")
-            out += [f"- `{u.name}`: {_md_cell(u.reason)}" for u in o.plan.health]
+            out += [f"- {md_code(u.name)}: {md_text(u.reason)}" for u in o.plan.health]
             out.append("")
         changed = [s for s in o.plan.steps if s.action != "unchanged"]
         if changed:
             out.append("| | action | connector | details |\n|---|---|---|---|")
-            out += [f"| {SYMBOL[s.action]} | {s.action} | `{s.name}` | {_md_details(s)} |" for s in changed]
+            out += [f"| {SYMBOL[s.action]} | {s.action} | {md_code(s.name)} | {_md_details(s)} |" for s in changed]
             out.append("")
     return "\n".join(out) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    # Reasons come from Connect (traces): keep them on one line and out of the table syntax.
-    return " ".join(text.split()).replace("|", "\\|")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&:])")  # ":" too: no autolinked URL
+
+
+def md_text(text: str) -> str:
+    """Plain text on one line with every markdown/HTML control character escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def md_code(text: str) -> str:
+    """Inline code that no backtick in `text` can close early; `|` escaped for tables
+    (GitHub splits table cells on it even inside code)."""
+    flat = " ".join(text.split())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""  # CommonMark strips one each side
+    return f"{fence}{pad}{flat}{pad}{fence}".replace("|", "\\|")
 
 
 def _md_details(s: Step) -> str:
-    parts = [s.reason] if s.reason else []
-    parts += [f"`{_change_line(c).strip()}`".replace("|", "\\|") for c in s.changes]
+    parts = [md_text(s.reason)] if s.reason else []
+    parts += [md_code(_change_line(c).strip()) for c in s.changes]
     return "<br>".join(parts)

@@ -129,11 +129,14 @@ def _with_health(client: ConnectClient, p: Plan, desired: dict[str, Desired], mi
 
 
 def _notify(project: Project, out: ClusterOutcome) -> None:
-    """Deletions and failures go to Slack when a webhook is configured."""
-    lines = [f"deleted `{r.name}`" for r in out.results if r.ok and r.action == "delete"]
-    lines += [f"FAILED {r.action} `{r.name}`: {r.detail}" for r in (*out.results, *out.followups) if not r.ok]
-    lines += [f"invalid config `{n}`: {', '.join(sorted(k))}" for n, k in out.invalid.items()]
+    """Deletions and failures go to Slack when a webhook is configured (names and reasons
+    come from the cluster: escaped; the whole text passes the redactor in `slack.post`)."""
+    esc = slack.escape
+    lines = [f"deleted `{esc(r.name)}`" for r in out.results if r.ok and r.action == "delete"]
+    lines += [f"FAILED {r.action} `{esc(r.name)}`: {esc(r.detail)}" for r in (*out.results, *out.followups)
+              if not r.ok]
+    lines += [f"invalid config `{esc(n)}`: {esc(', '.join(sorted(k)))}" for n, k in out.invalid.items()]
     if out.error:
-        lines.append(f"error: {out.error}")
+        lines.append(f"error: {esc(out.error)}")
     if lines:
         slack.post(project.webhook(), f"hephaestus reconcile on cluster *{out.cluster}*:\n" + "\n".join(lines))
