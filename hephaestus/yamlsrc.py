@@ -1,113 +1,378 @@
-"""Load YAML while remembering where every value came from, so errors can name a line."""
+"""Read input files strictly and within bounds, remembering where every value came from.
+
+Every loader (definitions, project file, schema snapshots, connector files) reads through here,
+so hostile input always ends as an InputError naming the file (and line), never a traceback:
+
+- Only regular files (not a directory named x.json, not a FIFO), at most MAX_YAML_BYTES (YAML is
+  parsed in pure Python, ~6 s per MiB) or MAX_JSON_BYTES, nested at most MAX_DEPTH deep.
+- UTF-8 only. A leading UTF-8 BOM is accepted and dropped: Windows editors write one and it
+  carries no data (RFC 8259 lets JSON parsers ignore it). A lone surrogate escape is refused.
+- YAML is read as YAML 1.2 core schema whatever a %YAML directive says (`5:00`, `on` stay
+  strings), one document per file. Duplicate keys are an error naming both lines. Anchors and
+  aliases are refused, not bounded: nothing here needs them, and without them an alias bomb
+  cannot exist. Tags other than !!str, !!map, !!seq are refused; mapping keys are their text.
+- JSON: duplicate keys and NaN/Infinity are refused. Messages echo at most CLIP characters of a
+  value (jsonschema's embed the whole instance).
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+import reprlib
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
-
 import jsonschema
+from ruamel.yaml import YAML
+from ruamel.yaml import events as ev
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 
 from hephaestus.errors import InputError
 from hephaestus.secrets import is_sensitive
 
 PathElem = str | int
 
+MAX_YAML_BYTES = 1024 * 1024
+MAX_JSON_BYTES = 10 * 1024 * 1024
+MAX_DEPTH = 64
+CLIP = 40
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(slots=True)
+class _Pos:
+    """Where one value was written: its line, its plain-scalar text, its children and keys."""
+
+    line: int | None
+    text: str | None = None  # a plain scalar's text as written; None for the rest
+    kids: dict[PathElem, _Pos] = field(default_factory=dict)
+    keys: dict[str, int | None] = field(default_factory=dict)  # a mapping's keys -> their lines
+
 
 @dataclass(frozen=True)
 class YamlDoc:
-    """A parsed YAML file: its data and its node tree (for line numbers)."""
+    """A parsed file: its data and where each value came from (for line numbers)."""
 
     file: str
     data: Any
-    root: yaml.Node | None
+    pos: _Pos | None = None  # None for JSON: no lines below the file
+
+    def _find(self, path: Sequence[PathElem]) -> tuple[_Pos | None, bool]:
+        """The deepest position along `path`, and whether the whole path exists."""
+        node = self.pos
+        for elem in path:
+            if node is None or elem not in node.kids:
+                return node, False
+            node = node.kids[elem]
+        return node, True
 
     def line_of(self, path: Sequence[PathElem]) -> int | None:
         """1-based line of the value at `path`, or of the deepest ancestor that exists."""
-        node = self.root
-        line = None if node is None else node.start_mark.line + 1
-        for elem in path:
-            node = _child(node, elem)
-            if node is None:
-                break
-            line = node.start_mark.line + 1
-        return line
+        node, _ = self._find(path)
+        return None if node is None else node.line
 
     def key_line(self, path: Sequence[PathElem], key: str) -> int | None:
         """Line of a mapping key itself (for 'unknown key' errors)."""
-        node = self.root
-        for elem in path:
-            node = _child(node, elem)
-        if isinstance(node, yaml.MappingNode):
-            for k, _ in node.value:
-                if k.value == key:
-                    return int(k.start_mark.line) + 1
-        return self.line_of(path)
+        node, found = self._find(path)
+        line = node.keys.get(key) if found and node is not None else None
+        return self.line_of(path) if line is None else line
+
+    def text_of(self, path: Sequence[PathElem]) -> str | None:
+        """The text a plain scalar was written as (`010` for the integer 10), else None."""
+        node, found = self._find(path)
+        return node.text if found and node is not None else None
 
 
-def _child(node: yaml.Node | None, elem: PathElem) -> yaml.Node | None:
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if k.value == elem:
-                found: yaml.Node = v
-                return found
-    if isinstance(node, yaml.SequenceNode) and isinstance(elem, int) and elem < len(node.value):
-        item: yaml.Node = node.value[elem]
-        return item
-    return None
+def clip(value: object, limit: int = CLIP) -> str:
+    """repr of a value cut to `limit` characters: hostile values are never echoed whole."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else repr(value[:limit]) + "…"
+    shown = _REPR.repr(value)  # bounded: a 1 MiB list is never turned into a string
+    return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist = 2, 3, 3
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = CLIP + 2
+
+
+def read_text(path: Path, limit: int) -> str:
+    """The text of a regular file of at most `limit` bytes, UTF-8 (a leading BOM dropped)."""
+    file = str(path)
+    try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(file, "is a directory, expected a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(file, "not a regular file")  # a FIFO would block the read forever
+        with path.open("rb") as stream:
+            raw = stream.read(limit + 1)  # never more, even if the file grows meanwhile
+    except OSError as exc:
+        raise InputError(file, f"cannot read: {exc.strerror}") from exc
+    if len(raw) > limit:
+        raise InputError(file, f"file too large (over {limit} bytes)")
+    raw = raw.removeprefix(_BOM)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InputError(file, f"not UTF-8: byte 0x{raw[exc.start]:02x} cannot be decoded", line=line) from exc
+
+
+def load_json(path: Path) -> Any:
+    """Parse a JSON file strictly: duplicate keys, NaN, deep nesting are InputErrors."""
+    file = str(path)
+    text = read_text(path, MAX_JSON_BYTES)
+    try:
+        data = json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(file, pairs),
+                          parse_constant=lambda name: _refuse(file, f"{name} is not a JSON number"))
+    except json.JSONDecodeError as exc:
+        raise InputError(file, f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+    except RecursionError as exc:
+        raise InputError(file, f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from exc
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise InputError(file, "invalid JSON: number too long") from exc
+    _check_tree(file, data)
+    return data
+
+
+def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            _refuse(file, f"duplicate key {clip(key)}")
+        out[key] = value
+    return out
+
+
+def _refuse(file: str, message: str) -> Any:
+    raise InputError(file, f"invalid JSON: {message}")  # not a ValueError: json.loads lets it through
+
+
+def _check_tree(file: str, data: Any) -> None:
+    """Depth and encodability of parsed JSON, without recursion (the data may be deep)."""
+    todo: list[tuple[Any, int]] = [(data, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if isinstance(value, str):
+            _check_encodable(file, value, None)
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise InputError(file, f"nested deeper than {MAX_DEPTH} levels")
+            items: Iterable[Any] = value if isinstance(value, list) else [*value, *value.values()]
+            todo.extend((item, depth + 1) for item in items)
+
+
+def _check_encodable(file: str, text: str, line: int | None) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(file, "a lone surrogate escape (\\ud800-\\udfff) cannot be written out", line=line) from exc
 
 
 def load_yaml(path: Path) -> YamlDoc:
-    """Parse one file; a syntax error becomes an InputError with its line."""
-    text = path.read_text(encoding="utf-8")
+    """Parse one YAML file strictly (see the module docstring); errors name file and line."""
+    file = str(path)
+    text = read_text(path, MAX_YAML_BYTES)
+    builder = _Builder(file)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = None if mark is None else mark.line + 1
-        raise InputError(str(path), f"invalid YAML: {exc.problem}", line=line) from exc
-    return YamlDoc(str(path), data, root)
+        for event in YAML(typ="safe", pure=True).parse(text):
+            builder.feed(event)
+    except MarkedYAMLError as exc:
+        line = None if exc.problem_mark is None else exc.problem_mark.line + 1
+        raise InputError(file, f"invalid YAML: {cap_message(str(exc.problem))}", line=line) from exc
+    except ReaderError as exc:
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise InputError(file, f"invalid YAML: character #x{code:04x} is not allowed", line=line) from exc
+    except YAMLError as exc:
+        raise InputError(file, f"invalid YAML: {cap_message(str(exc))}") from exc
+    return YamlDoc(file, builder.root, builder.root_pos)
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A mapping or sequence being read; for a mapping, the key waiting for its value."""
+
+    value: dict[str, Any] | list[Any]
+    pos: _Pos
+    path: tuple[PathElem, ...]
+    key: str | None = None
+
+
+_STR = "tag:yaml.org,2002:str"
+_COLLECTION_TAGS = {None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
+class _Builder:
+    """Builds data from parser events, without recursion (ruamel's composer recurses)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.stack: list[_Frame] = []
+        self.root: Any = None
+        self.root_pos: _Pos | None = None
+        self.documents = 0
+
+    def _error(self, message: str, line: int | None, path: Sequence[PathElem] = ()) -> InputError:
+        return InputError(self.file, message, field=format_path(path), line=line)
+
+    def feed(self, event: ev.Event) -> None:
+        line = None if event.start_mark is None else event.start_mark.line + 1
+        if isinstance(event, ev.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise self._error("anchors and aliases (&, *) are not supported: write the value out", line)
+        if isinstance(event, ev.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                raise self._error("one YAML document per file (found a second '---')", line)
+        elif isinstance(event, ev.ScalarEvent):
+            self._scalar(event, line)
+        elif isinstance(event, (ev.MappingStartEvent, ev.SequenceStartEvent)):
+            self._open(event, line)
+        elif isinstance(event, ev.CollectionEndEvent):
+            self.stack.pop()
+
+    def _awaiting_key(self) -> _Frame | None:
+        top = self.stack[-1] if self.stack else None
+        return top if top is not None and isinstance(top.value, dict) and top.key is None else None
+
+    def _scalar(self, event: ev.ScalarEvent, line: int | None) -> None:
+        _check_encodable(self.file, event.value, line)
+        frame = self._awaiting_key()
+        if frame is not None:
+            self._key(frame, event.value, line)
+        else:
+            self._place(*self._resolve(event, line), line)
+
+    def _resolve(self, event: ev.ScalarEvent, line: int | None) -> tuple[Any, str | None]:
+        if event.tag not in (None, "!", _STR):
+            raise self._error(f"tag {clip(event.tag)} is not supported (quote a string)", line, self._here())
+        if event.tag is not None or event.style is not None:
+            return event.value, None  # quoted, block, !!str or `!`: a string as written
+        try:
+            return core_scalar(event.value), event.value
+        except ValueError as exc:
+            raise self._error(f"number {clip(event.value)} is too long", line, self._here()) from exc
+
+    def _open(self, event: ev.MappingStartEvent | ev.SequenceStartEvent, line: int | None) -> None:
+        here = self._here()
+        if self._awaiting_key() is not None:
+            raise self._error("a mapping key must be a plain value (complex keys are not supported)", line, here)
+        if event.tag not in _COLLECTION_TAGS:
+            raise self._error(f"tag {clip(event.tag)} is not supported", line, here)
+        if len(self.stack) >= MAX_DEPTH:
+            raise self._error(f"nested deeper than {MAX_DEPTH} levels", line)  # no field: it is as deep
+        container: dict[str, Any] | list[Any] = {} if isinstance(event, ev.MappingStartEvent) else []
+        pos = self._place(container, None, line)
+        self.stack.append(_Frame(container, pos, here))
+
+    def _here(self) -> tuple[PathElem, ...]:
+        """The path of the value about to be placed."""
+        if not self.stack:
+            return ()
+        top = self.stack[-1]
+        return (*top.path, (top.key or "") if isinstance(top.value, dict) else len(top.value))
+
+    def _key(self, frame: _Frame, key: str, line: int | None) -> None:
+        if key in frame.pos.keys:
+            first = frame.pos.keys[key]
+            raise self._error(f"duplicate key {clip(key)} (first at line {first}): "
+                              "a second one would silently replace the first", line, (*frame.path, key))
+        frame.pos.keys[key] = line
+        frame.key = key
+
+    def _place(self, value: Any, text: str | None, line: int | None) -> _Pos:
+        pos = _Pos(line, text)
+        if not self.stack:
+            self.root, self.root_pos = value, pos
+            return pos
+        top = self.stack[-1]
+        if isinstance(top.value, dict):
+            assert top.key is not None
+            top.value[top.key] = value
+            top.pos.kids[top.key] = pos
+            top.key = None
+        else:
+            top.pos.kids[len(top.value)] = pos
+            top.value.append(value)
+        return pos
+
+
+# The YAML 1.2 core schema's plain scalars (https://yaml.org/spec/1.2.2/#1023-core-schema).
+_CORE: list[tuple[re.Pattern[str], Callable[[str], Any]]] = [
+    (re.compile(r"~|null|Null|NULL|"), lambda t: None),
+    (re.compile(r"true|True|TRUE"), lambda t: True),
+    (re.compile(r"false|False|FALSE"), lambda t: False),
+    (re.compile(r"[-+]?[0-9]+"), int),
+    (re.compile(r"0o[0-7]+"), lambda t: int(t[2:], 8)),
+    (re.compile(r"0x[0-9a-fA-F]+"), lambda t: int(t[2:], 16)),
+    (re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"), float),
+    (re.compile(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"), lambda t: float(t.replace(".", "", 1))),
+]
+
+
+def core_scalar(text: str) -> Any:
+    """A plain scalar under the YAML 1.2 core schema (ValueError: an integer too long)."""
+    for pattern, convert in _CORE:
+        if pattern.fullmatch(text):
+            return convert(text)
+    return text
 
 
 def format_path(path: Sequence[PathElem]) -> str:
     """`pipelines[0].sinks[1].database` style, the way users read it."""
     out = ""
-    for elem in path:
-        out += f"[{elem}]" if isinstance(elem, int) else (f".{elem}" if out else str(elem))
+    for elem in path:  # a hostile key is cut like any value
+        name = elem if isinstance(elem, int) or len(elem) <= CLIP else elem[:CLIP] + "…"
+        out += f"[{name}]" if isinstance(name, int) else (f".{name}" if out else name)
     return out
 
 
 def schema_errors_of(doc: YamlDoc, validator: jsonschema.protocols.Validator) -> list[InputError]:
     """Every JSON Schema violation of `doc`, as errors naming file, line and field path."""
-    errors = [_schema_error(doc, e) for e in validator.iter_errors(doc.data)]
+    errors = [e for err in validator.iter_errors(doc.data) for e in _schema_errors(doc, err)]
     return sorted(errors, key=lambda e: (e.line or 0, e.field))
 
 
-def _schema_error(doc: YamlDoc, err: jsonschema.ValidationError) -> InputError:
+def _schema_errors(doc: YamlDoc, err: jsonschema.ValidationError) -> list[InputError]:
     path = list(err.absolute_path)
     schema = err.schema if isinstance(err.schema, dict) else {}
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = schema.get("properties", {})
-        extra = sorted(k for k in err.instance if k not in allowed)
-        key = extra[0] if extra else ""
-        field = format_path([*path, key])
-        msg = f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})"
-        return InputError(doc.file, msg, field=field, line=doc.key_line(path, key))
+        extra = [k for k in err.instance if k not in allowed]
+        listed = ", ".join(sorted(allowed))
+        return [InputError(doc.file, f"unknown key {clip(k)} (allowed: {listed})", field=format_path([*path, k]),
+                           line=doc.key_line(path, k)) for k in extra]
     if err.validator == "required" and isinstance(err.instance, dict):
+        # Every missing key at once: one run of fixes, not one per run.
         missing = [k for k in schema.get("required", []) if k not in err.instance]
-        return InputError(doc.file, f"missing required key {missing[0]!r}",
-                          field=format_path([*path, missing[0]]), line=doc.line_of(path))
-    message = err.message
+        return [InputError(doc.file, f"missing required key {k!r}", field=format_path([*path, k]),
+                           line=doc.line_of(path)) for k in missing]
+    where = format_path(path) or "(root)"
+    return [InputError(doc.file, _message(err, path, schema), field=where, line=doc.line_of(path))]
+
+
+def _message(err: jsonschema.ValidationError, path: list[PathElem], schema: dict[str, Any]) -> str:
     if any(isinstance(p, str) and (is_sensitive(p) or p in _CREDENTIAL_BEARING) for p in path):
         # The value may be a secret pasted where a reference belongs: never echo it.
-        message = f"invalid value (not shown); expected {_expected(schema)}"
-    return InputError(doc.file, message, field=format_path(path) or "(root)", line=doc.line_of(path))
+        return f"invalid value (not shown); expected {_expected(schema)}"
+    message = err.message
+    full = repr(err.instance)
+    if len(full) > CLIP:
+        message = message.replace(full, clip(err.instance))
+    return cap_message(message)
+
+
+def cap_message(message: str, limit: int = 300) -> str:
+    """At most `limit` characters of a message that may quote a hostile value."""
+    return message if len(message) <= limit else message[:limit] + "…"
 
 
 # Values that may embed credentials (a DSN's password=, a URL's user:pass@).
@@ -118,8 +383,6 @@ def _expected(schema: dict[str, Any]) -> str:
     if "properties" in schema:
         return "one of the keys " + ", ".join(sorted(schema["properties"]))
     return str(schema.get("type", "another value"))
-
-
 
 
 @lru_cache(maxsize=None)

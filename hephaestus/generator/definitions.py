@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,11 @@ from hephaestus.generator.model import (
     TableRef,
     TenantFilter,
 )
+from hephaestus.generator.snapshots import too_long
 from hephaestus.yamlsrc import (
+    PathElem,
     YamlDoc,
+    cap_message,
     format_path,
     load_yaml,
     packaged_schema,
@@ -46,7 +50,7 @@ def load_definitions(directory: Path) -> list[Definition]:
             defs.append(parse_definition(load_yaml(path)))
         except InputErrors as many:
             errors.extend(many.errors)
-        except InputError as one:
+        except InputError as one:  # unreadable, not YAML, duplicate keys, anchors, ...
             errors.append(one)
     if errors:
         raise InputErrors(errors)
@@ -55,14 +59,50 @@ def load_definitions(directory: Path) -> list[Definition]:
 
 def parse_definition(doc: YamlDoc) -> Definition:
     """Schema-check one parsed file, then build the Definition."""
-    schema_errors = schema_errors_of(doc, _validator())
+    schema_errors = schema_errors_of(doc, _validator()) or _long_names(doc)
     if schema_errors:
         raise InputErrors(schema_errors)
     definition = _build(doc)
     problems = debezium.check_definition(definition)
     if problems:
-        raise InputErrors([InputError(doc.file, msg, field=f, line=_line(doc, f)) for f, msg in problems])
+        # cap_message: a message may quote a value the schema leaves unbounded (snapshot_mode).
+        raise InputErrors([InputError(doc.file, cap_message(msg), field=f, line=_line(doc, f)) for f, msg in problems])
     return definition
+
+
+def _long_names(doc: YamlDoc) -> list[InputError]:
+    """Names (cluster, database, env, org, table, field) longer than PostgreSQL allows: the
+    checks after the schema (fan-out, snapshots) quote names whole in their messages."""
+    return [InputError(doc.file, too_long(part), field=format_path(path), line=doc.line_of(path))
+            for path, value in _names(doc.data) for part in value.split(".") if too_long(part)]
+
+
+def _names(data: dict[str, Any]) -> Iterator[tuple[list[PathElem], str]]:
+    """Every name in a schema-valid definition, with its path (table refs are schema.table)."""
+    for key in ("cluster", "database"):
+        yield [key], data[key]
+    for key in ("envs", "orgs"):
+        for i, value in enumerate(data[key]):
+            yield [key, i], value
+    for key in _SOURCE_NAMES:
+        if key in data.get("source", {}):
+            yield ["source", key], data["source"][key]
+    yield from _sink_names(["sink_defaults"], data.get("sink_defaults", {}))
+    for i, pipeline in enumerate(data["pipelines"]):
+        yield ["pipelines", i, "source_table"], pipeline["source_table"]
+        for j, sink in enumerate(pipeline["sinks"]):
+            yield from _sink_names(["pipelines", i, "sinks", j], sink)
+
+
+_SOURCE_NAMES = ("publication", "signal_table", "heartbeat_table")
+
+
+def _sink_names(path: list[PathElem], sink: dict[str, Any]) -> Iterator[tuple[list[PathElem], str]]:
+    for key in ("database", "table"):
+        if key in sink:
+            yield [*path, key], sink[key]
+    if "tenant_filter" in sink:
+        yield [*path, "tenant_filter", "field"], sink["tenant_filter"]["field"]
 
 
 def _validator() -> jsonschema.protocols.Validator:
@@ -93,8 +133,8 @@ def _build(doc: YamlDoc) -> Definition:
         naming=data.get("naming", "literal"),
         secrets_file=data.get("secrets_file", "/config/kafka-connect-config.properties"),
         converter=Converter(conv.get("format", "json"), conv.get("schema_registry_url")),
-        source=_source(data.get("source", {})),
-        pipelines=tuple(_pipeline(p, i, defaults) for i, p in enumerate(data["pipelines"])),
+        source=_source(data.get("source", {}), option_values(doc, ["source", "options"])),
+        pipelines=tuple(_pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])),
         lines=_lines(doc),
     )
 
@@ -111,7 +151,7 @@ def _lines(doc: YamlDoc) -> dict[str, int]:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _source(raw: dict[str, Any]) -> SourceSpec:
+def _source(raw: dict[str, Any], options: dict[str, str]) -> SourceSpec:
     return SourceSpec(
         publication=raw.get("publication", "debezium_publication"),
         signal_table=TableRef.parse(raw.get("signal_table", "public.dbz_signals")),
@@ -120,22 +160,23 @@ def _source(raw: dict[str, Any]) -> SourceSpec:
         snapshot_mode=raw.get("snapshot_mode", "initial"),
         snapshot_chunk_size=raw.get("snapshot_chunk_size", 512),
         notifications=raw.get("notifications", True),
-        options=stringify_options(raw.get("options", {})),
+        options=tuple(sorted(options.items())),
     )
 
 
-def _pipeline(raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> Pipeline:
+def _pipeline(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> Pipeline:
     source_table = TableRef.parse(raw["source_table"])
+    default_options = option_values(doc, ["sink_defaults", "options"])
     sinks = tuple(
-        _sink({**defaults, **s, "options": {**defaults.get("options", {}), **s.get("options", {})},
-               "accuracy": {**defaults.get("accuracy", {}), **s.get("accuracy", {})}},
+        _sink({**defaults, **s, "accuracy": {**defaults.get("accuracy", {}), **s.get("accuracy", {})}},
+              {**default_options, **option_values(doc, ["pipelines", index, "sinks", j, "options"])},
               source_table, f"pipelines[{index}].sinks[{j}]")
         for j, s in enumerate(raw["sinks"])
     )
     return Pipeline(source_table, sinks, f"pipelines[{index}]")
 
 
-def _sink(raw: dict[str, Any], source_table: TableRef, path: str) -> SinkSpec:
+def _sink(raw: dict[str, Any], options: dict[str, str], source_table: TableRef, path: str) -> SinkSpec:
     tenant = raw.get("tenant_filter")
     return SinkSpec(
         database=raw["database"],
@@ -145,7 +186,7 @@ def _sink(raw: dict[str, Any], source_table: TableRef, path: str) -> SinkSpec:
         dlq=raw.get("dlq", True),
         dlq_replication_factor=raw.get("dlq_replication_factor", 3),
         tenant_filter=TenantFilter(tenant["field"], tuple(tenant["values"])) if tenant else None,
-        options=stringify_options(raw.get("options", {})),
+        options=tuple(sorted(options.items())),
         path=path,
         accuracy=_accuracy(raw.get("accuracy", {})),
     )
@@ -157,12 +198,25 @@ def _accuracy(raw: dict[str, Any]) -> AccuracySpec:
                         tolerance.get("rows", 0), float(tolerance.get("percent", 0)))
 
 
-def stringify_options(options: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """Connect stores strings: booleans become "true"/"false", never "True"."""
-    return tuple(sorted((k, connect_string(v)) for k, v in options.items()))
+def option_values(doc: YamlDoc, path: Sequence[PathElem]) -> dict[str, str]:
+    """The `options` mapping at `path` (none: empty) as Connect strings, in the text written."""
+    node: Any = doc.data
+    for elem in path:
+        if isinstance(node, dict):
+            node = node.get(elem)
+        elif isinstance(node, list) and isinstance(elem, int) and elem < len(node):
+            node = node[elem]
+    options = node if isinstance(node, dict) else {}
+    return {k: connect_string(v, doc.text_of([*path, k])) for k, v in options.items()}
 
 
-def connect_string(value: Any) -> str:
+def connect_string(value: Any, written: str | None = None) -> str:
+    """Connect stores strings. Booleans are spelled "true"/"false" (also when written True or
+    TRUE). Any other unquoted value keeps the text written: YAML 1.2 reads `010` as the integer
+    10 and `1e3` as 1000.0, but an option is passed to Connect as is, so "010" and "1e3" it is.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
+    if written is not None:
+        return written
     return str(value)

@@ -10,10 +10,19 @@ import jsonschema
 
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator.model import Column, Snapshot, TableRef, TableSchema
-from hephaestus.yamlsrc import format_path, packaged_validator
+from hephaestus.yamlsrc import PathElem, YamlDoc, clip, format_path, load_json, packaged_validator, schema_errors_of
 
 # Files in schemas/ that are not snapshots.
 NOT_SNAPSHOTS = {"definitions.schema.json"}
+# PostgreSQL cuts names at 63 bytes (NAMEDATALEN - 1): a longer one names nothing that exists.
+PG_NAME_MAX = 63
+
+
+def too_long(name: str) -> str:
+    """Why a database, table or column name cannot be PostgreSQL's, or "" when it can be."""
+    if len(name.encode("utf-8")) <= PG_NAME_MAX:
+        return ""
+    return f"name {clip(name)} is longer than {PG_NAME_MAX} bytes (PostgreSQL's limit)"
 
 
 def _validator() -> jsonschema.protocols.Validator:
@@ -28,30 +37,39 @@ def load_snapshots(directory: Path) -> dict[str, Snapshot]:
         if path.name in NOT_SNAPSHOTS:
             continue
         try:
-            snap = parse_snapshot(str(path), _read_json(path))
+            snap = parse_snapshot(str(path), load_json(path))
         except InputErrors as many:
             errors.extend(many.errors)
             continue
-        out[snap.database] = snap
+        except InputError as one:  # unreadable, not JSON, too deep, a directory named *.json
+            errors.append(one)
+            continue
+        first = out.setdefault(snap.database, snap)
+        if first is not snap:  # the second file would silently replace the first
+            errors.append(InputError(snap.file, f"database {clip(snap.database)} is also in {first.file}",
+                                     field="database"))
     if errors:
         raise InputErrors(errors)
     return out
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputErrors([InputError(str(path), f"invalid JSON: {exc.msg}", line=exc.lineno)]) from exc
-
-
 def parse_snapshot(file: str, data: Any) -> Snapshot:
-    errors = [InputError(file, e.message, field=format_path(list(e.absolute_path)) or "(root)")
-              for e in _validator().iter_errors(data)]
+    """Schema-check one snapshot (every violation at once, values cut short), then build it."""
+    errors = schema_errors_of(YamlDoc(file, data), _validator()) or _long_names(file, data)
     if errors:
         raise InputErrors(errors)
     tables = {TableRef.parse(name): _table(t) for name, t in data["tables"].items()}
     return Snapshot(file, data["database"], tables)
+
+
+def _long_names(file: str, data: dict[str, Any]) -> list[InputError]:
+    """Names too long for PostgreSQL (generation quotes them whole in its messages)."""
+    names: list[tuple[list[PathElem], str]] = [(["database"], data["database"])]
+    for table, raw in data["tables"].items():
+        names += [(["tables", table], part) for part in table.split(".")]
+        names += [(["tables", table, "columns", i, "name"], c["name"]) for i, c in enumerate(raw["columns"])]
+        names += [(["tables", table, "primary_key", i], k) for i, k in enumerate(raw["primary_key"])]
+    return [InputError(file, too_long(name), field=format_path(path)) for path, name in names if too_long(name)]
 
 
 def _table(raw: dict[str, Any]) -> TableSchema:

@@ -17,8 +17,9 @@ from typing import IO, Protocol
 import psycopg
 from psycopg.types.json import Jsonb
 
-from hephaestus.errors import HephaestusError
+from hephaestus.errors import HephaestusError, InputError
 from hephaestus.heal.policy import Record
+from hephaestus.yamlsrc import clip, load_json
 
 Records = dict[str, Record]
 
@@ -60,10 +61,15 @@ class FileStore:
             self._lock.close()  # closing releases the flock
 
     def _all(self) -> dict[str, dict[str, dict[str, object]]]:
-        if not self.path.is_file():
+        if not self.path.exists():
             return {}
-        data: dict[str, dict[str, dict[str, object]]] = json.loads(self.path.read_text())
-        return data
+        data = load_json(self.path)  # unreadable, not JSON, a directory: an InputError naming it
+        problem = _shape_problem(data)
+        if problem:
+            # Guessing would restart what the budget forbids, or forget a backoff: stop instead.
+            raise InputError(str(self.path), f"heal state is corrupt ({problem}): repair or delete the file")
+        checked: dict[str, dict[str, dict[str, object]]] = data
+        return checked
 
     def load(self, cluster: str) -> Records:
         return {name: _record(raw) for name, raw in self._all().get(cluster, {}).items()}
@@ -74,6 +80,29 @@ class FileStore:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
         tmp.replace(self.path)
+
+
+def _shape_problem(data: object) -> str | None:
+    """What is wrong with a state file's data ({cluster: {connector: record}}), if anything."""
+    if not isinstance(data, dict):
+        return "expected an object of clusters"
+    for cluster, records in data.items():
+        if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()):
+            return f"cluster {clip(cluster)}: expected an object of connector records"
+        for name, raw in records.items():
+            bad = [k for k, kinds in _FIELDS.items() if k in raw and not _is(raw[k], kinds)]
+            if bad:
+                return f"{clip(cluster)}/{clip(name)}: {bad[0]} has the wrong type"
+    return None
+
+
+def _is(value: object, kinds: tuple[type, ...]) -> bool:
+    return isinstance(value, kinds) and not isinstance(value, bool)
+
+
+# Record's fields and the JSON types each may hold (None: JSON null).
+_FIELDS: dict[str, tuple[type, ...]] = {"count": (int,), "last_restart": (int, float, type(None)),
+                                        "unassigned_since": (int, float, type(None)), "notified": (int,)}
 
 
 _DDL = """CREATE TABLE IF NOT EXISTS hephaestus_heal_state (

@@ -11,6 +11,7 @@ from typing import Any
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.project import Cluster
 from hephaestus.reconciler.plan import Desired
+from hephaestus.yamlsrc import CLIP, clip, format_path, load_json
 
 GENERATED = ("source", "sink")
 CUSTOM = "custom"
@@ -59,10 +60,8 @@ def selected(name: str, globs: tuple[str, ...]) -> bool:
 
 
 def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
+    """One connector file, checked before anything is written (a bad one stops the whole run)."""
+    doc = load_json(path)  # not UTF-8, a directory named *.json, too deep, duplicate keys: InputError
     if not isinstance(doc, dict) or not isinstance(doc.get("name"), str) or not doc["name"]:
         raise InputError(str(path), "expected an object with a non-empty string 'name'", field="name")
     config = doc.get("config")
@@ -70,12 +69,32 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
         raise InputError(str(path), "expected an object with 'connector.class'", field="config")
     for key, value in config.items():
         if not isinstance(value, str):
-            raise InputError(str(path), f"must be a string, got {json.dumps(value)} "
+            raise InputError(str(path), f"must be a string, got {json.dumps(value)[:CLIP]} "
                              "(Connect stores strings: a non-string is a permanent false diff)",
-                             field=f"config.{key}")
+                             field=format_path(["config", key]))
     name = _render(doc["name"], helm_values, path, "name")
-    rendered = {k: _render(v, helm_values, path, f"config.{k}") for k, v in config.items()}
+    rendered = {k: _render(v, helm_values, path, format_path(["config", k])) for k, v in config.items()}
+    _check_name(path, doc["name"], name, rendered.get("name"))
     return Desired(name, rendered, str(path))
+
+
+def _check_name(path: Path, written: str, name: str, config_name: str | None) -> None:
+    """The name is a URL path segment and the file's identity: refuse what would misroute."""
+    if name in (".", "..") or _UNSAFE.search(name):
+        raise InputError(str(path), f"connector name {clip(name)} is not a safe path segment "
+                         "(no '/', '\\', control characters, '.' or '..')", field="name")
+    if config_name is not None and config_name != name:
+        # Connect refuses the create only at apply time, after other writes of the run.
+        raise InputError(str(path), f"config.name {clip(config_name)} differs from name {clip(name)}",
+                         field="config.name")
+    if not _HELM.search(written) and path.stem != name:
+        # Helm-templated names carry braces and spaces: their files leave the prefix out.
+        raise InputError(str(path), f"file name {clip(path.name)} does not match name {clip(name)}: "
+                         f"call it {clip(name + '.json')}", field="name")
+
+
+# Separators and control characters (C0, DEL, C1): a name goes into /connectors/{name}.
+_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f-\x9f]")
 
 
 def _render(text: str, values: dict[str, str], path: Path, field: str) -> str:
@@ -86,5 +105,3 @@ def _render(text: str, values: dict[str, str], path: Path, field: str) -> str:
                              f"helm_values.{match.group(1)} for this cluster", field=field)
         return values[match.group(1)]
     return _HELM.sub(sub, text)
-
-

@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
 
 import psycopg
 from psycopg import sql
 
 from hephaestus.errors import HephaestusError
 from hephaestus.snapshot.signal import SIGNAL_TABLE_DDL, Signal
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _one_line(exc: psycopg.Error) -> str:
+    return " ".join(str(exc).split())  # libpq's messages span lines; the CLI prints one
+
+
+def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A psycopg error (lost connection, no privilege, a changed table) becomes one clean error."""
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except psycopg.Error as exc:
+                raise HephaestusError(f"source database: {what} failed: {_one_line(exc)}") from exc
+        return call
+    return decorate
 
 
 def _split(table: str) -> tuple[str, str]:
@@ -25,9 +48,10 @@ def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:
     try:
         return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        raise HephaestusError(f"cannot connect to the source database: {exc}") from exc
+        raise HephaestusError(f"cannot connect to the source database: {_one_line(exc)}") from exc
 
 
+@_db_errors("checking the tables")
 def check_tables(conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[str], signal_table: str,
                  publication: str) -> None:
     """Everything a signal needs, checked before anything is written."""
@@ -52,6 +76,7 @@ def _has_primary_key(conn: psycopg.Connection[tuple[object, ...]], table: str) -
     return conn.execute(query, [str(_ident(table).as_string(conn))]).fetchone() is not None
 
 
+@_db_errors("adding tables to the publication")
 def ensure_published(conn: psycopg.Connection[tuple[object, ...]], publication: str,
                      tables: Sequence[str]) -> list[str]:
     """Add tables missing from the publication (we own it: autocreate is disabled). Returns added."""
@@ -66,11 +91,13 @@ def ensure_published(conn: psycopg.Connection[tuple[object, ...]], publication: 
     return added
 
 
+@_db_errors("reading the replication slot")
 def slot_pid(conn: psycopg.Connection[tuple[object, ...]], slot: str) -> int | None:
     row = conn.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", [slot]).fetchone()
     return int(str(row[0])) if row and row[0] is not None else None
 
 
+@_db_errors("waiting for the replication slot")
 def wait_slot_active(conn: psycopg.Connection[tuple[object, ...]], slot: str, timeout_s: float,
                      not_pid: int | None = None, clock: Callable[[], float] = time.monotonic,
                      interval_s: float = 0.5) -> int:
@@ -86,6 +113,7 @@ def wait_slot_active(conn: psycopg.Connection[tuple[object, ...]], slot: str, ti
         time.sleep(interval_s)  # polling a condition, bounded by the deadline above
 
 
+@_db_errors("inserting the signal")
 def insert_signal(conn: psycopg.Connection[tuple[object, ...]], signal_table: str, signal: Signal) -> None:
     query = sql.SQL("INSERT INTO {} (id, type, data) VALUES (%s, %s, %s)").format(_ident(signal_table))
     conn.execute(query, list(signal.row()))

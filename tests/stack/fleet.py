@@ -22,6 +22,15 @@ from tests.stack.support import REPO, ConnectClient, Stack
 # Not the demo's env/org: a connector a crashed test leaves behind never falls under the
 # shipped hephaestus.yaml's `local_manabie_*` selection.
 ENV, ORG = "it", "hephaestus"
+
+
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # hephaestus refuses YAML anchors and aliases
+
+
+def dump_yaml(data: Any, sort_keys: bool = True) -> str:
+    return yaml.dump(data, Dumper=_NoAliases, sort_keys=sort_keys)
 EXAMPLES = {"bob": ("bob", "auth", "eureka", "fatima"), "lmsdwh": ("lmsdwh", "tokyo_jprep_dwh")}
 
 
@@ -37,7 +46,7 @@ class Fleet:
         return yaml.safe_load((self.root / "definitions" / f"{example}.yaml").read_text())  # type: ignore[no-any-return]
 
     def write_definition(self, example: str, data: dict[str, Any]) -> None:
-        (self.root / "definitions" / f"{example}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+        (self.root / "definitions" / f"{example}.yaml").write_text(dump_yaml(data, sort_keys=False))
 
     def only_users_to_auth(self) -> None:
         """Cut bob's definition down to one pipeline, users -> auth, and regenerate."""
@@ -124,11 +133,12 @@ def _rewrite(definition: dict[str, Any], dbs: dict[str, str]) -> dict[str, Any]:
 def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient], dbs: dict[str, str]) -> None:
     # Only this test's connectors: the stack is shared, and a reconcile deletes what it manages.
     select = sorted({f"*{db}*" for db in dbs.values()} | {f"*{db.upper()}*" for db in dbs.values()})
+    # A list of its own per cluster: a shared one would be dumped as a YAML alias (refused).
     clusters = {name: {"url": client.url, "connectors": f"connectors/{name}", "kafka_bootstrap": stack.bootstrap,
-                       "select": select} for name, client in clients.items()}
+                       "select": list(select)} for name, client in clients.items()}
     # The stack's role has a password; libpq reads it from PGPASSWORD (never the project file).
     databases = {db: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}"}
                  for db in dbs.values()}
     project = {"clusters": clusters, "databases": databases, "audit_log": "audit.jsonl",
                "policy": {"ready_timeout_s": 120, "stability_window_s": 5}, "slack": {"webhook_env": "HEPHAESTUS_SLACK_WEBHOOK"}}
-    (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
+    (root / "hephaestus.yaml").write_text(dump_yaml(project))

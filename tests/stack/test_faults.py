@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.stack.faults import WorkerLog, finished, hephaestus, kill_worker, restart_stack
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet, dump_yaml, make_fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 pytestmark = pytest.mark.faults
@@ -37,7 +37,7 @@ def edit_project(fleet: Fleet, **changes: Any) -> None:
     path = fleet.root / "hephaestus.yaml"
     project = yaml.safe_load(path.read_text())
     project.update(changes)
-    path.write_text(yaml.safe_dump(project))
+    path.write_text(dump_yaml(project))
 
 
 def report_of(out: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.loopback import slack_receiver
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet, dump_yaml, make_fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 
@@ -33,7 +33,7 @@ def heal_settings(fleet: Fleet, **heal: Any) -> None:
     path = fleet.root / "hephaestus.yaml"
     project = yaml.safe_load(path.read_text())
     project["heal"] = heal
-    path.write_text(yaml.safe_dump(project))
+    path.write_text(dump_yaml(project))
 
 
 def heal(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:

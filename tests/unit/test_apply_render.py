@@ -98,7 +98,7 @@ def test_connectors_outside_select_are_never_planned(tmp_path: Path) -> None:
     from hephaestus.reconciler.run import RunOptions, reconcile
 
     (tmp_path / "connectors/c/sink").mkdir(parents=True)
-    (tmp_path / "connectors/c/sink/a.json").write_text(json.dumps({"name": "local_a", "config": cfg()}))
+    (tmp_path / "connectors/c/sink/local_a.json").write_text(json.dumps({"name": "local_a", "config": cfg()}))
     (tmp_path / "p.yaml").write_text("clusters:\n  c:\n    url: http://connect\n    connectors: connectors/c\n"
                                      "    select: ['local_*']\n")
     fleet = {n: {"info": {"name": n, "config": {**cfg(), "name": n}, "tasks": [], "type": "sink"},

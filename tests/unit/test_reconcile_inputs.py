@@ -79,9 +79,9 @@ def test_unknown_cluster_selected(tmp_path: Path) -> None:
 def test_desired_selects_and_skips_custom_unless_asked(tmp_path: Path) -> None:
     project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT))
     base = tmp_path / "connectors/platforms"
-    connector(base / "sink/a.json", "local_manabie_a")
-    connector(base / "sink/b.json", "stag_manabie_b")
-    connector(base / "custom/c.json", "local_manabie_custom")
+    connector(base / "sink/local_manabie_a.json", "local_manabie_a")
+    connector(base / "sink/stag_manabie_b.json", "stag_manabie_b")
+    connector(base / "custom/local_manabie_custom.json", "local_manabie_custom")
     cluster = project.clusters["platforms"]
     assert set(load_desired(cluster, include_custom=False)) == {"local_manabie_a"}
     assert set(load_desired(cluster, include_custom=True)) == {"local_manabie_a", "local_manabie_custom"}
@@ -90,14 +90,14 @@ def test_desired_selects_and_skips_custom_unless_asked(tmp_path: Path) -> None:
 def test_desired_bad_files_all_reported(tmp_path: Path) -> None:
     project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT))
     base = tmp_path / "connectors/platforms"
-    connector(base / "sink/a.json", "local_manabie_a", **{"tasks.max": 1})
+    connector(base / "sink/local_manabie_a.json", "local_manabie_a", **{"tasks.max": 1})
     (base / "sink/b.json").write_text("{not json")
-    connector(base / "source/c.json", "local_manabie_c")
-    connector(base / "sink/c.json", "local_manabie_c")
+    connector(base / "source/local_manabie_c.json", "local_manabie_c")
+    connector(base / "sink/local_manabie_c.json", "local_manabie_c")
     with pytest.raises(InputErrors) as err:
         load_desired(project.clusters["platforms"], include_custom=False)
     text = str(err.value)
-    assert "a.json at config.tasks.max: must be a string" in text
+    assert "local_manabie_a.json at config.tasks.max: must be a string" in text
     assert "b.json:1: invalid JSON" in text
     assert "connector 'local_manabie_c' is also defined in" in text
 
@@ -132,7 +132,7 @@ def test_held_back_names_the_custom_connectors_without_the_flag(tmp_path: Path) 
     from hephaestus.reconciler.desired import held_back
 
     project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT))
-    connector(tmp_path / "connectors/platforms/custom/c.json", "local_manabie_custom")
+    connector(tmp_path / "connectors/platforms/custom/local_manabie_custom.json", "local_manabie_custom")
     cluster = project.clusters["platforms"]
     assert held_back(cluster, include_custom=False) == {"local_manabie_custom"}
     assert held_back(cluster, include_custom=True) == frozenset()
