@@ -33,7 +33,7 @@ def cli(verbose: bool) -> None:
     """GitOps reconciler and job runner for Kafka Connect + Debezium fleets."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="hephaestus: %(levelname)s %(name)s: %(message)s", force=True)
-    for noisy in ("httpx", "httpcore"):  # their DEBUG lines carry headers; ours suffice
+    for noisy in ("httpx", "httpcore", "slack_sdk"):  # their DEBUG lines carry headers and URLs
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -14,5 +14,7 @@ ClientFactory = Callable[[Cluster], ConnectClient]
 def connect_client(cluster: Cluster) -> ConnectClient:
     """URL, basic auth (password resolved now), TLS and timeout as the project file says."""
     REDACTOR.learn_embedded(cluster.url)  # credentials in a URL given by url_env
+    if cluster.secrets_file:
+        REDACTOR.learn_file(cluster.secrets_file)
     return ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
                          timeout=cluster.timeout_s)

@@ -56,6 +56,9 @@ class Cluster:
     verify_tls: bool | str = True
     timeout_s: float = 30.0
     kafka_bootstrap: str | None = None
+    # The Connect workers' FileConfigProvider file, when mounted here too: its values (the
+    # passwords behind `${file:…}` placeholders) are masked in every output, traces included.
+    secrets_file: Path | None = None
 
     def auth(self) -> tuple[str, str] | None:
         return basic_auth(self.username, self.password, f"cluster {self.name} password")
@@ -146,9 +149,10 @@ def _pick(items: dict[str, T], names: tuple[str, ...], file: str, field: str, la
 
 
 def load_project(path: Path) -> Project:
-    if not path.is_file():
+    """Read and validate the project file; a directory or unreadable file is an InputError too."""
+    if not path.exists():
         raise InputError(str(path), "project file not found (pass --project or create hephaestus.yaml)")
-    doc = load_yaml(path)
+    doc = load_yaml(path)  # strict: a duplicate `policy:` is an error, not a silent replacement
     errors = schema_errors_of(doc, packaged_validator("hephaestus", "project.schema.json"))
     if errors:
         raise InputErrors(errors)
@@ -186,6 +190,7 @@ def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:
         verify_tls=raw.get("ca_file", raw.get("verify_tls", True)),
         timeout_s=float(raw.get("timeout_s", 30.0)),
         kafka_bootstrap=raw.get("kafka_bootstrap"),
+        secrets_file=base / raw["secrets_file"] if "secrets_file" in raw else None,
     )
 
 

@@ -91,7 +91,9 @@ class Redactor:
                 self.learn_file(Path(match.group("path")))
 
     def learn_file(self, path: Path) -> None:
-        """Every value of a Java properties file (Connect's FileConfigProvider format), once."""
+        """A Java properties file (Connect's FileConfigProvider format), once: the values of
+        its secret keys (`auth_password=…`) and credentials inside the others (a JDBC URL's).
+        Host names, ports and user names stay readable."""
         with self._lock:
             if str(path) in self._files:
                 return
@@ -100,7 +102,7 @@ class Redactor:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return  # not readable here (it lives on the Connect workers): patterns still apply
-        self.learn(*(_property_value(line) for line in text.splitlines()))
+        self.learn_config(dict(p for p in map(_property, text.splitlines()) if p))
 
     def __call__(self, text: str) -> str:
         for value in self._ordered:
@@ -115,12 +117,12 @@ def _embedded(value: str) -> list[str]:
     return [m.group("secret") for p in _PATTERNS for m in p.finditer(value)]
 
 
-def _property_value(line: str) -> str | None:
+def _property(line: str) -> tuple[str, str] | None:
     stripped = line.strip()
     if not stripped or stripped[0] in "#!":
         return None
     parts = re.split(r"\s*[=:]\s*", stripped, maxsplit=1)
-    return parts[1] if len(parts) == 2 else None
+    return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
 REDACTOR = Redactor()

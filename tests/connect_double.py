@@ -14,7 +14,8 @@ tests/stack/test_smoke.py):
 - `DELETE /connectors/N`: 204; 404 `{"error_code": 404, "message": "Connector N not found"}`.
 - `GET …/config`, `…/status`, `…/tasks`; `PUT …/pause` 202, `…/resume` 202, `…/stop` 204;
   `POST …/restart?includeTasks&onlyFailed` 202 + status (tasks marked RESTARTING).
-- `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs`.
+- `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs` (each with
+  its `definition.type`); `GET /connector-plugins/C/config`: the ConfigKeyInfo list.
 Errors are Connect's `{"error_code", "message"}` JSON.
 """
 
@@ -60,6 +61,7 @@ class ConnectDouble:
         self.faults = list(faults)
         self.log: list[tuple[str, str]] = []  # (method, path) of every request that got here
         self.on_start: dict[str, list[str]] = {}  # name -> task state script after each start
+        self.plugin_keys: dict[str, str] = {}  # config key -> ConfigDef type, for every plugin
         self._lock = threading.Lock()
 
     # --- what tests read -------------------------------------------------------------
@@ -90,7 +92,12 @@ class ConnectDouble:
         parts = [unquote(p) for p in request.url.raw_path.decode().split("?")[0].split("/")[1:]]
         m = request.method
         if parts[0] == "connector-plugins" and parts[-1] == "validate":
-            return httpx.Response(200, json={"name": parts[1], "error_count": 0, "groups": [], "configs": []})
+            configs = [{"definition": {"name": k, "type": t}, "value": {"name": k, "errors": []}}
+                       for k, t in self.plugin_keys.items()]
+            return httpx.Response(200, json={"name": parts[1], "error_count": 0, "groups": [], "configs": configs})
+        if parts[0] == "connector-plugins" and parts[-1] == "config":
+            return httpx.Response(200, json=[{"name": k, "type": t, "required": False}
+                                             for k, t in self.plugin_keys.items()])
         if parts == ["connectors"]:
             return self._list(request) if m == "GET" else self._create(json.loads(request.content or b"{}"))
         c = self.connectors.get(parts[1])

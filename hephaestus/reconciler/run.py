@@ -24,6 +24,7 @@ from hephaestus.reconciler.audit import Journal
 from hephaestus.reconciler.desired import held_back, load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
+from hephaestus.secrets import REDACTOR
 
 
 
@@ -100,6 +101,7 @@ def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired
     mine = {n: c for n, c in fleet.items() if selected(n, cluster.select)}
     live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
     p = _with_health(client, plan(cluster.name, desired, live, policy, held), desired, mine, options)
+    _learn_secrets(client, p, desired, live)
     base = ClusterOutcome(cluster.name, cluster.url, p)
     if options.dry_run or p.in_sync or p.refused:
         return base
@@ -115,6 +117,22 @@ def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired
         return replace(base, error=f"nothing applied: {exc}")
     results = apply.execute(client, p, options.apply, journal)
     return replace(base, applied=True, results=results, error=apply.record_outcomes(journal, p, results))
+
+
+def _learn_secrets(client: ConnectClient, p: Plan, desired: dict[str, Desired], live: dict[str, Live]) -> None:
+    """Teach the redactor what this plan may show: ask the live plugins which keys are
+    PASSWORD-typed (once per class, and only for classes with a diff or an unhealthy
+    connector whose trace is shown: a no-op stays one request), then every secret value of
+    the desired and live configs. Name patterns still apply when a plugin cannot be asked."""
+    unhealthy = {u.name for u in p.health}
+    shown = {s.connector_class for s in p.steps if (s.changes or s.name in unhealthy) and s.connector_class}
+    for cls in sorted(shown):
+        try:
+            client.secret_keys(cls)
+        except ConnectError:
+            continue
+    for config in (*(d.config for d in desired.values()), *(l.config for l in live.values())):
+        REDACTOR.learn_config(config)
 
 
 def _with_health(client: ConnectClient, p: Plan, desired: dict[str, Desired], mine: dict[str, LiveConnector],

@@ -1,0 +1,64 @@
+"""Secrets on the real stack: a sink whose database password in the Connect secrets file is
+wrong really fails (the stack's PostgreSQL checks that one role's password), its trace is
+reported, and no output of reconcile or heal — nor Slack — shows the password."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.loopback import slack_receiver
+from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.support import ConnectClient, Stack, _rewrite_secrets, execute
+from tests.stack.test_faults import edit_project
+
+ROLE = "heph_password_user"
+WRONG = "cnry-wrong-pw-4242"
+RIGHT = "right-pw-1717"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
+          capsys: pytest.CaptureFixture[str]) -> Fleet:
+    f = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    definition = f.definition("bob")
+    definition["pipelines"] = [definition["pipelines"][0]]
+    definition["pipelines"][0]["sinks"] = [{"database": f.dbs["auth"], "dlq": False}]
+    f.write_definition("bob", definition)
+    f.generate()
+    return f
+
+
+def test_a_wrong_password_fails_the_sink_and_no_output_shows_it(fleet: Fleet, stack: Stack,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    auth = fleet.dbs["auth"]
+    execute(stack.dsn("postgres"), f"DO $$ BEGIN CREATE ROLE {ROLE} LOGIN SUPERUSER PASSWORD '{RIGHT}'; "
+                                   "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    _rewrite_secrets(stack.secrets_file, lambda lines: [
+        f"{auth}_username={ROLE}" if line.startswith(f"{auth}_username=") else
+        f"{auth}_password={WRONG}" if line.startswith(f"{auth}_password=") else line for line in lines])
+    # hephaestus may read the workers' secrets file here: what it holds is masked everywhere.
+    edit_project(fleet, clusters={"platforms": {**_cluster(fleet), "secrets_file": str(stack.secrets_file)}},
+                 heal={"restart_wait_s": 3, "state": {"file": "heal.json"}})
+    execute(stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-1', 'a')")
+    with slack_receiver() as slack:
+        monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
+        code, out = fleet.cli("-v", "reconcile", "--project", str(fleet.root / "hephaestus.yaml"))
+        assert code == 1 and "password authentication failed" in out, out
+        outputs = [out]
+        for args in (("reconcile", "--dry-run", "--exit-code", "-o", "markdown"), ("heal", "-o", "json"), ("heal",)):
+            outputs.append(fleet.cli("-v", *args, "--project", str(fleet.root / "hephaestus.yaml"))[1])
+        texts = slack.texts()
+    assert "password authentication failed" in "".join(texts)
+    audit = (fleet.root / "audit.jsonl").read_text()
+    for channel in (*outputs, *texts, audit):
+        assert WRONG not in channel
+
+
+def _cluster(fleet: Fleet) -> dict[str, object]:
+    import yaml
+
+    project = yaml.safe_load((fleet.root / "hephaestus.yaml").read_text())
+    return dict(project["clusters"]["platforms"])
