@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -112,3 +113,18 @@ def test_connectors_outside_select_are_never_planned(tmp_path: Path) -> None:
     (out,) = reconcile(project, list(project.clusters.values()), RunOptions(dry_run=True), factory)
     assert out.plan is not None
     assert [(s.name, s.action) for s in out.plan.steps] == [("local_a", "unchanged")]
+
+
+def test_markdown_and_slack_escape_what_comes_from_the_cluster() -> None:
+    from hephaestus.notify.slack import escape
+
+    hostile = "x](http://evil.example)![img](http://evil.example/i.png)<b>|`y"
+    live = {hostile: Live(hostile, {"connector.class": "io.Evil"}, "source")}
+    out = ClusterOutcome("c", "u", plan("c", {}, live, Policy()))
+    row = next(line for line in render.markdown([out]).splitlines() if line.startswith("| ! | protected"))
+    # Inside a code span (fenced longer than any backtick run in it) links, images and HTML
+    # are literal text; the `|` is escaped so the name stays in its cell.
+    assert "``x](http://evil.example)![img](http://evil.example/i.png)<b>\\|`y``" in row
+    assert len(re.findall(r"(?<!\\)\|", row)) == 5
+    assert render.md_text("[a](http://e) <i>") == "\\[a\\]\\(http\\://e\\) \\<i\\>"
+    assert escape("<!channel> `a`&") == "&lt;!channel&gt; 'a'&amp;"
