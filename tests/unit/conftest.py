@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from hephaestus.cli import run
+from tests.connect_double import ConnectDouble, serve
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,3 +68,12 @@ def project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Project:
     p = Project(tmp_path)
     p._capsys = capsys
     return p
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[ConnectDouble, str]]:
+    """One strict Connect double on loopback per test module (stopping a server takes half a
+    second); each test clears and seeds it."""
+    double = ConnectDouble()
+    with serve(double) as url:
+        yield double, url

@@ -4,7 +4,7 @@ any write, so a bad one stops the run with exit 1, the file and field named, no 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hephaestus.cli import run
-from tests.connect_double import ConnectDouble, serve
+from tests.connect_double import ConnectDouble
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 
@@ -50,13 +50,6 @@ class World:
 
 def connector(name: str, /, **config: str) -> dict[str, Any]:
     return {"name": name, "config": {"connector.class": SINK, "topics": "t", **config}}
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[ConnectDouble, str]]:
-    double = ConnectDouble()  # one server for the module: stopping one takes half a second
-    with serve(double) as url:
-        yield double, url
 
 
 @pytest.fixture

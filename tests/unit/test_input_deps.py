@@ -3,7 +3,7 @@ One error line through the CLI, exit 1."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from hephaestus.cli import run
 from hephaestus.errors import HephaestusError
 from hephaestus.snapshot import db
 from hephaestus.snapshot.signal import POSTGRES_SOURCE, execute_snapshot
-from tests.connect_double import ConnectDouble, serve
+from tests.connect_double import ConnectDouble
 
 
 @dataclass
@@ -28,13 +28,6 @@ class World:
         code = run([*args, "--project", str(self.root / "hephaestus.yaml")])
         out = self.capsys.readouterr()
         return code, out.out + out.err
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[ConnectDouble, str]]:
-    double = ConnectDouble()
-    with serve(double) as url:
-        yield double, url
 
 
 @pytest.fixture

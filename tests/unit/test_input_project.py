@@ -4,7 +4,7 @@ and line named, before any request to Connect (so nothing is applied), no traceb
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +13,7 @@ import pytest
 from hephaestus.cli import run
 from hephaestus.errors import InputError
 from hephaestus.project import load_project
-from tests.connect_double import ConnectDouble, serve
+from tests.connect_double import ConnectDouble
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 
@@ -43,13 +43,6 @@ class World:
         assert "Traceback" not in output and "unexpected" not in output
         assert "hephaestus.yaml" in output
         return output
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[tuple[ConnectDouble, str]]:
-    double = ConnectDouble()  # one server for the module: stopping one takes half a second
-    with serve(double) as url:
-        yield double, url
 
 
 @pytest.fixture
