@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.faults.toxiproxy import Proxy, Toxiproxy
+from tests.loopback import serving
 
 pytestmark = pytest.mark.faults
 
@@ -29,16 +29,10 @@ class _Hello(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    # Threads for handlers a toxic left hanging, so they never hold up shutdown.
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    # ThreadingHTTPServer's handler threads are daemons: one a toxic left hanging never
+    # holds up shutdown.
+    with serving(_Hello) as url:
+        yield url.removeprefix("http://")
 
 
 @pytest.fixture(scope="module")

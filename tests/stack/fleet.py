@@ -48,11 +48,14 @@ class Fleet:
     def write_definition(self, example: str, data: dict[str, Any]) -> None:
         (self.root / "definitions" / f"{example}.yaml").write_text(dump_yaml(data, sort_keys=False))
 
-    def only_users_to_auth(self) -> None:
-        """Cut bob's definition down to one pipeline, users -> auth, and regenerate."""
+    def only_users_to_auth(self, dlq: bool = True) -> None:
+        """Cut bob's definition down to one pipeline, users -> auth, and regenerate. Without a
+        dead-letter queue (`dlq=False`) a bad record fails the sink's task instead of parking."""
         definition = self.definition("bob")
         definition["pipelines"] = [definition["pipelines"][0]]
         definition["pipelines"][0]["sinks"] = definition["pipelines"][0]["sinks"][:1]
+        if not dlq:
+            definition["pipelines"][0]["sinks"][0]["dlq"] = False
         self.write_definition("bob", definition)
         self.generate()
 

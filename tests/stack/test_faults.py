@@ -144,11 +144,7 @@ def test_a_crashed_lock_holder_is_named_then_released(bob: Fleet, stack: Stack) 
 
 def test_a_sink_failing_seconds_after_start_fails_the_run_and_the_validate_job(bob: Fleet, stack: Stack,
                                                                               connect: ConnectClient) -> None:
-    definition = bob.definition("bob")
-    definition["pipelines"] = [definition["pipelines"][0]]
-    definition["pipelines"][0]["sinks"] = [{"database": bob.dbs["auth"], "dlq": False}]
-    bob.write_definition("bob", definition)
-    bob.generate()
+    bob.only_users_to_auth(dlq=False)
     # The sink's table is gone; the source has a row for it: RUNNING at first, FAILED at the first batch.
     execute(stack.dsn(bob.dbs["auth"]), "DROP TABLE users")
     execute(stack.dsn(bob.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-1', 'a')")

@@ -19,12 +19,7 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_u
 def sink_fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
                capsys: pytest.CaptureFixture[str]) -> Fleet:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
-    definition = fleet.definition("bob")
-    definition["pipelines"] = [definition["pipelines"][0]]
-    # No dead-letter queue here: the failure must fail the task, not park the record.
-    definition["pipelines"][0]["sinks"] = [{"database": fleet.dbs["auth"], "dlq": False}]
-    fleet.write_definition("bob", definition)
-    fleet.generate()
+    fleet.only_users_to_auth(dlq=False)  # the failure must fail the task, not park the record
     assert fleet.reconcile()[0] == 0
     return fleet
 

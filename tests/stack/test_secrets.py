@@ -24,11 +24,7 @@ RIGHT = "right-pw-1717"
 def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
           capsys: pytest.CaptureFixture[str]) -> Fleet:
     f = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
-    definition = f.definition("bob")
-    definition["pipelines"] = [definition["pipelines"][0]]
-    definition["pipelines"][0]["sinks"] = [{"database": f.dbs["auth"], "dlq": False}]
-    f.write_definition("bob", definition)
-    f.generate()
+    f.only_users_to_auth(dlq=False)
     return f
 
 
