@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import asdict, dataclass
@@ -81,11 +82,22 @@ def timeout_of(project: Project, flag: float | None) -> float:
     return float(flag if flag is not None else project.lock.get("timeout_s", DEFAULT_TIMEOUT_S))
 
 
-def connect_lock(project: Project, clusters: Sequence[Cluster], run_id: str, command: str,
-                 timeout_s: float) -> AbstractContextManager[None]:
+def new_run_id() -> str:
+    """The id a run is known by in the lock holder record and the audit log."""
+    return uuid.uuid4().hex[:12]
+
+
+def urls_lock(project: Project, kind: str, urls: Sequence[str], command: str, timeout_s: float,
+              run_id: str | None = None) -> AbstractContextManager[None]:
+    """The locks of the servers (`kind`: connect, ksqldb) a run acts on."""
+    keys = [resource_key(kind, url) for url in urls]
+    return locked(project, keys, Holder(run_id or new_run_id(), command), timeout_s)
+
+
+def connect_lock(project: Project, clusters: Sequence[Cluster], command: str, timeout_s: float,
+                 run_id: str | None = None) -> AbstractContextManager[None]:
     """The locks of the Connect clusters a run acts on."""
-    keys = [resource_key("connect", c.url) for c in clusters]
-    return locked(project, keys, Holder(run_id, command), timeout_s)
+    return urls_lock(project, "connect", [c.url for c in clusters], command, timeout_s, run_id)
 
 
 @contextmanager

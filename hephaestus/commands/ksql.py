@@ -43,12 +43,9 @@ def init_cmd(project_file: Path, clusters: tuple[str, ...], lock_timeout: float 
 
 def _lock(project: Any, clusters: list[Any], command: str, timeout: float | None) -> Any:
     """One actor per ksqlDB cluster, like the Connect clusters (see hephaestus.lock)."""
-    import uuid
+    from hephaestus.lock import timeout_of, urls_lock
 
-    from hephaestus.lock import Holder, locked, resource_key, timeout_of
-
-    keys = [resource_key("ksqldb", c.url) for c in clusters]
-    return locked(project, keys, Holder(uuid.uuid4().hex[:12], command), timeout_of(project, timeout))
+    return urls_lock(project, "ksqldb", [c.url for c in clusters], command, timeout_of(project, timeout))
 
 
 @ksql.command("apply")

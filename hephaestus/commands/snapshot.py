@@ -38,8 +38,6 @@ def snapshot() -> None:
 def send_cmd(project_file: Path, clusters: tuple[str, ...], connector: str, tables: tuple[str, ...],
              where: str | None, stop: bool, slot_timeout: float, lock_timeout: float | None) -> None:
     """Insert an execute-snapshot (or stop-snapshot) signal for TABLES of a source."""
-    import uuid
-
     from hephaestus.errors import HephaestusError
     from hephaestus.lock import connect_lock, timeout_of
     from hephaestus.project import load_project
@@ -49,7 +47,7 @@ def send_cmd(project_file: Path, clusters: tuple[str, ...], connector: str, tabl
         raise HephaestusError("name at least one table to snapshot")
     project = load_project(project_file)
     found = manual.locate(project, project.select(clusters), connector)
-    with connect_lock(project, [found.cluster], uuid.uuid4().hex[:12], "snapshot", timeout_of(project, lock_timeout)):
+    with connect_lock(project, [found.cluster], "snapshot", timeout_of(project, lock_timeout)):
         signal = manual.send(project, found, connector, tables, where, stop, slot_timeout)
     click.echo(f"sent {signal.type} {signal.id} to {connector}: {signal.data}")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -147,7 +146,7 @@ def heal_project(project: Project, clusters: Sequence[Cluster], dry_run: bool, s
     # The cluster lock, whatever state file is used: two heal runs (or a heal and a
     # reconcile) never act on one cluster at once. A dry run acts on nothing.
     lock = nullcontext() if dry_run else \
-        connect_lock(project, clusters, uuid.uuid4().hex[:12], "heal", lock_timeout_s)
+        connect_lock(project, clusters, "heal", lock_timeout_s)
     with lock, store_for(project, state_file) as store:
         results = []
         for cluster in clusters:  # one at a time: the store is one session

@@ -5,7 +5,6 @@ Inputs for every cluster are loaded and validated before any cluster is touched.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -16,7 +15,7 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
-from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock
+from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock, new_run_id
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health
@@ -70,7 +69,7 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
     desired = {c.name: load_desired(c, options.deploy_custom) for c in clusters}
     held = {c.name: held_back(c, options.deploy_custom) for c in clusters}
     policy = policy_of(project, options.force)
-    run_id = uuid.uuid4().hex[:12]
+    run_id = new_run_id()
 
     def one(cluster: Cluster) -> ClusterOutcome:
         with client_factory(cluster) as client:
@@ -84,7 +83,7 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
 
     # A dry run writes nothing, so it needs no lock (and never waits behind an apply).
     lock = nullcontext() if options.dry_run else \
-        connect_lock(project, clusters, run_id, "reconcile", options.lock_timeout_s)
+        connect_lock(project, clusters, "reconcile", options.lock_timeout_s, run_id)
     with lock, ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
         return list(pool.map(one, clusters))
 
