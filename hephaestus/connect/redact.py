@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from hephaestus.secrets import REDACTOR, is_placeholder
+from hephaestus.secrets import MASK, REDACTOR, is_placeholder
 
 # Naming these keeps messages like "Failed to find any class … matches X" useful.
 _NEVER_SECRET = frozenset({"name", "connector.class"})
@@ -32,5 +32,5 @@ def _sensitive(key: str, value: str) -> bool:
 
 def redact(text: str, values: Iterable[str]) -> str:
     for value in values:
-        text = text.replace(value, "****")
+        text = text.replace(value, MASK)
     return REDACTOR(text)
