@@ -138,7 +138,7 @@ def _progress() -> Any:
     return show
 
 
-_COLOURS = {"create": "green", "update": "yellow", "delete": "red", "protected": "magenta",
+_COLOURS = {"create": "green", "update": "yellow", "rename": "blue", "delete": "red", "protected": "magenta",
             "unmanaged": "cyan", "error": "red", "header": "bright_white"}
 
 

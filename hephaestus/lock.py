@@ -31,10 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
-
 from hephaestus.errors import HephaestusError
-from hephaestus.project import Cluster, Project
+from hephaestus.project import Cluster, Project, normalised_url
 
 POLL_S = 0.5
 # Server-side keepalives for the holder's session: a holder that vanished is dropped (and
@@ -45,10 +43,8 @@ _DDL = """CREATE TABLE IF NOT EXISTS hephaestus_lock_holders (
   key text PRIMARY KEY, run_id text NOT NULL, host text NOT NULL, pid integer NOT NULL,
   command text NOT NULL, since timestamptz NOT NULL)"""
 
-
 class LockBusy(HephaestusError):
     """Another run held the cluster's lock for longer than we were willing to wait."""
-
 
 @dataclass(frozen=True)
 class Holder:
@@ -65,27 +61,19 @@ class Holder:
     def describe(self) -> str:
         return f"run {self.run_id} ({self.command}) on {self.host} pid {self.pid} since {self.since}"
 
-
 def resource_key(kind: str, url: str) -> str:
-    """`connect http://host:port/path` with scheme and host lower-cased, the default port
-    made explicit and credentials left out: one cluster, one key, however it is spelled."""
-    u = httpx.URL(url)
-    port = u.port or {"http": 80, "https": 443}.get(u.scheme, 0)
-    return f"{kind} {u.scheme}://{u.host.lower()}:{port}{u.path.rstrip('/')}"
-
+    """`connect http://host:port/path`: one cluster, one key, however it is spelled."""
+    return f"{kind} {normalised_url(url)}"
 
 DEFAULT_TIMEOUT_S = 300.0  # longer than a heal run (restart_wait_s 60 s) and a typical apply
-
 
 def timeout_of(project: Project, flag: float | None) -> float:
     """--lock-timeout, else the project file's lock.timeout_s, else the default."""
     return float(flag if flag is not None else project.lock.get("timeout_s", DEFAULT_TIMEOUT_S))
 
-
 def new_run_id() -> str:
     """The id a run is known by in the lock holder record and the audit log."""
     return uuid.uuid4().hex[:12]
-
 
 def urls_lock(project: Project, kind: str, urls: Sequence[str], command: str, timeout_s: float,
               run_id: str | None = None) -> AbstractContextManager[None]:
@@ -93,34 +81,30 @@ def urls_lock(project: Project, kind: str, urls: Sequence[str], command: str, ti
     keys = [resource_key(kind, url) for url in urls]
     return locked(project, keys, Holder(run_id or new_run_id(), command), timeout_s)
 
-
 def connect_lock(project: Project, clusters: Sequence[Cluster], command: str, timeout_s: float,
                  run_id: str | None = None) -> AbstractContextManager[None]:
     """The locks of the Connect clusters a run acts on."""
     return urls_lock(project, "connect", [c.url for c in clusters], command, timeout_s, run_id)
 
-
 @contextmanager
 def locked(project: Project, keys: Sequence[str], holder: Holder, timeout_s: float) -> Iterator[None]:
     """Hold every key (taken in sorted order, so two runs never wait on each other crosswise)."""
-    dsn = _lock_dsn(project)
+    dsn = state_dsn(project)
     with ExitStack() as stack:
         for key in sorted(set(keys)):
             lock = PgLock(dsn, key) if dsn else FileLock(project.base / ".hephaestus" / "locks", key)
             stack.enter_context(lock.held(holder.now(), timeout_s))
         yield
 
-
-def _lock_dsn(project: Project) -> str | None:
+def state_dsn(project: Project) -> str | None:
+    """The deployment's shared database (lock, ownership record), if it names one."""
     database = project.lock.get("database") or project.heal.get("state", {}).get("database")
     return project.dsn(database, "the cluster lock") if database else None
-
 
 def _busy(key: str, holder: Holder | None, timeout_s: float) -> LockBusy:
     who = holder.describe() if holder else "another run (holder not recorded)"
     return LockBusy(f"{key} is locked by {who}; gave up after waiting {timeout_s:.0f}s "
                     "(--lock-timeout); a crashed holder's lock is released when its session ends")
-
 
 def _deadline_loop(timeout_s: float) -> Iterator[bool]:
     """Yields True while there is time left to try again, polling every POLL_S."""
@@ -130,7 +114,6 @@ def _deadline_loop(timeout_s: float) -> Iterator[bool]:
         if time.monotonic() >= deadline:
             return
         time.sleep(POLL_S)  # polling a lock held elsewhere, bounded by the deadline above
-
 
 class PgLock:
     def __init__(self, dsn: str, key: str) -> None:
@@ -167,7 +150,6 @@ class PgLock:
             return None
         since = row[4].isoformat(timespec="seconds") if hasattr(row[4], "isoformat") else str(row[4])
         return Holder(str(row[0]), str(row[1]), str(row[2]), int(row[3]), since)
-
 
 class FileLock:
     def __init__(self, folder: Path, key: str) -> None:

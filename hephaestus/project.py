@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 from psycopg.conninfo import make_conninfo
 
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.globs import scopes_overlap
 from hephaestus.secrets import REDACTOR
 from hephaestus.yamlsrc import YamlDoc, load_yaml, packaged_validator, schema_errors_of
 
@@ -109,6 +111,9 @@ class Project:
     heal: dict[str, Any] = field(default_factory=dict, hash=False)
     lock: dict[str, Any] = field(default_factory=dict, hash=False)
     base: Path = Path(".")  # relative paths in the file are relative to it
+    # The deployment's name in the ownership record: deployments sharing a state database
+    # (and a Connect cluster) must each have their own.
+    name: str = "default"
 
     def dsn(self, database: str, what: str = "hephaestus") -> str:
         """The DSN of a database named in `databases:`, its password resolved if referenced."""
@@ -156,7 +161,24 @@ def load_project(path: Path) -> Project:
     errors = schema_errors_of(doc, packaged_validator("hephaestus", "project.schema.json"))
     if errors:
         raise InputErrors(errors)
-    return _build(doc, path.parent)
+    project = _build(doc, path.parent)
+    _check_shared_urls(project)
+    return project
+
+
+def _check_shared_urls(project: Project) -> None:
+    """Two clusters of one file on one Connect cluster must split it by `select`: a name in
+    both scopes would be planned twice, and deleted by one as absent from the other's git."""
+    seen: dict[str, Cluster] = {}
+    errors = []
+    for c in project.clusters.values():
+        first = seen.setdefault(normalised_url(c.url), c)
+        if first is not c and scopes_overlap(first.select, c.select):
+            errors.append(InputError(project.file, f"clusters {first.name!r} and {c.name!r} both point at {c.url} "
+                                     "and their `select` scopes overlap: give each a disjoint select",
+                                     field=f"clusters.{c.name}.select"))
+    if errors:
+        raise InputErrors(errors)
 
 
 def _build(doc: YamlDoc, base: Path) -> Project:
@@ -171,6 +193,7 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         heal=data.get("heal", {}),
         lock=data.get("lock", {}),
         base=base,
+        name=data.get("name", "default"),
         slack_webhook=_secret({"env": slack["webhook_env"]} if "webhook_env" in slack else
                               {"file": slack["webhook_file"]} if "webhook_file" in slack else None),
         ksqldb={n: _ksqldb(n, k, base) for n, k in data.get("ksqldb", {}).items()},
@@ -215,6 +238,14 @@ def _ksqldb(name: str, raw: dict[str, Any], base: Path) -> KsqlDB:
 def _database(name: str, raw: dict[str, Any]) -> Database:
     dsn = os.environ.get(raw["dsn_env"], "") if "dsn_env" in raw else ""
     return Database(name, dsn or raw.get("dsn", f"dbname={name}"), _secret(raw.get("password")))
+
+
+def normalised_url(url: str) -> str:
+    """`http://host:port/path` with scheme and host lower-cased, the default port made explicit
+    and credentials left out: one Connect cluster, one spelling."""
+    u = httpx.URL(url)
+    port = u.port or {"http": 80, "https": 443}.get(u.scheme, 0)
+    return f"{u.scheme}://{u.host.lower()}:{port}{u.path.rstrip('/')}"
 
 
 def _secret(raw: dict[str, str] | None) -> SecretRef | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.errors import ClusterUnreachable, OutcomeUnknown
 from hephaestus.connect.ready import UNREACHABLE, ReadyOptions, Target, Verdict, wait_ready
+from hephaestus.reconciler import moves
 from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
@@ -85,16 +86,20 @@ def record_outcomes(journal: Journal, plan: Plan, results: tuple[StepResult, ...
     return ""
 
 
-def _target(step: Step, options: ApplyOptions) -> Target:
+def _state(step: Step, options: ApplyOptions) -> str:
     # A create starts as asked; an update keeps the state the connector had (a PUT does not
-    # resume a PAUSED or STOPPED connector).
-    state = step.live_state if step.action == "update" and step.live_state in TARGET_STATES \
-        else options.initial_state
-    return Target(step.name, frozenset({state}), step.config if step.action == "update" else None)
+    # resume a PAUSED or STOPPED connector), and a rename the state of the one it replaces.
+    kept = step.action in ("update", "rename") and step.live_state in TARGET_STATES
+    return step.live_state if kept else options.initial_state
+
+
+def _target(step: Step, options: ApplyOptions) -> Target:
+    return Target(step.name, frozenset({_state(step, options)}),
+                  step.config if step.action in ("update", "rename") else None)
 
 
 def _ready(step: Step, verdict: Verdict) -> StepResult:
-    return StepResult(step.name, step.action, verdict.ok, verdict.detail)
+    return StepResult(step.name, step.action, verdict.ok, verdict.detail, wrote=True)
 
 
 def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Journal) -> StepResult:
@@ -108,9 +113,9 @@ def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Jo
         return StepResult(step.name, step.action, False, f"{UNREACHABLE} (not sent)")
     except OutcomeUnknown as exc:
         return StepResult(step.name, step.action, False, f"unknown: {exc.server_message}")
-    except ConnectError as exc:
+    except (ConnectError, moves.RenameFailed) as exc:
         return StepResult(step.name, step.action, False, str(exc))
-    return StepResult(step.name, step.action, True, detail)
+    return StepResult(step.name, step.action, True, detail, wrote=True)
 
 
 def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
@@ -120,4 +125,6 @@ def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
     if step.action == "update":
         client.put_config(step.name, dict(step.config))
         return "written"
+    if step.action == "rename":
+        return moves.rename(client, step, _state(step, options))
     return client.delete(step.name)

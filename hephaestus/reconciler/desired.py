@@ -75,7 +75,16 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
     name = _render(doc["name"], helm_values, path, "name")
     rendered = {k: _render(v, helm_values, path, format_path(["config", k])) for k, v in config.items()}
     _check_name(path, doc["name"], name, rendered.get("name"))
-    return Desired(name, rendered, str(path))
+    return Desired(name, rendered, str(path), _renamed_from(path, doc, name))
+
+
+def _renamed_from(path: Path, doc: dict[str, Any], name: str) -> str:
+    """The live connector this one replaces, offsets kept (optional; see reconciler.renames)."""
+    old = doc.get("renamed_from", "")
+    if not isinstance(old, str) or old == name or (old and (old in (".", "..") or _UNSAFE.search(old))):
+        raise InputError(str(path), f"renamed_from must be another connector's name, got {clip(json.dumps(old))}",
+                         field="renamed_from")
+    return old
 
 
 def _check_name(path: Path, written: str, name: str, config_name: str | None) -> None:

@@ -13,6 +13,7 @@ class StepResult:
     action: str
     ok: bool
     detail: str = ""  # final state, or why it failed
+    wrote: bool = False  # Connect confirmed the write (ready or not): what ownership follows
 
 
 @dataclass(frozen=True)

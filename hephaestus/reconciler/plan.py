@@ -10,13 +10,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from hephaestus.reconciler import renames
+from hephaestus.reconciler.model import Desired, Live, comparable
+
+__all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
+
 JDBC_SINK_CLASSES = frozenset({
     "io.confluent.connect.jdbc.JdbcSinkConnector",
     "io.debezium.connector.jdbc.JdbcSinkConnector",
 })
 
-Action = Literal["create", "update", "delete", "protected", "unmanaged", "unchanged"]
-WRITES: frozenset[Action] = frozenset({"create", "update", "delete"})
+Action = Literal["create", "update", "rename", "delete", "protected", "unmanaged", "unchanged"]
+WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete"})
+ACTIONS: tuple[Action, ...] = ("create", "update", "rename", "delete", "protected", "unmanaged", "unchanged")
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,7 @@ class Step:
     connector_class: str = ""
     origin: str = ""  # the file in git, for messages
     live_state: str = ""  # the state Connect reported before the run (an update keeps it)
+    renamed_from: str = ""  # a rename: the live connector whose offsets this one takes over
 
 
 @dataclass(frozen=True)
@@ -44,21 +51,6 @@ class Policy:
     max_deletes: int = 10
     max_delete_share: float = 0.5
     force: bool = False
-
-
-@dataclass(frozen=True)
-class Desired:
-    name: str
-    config: Mapping[str, str] = field(hash=False)
-    origin: str = ""
-
-
-@dataclass(frozen=True)
-class Live:
-    name: str
-    config: Mapping[str, str] = field(hash=False)
-    type: str = ""  # "source" / "sink" as Connect reports it
-    state: str = ""  # RUNNING / PAUSED / STOPPED / FAILED … as Connect reports it
 
 
 @dataclass(frozen=True)
@@ -76,6 +68,8 @@ class Plan:
     steps: tuple[Step, ...]
     refused: str = ""  # why the plan must not be applied (without --force)
     health: tuple[Unhealthy, ...] = ()  # managed connectors not running as they should
+    adopt: tuple[str, ...] = ()  # in git and live but not yet owned: recorded as owned by an apply
+    warnings: tuple[str, ...] = ()
 
     def of(self, *actions: Action) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.action in actions)
@@ -93,24 +87,33 @@ class Plan:
         return not self.health
 
     def counts(self) -> dict[str, int]:
-        out = {a: 0 for a in ("create", "update", "delete", "protected", "unmanaged", "unchanged")}
+        out: dict[str, int] = {a: 0 for a in ACTIONS}
         for s in self.steps:
             out[s.action] += 1
         return out
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What this deployment may touch on the cluster, beyond git's desired connectors."""
+
+    owned: frozenset[str] = frozenset()  # live connectors the ownership record gives us
+    held: frozenset[str] = frozenset()  # names in git this run leaves out (custom, no flag)
+    warnings: tuple[str, ...] = ()  # found by the caller (e.g. an unscoped shared cluster)
+
+
 def plan(cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live],
-         policy: Policy, held: frozenset[str] = frozenset()) -> Plan:
-    """`held`: names in git that this run leaves out (custom connectors without the flag)."""
-    steps = [_desired_step(d, live.get(name), policy) for name, d in sorted(desired.items())]
-    steps += [_absent_step(l, l.name in held) for name, l in sorted(live.items()) if name not in desired]
+         policy: Policy, scope: Scope = Scope()) -> Plan:
+    found = renames.find(desired, live, scope.owned, policy.ignore_keys)
+    olds = set(found.pairs.values())
+    steps = [_desired_step(d, live.get(name), policy, live.get(found.pairs.get(name, "")))
+             for name, d in sorted(desired.items())]
+    steps += [_absent_step(l, l.name in scope.held, l.name in scope.owned)
+              for name, l in sorted(live.items()) if name not in desired and name not in olds]
     steps.sort(key=lambda s: s.name)
-    return Plan(cluster, tuple(steps), _refusal(steps, len(live), policy))
-
-
-def comparable(config: Mapping[str, str], ignore: frozenset[str]) -> dict[str, str]:
-    """The config as it should be compared: `name` (Connect adds it) and ignorable keys out."""
-    return {k: v for k, v in config.items() if k != "name" and k not in ignore}
+    adopt = tuple(sorted(n for n in desired if n in live and n not in scope.owned))
+    refused = "; ".join(found.refused) or _refusal(steps, desired, live, scope.owned, policy)
+    return Plan(cluster, tuple(steps), refused, adopt=adopt, warnings=(*scope.warnings, *found.warnings))
 
 
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange, ...]:
@@ -118,8 +121,12 @@ def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange
     return tuple(KeyChange(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k))
 
 
-def _desired_step(d: Desired, current: Live | None, policy: Policy) -> Step:
+def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | None = None) -> Step:
     cls = d.config.get("connector.class", "")
+    if old is not None:  # a rename: the new name takes over the old one's offsets
+        changes = diff(comparable(old.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
+        return Step("rename", d.name, d.config, changes, f"from {old.name}, offsets kept", cls, d.origin,
+                    old.state, renamed_from=old.name)
     if current is None:
         return Step("create", d.name, d.config, connector_class=cls, origin=d.origin)
     changes = diff(comparable(current.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
@@ -127,16 +134,19 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy) -> Step:
     return Step(action, d.name, d.config, changes, connector_class=cls, origin=d.origin, live_state=current.state)
 
 
-def _absent_step(l: Live, held: bool = False) -> Step:
-    """A live connector git does not have: delete only what cannot lose data."""
+def _absent_step(l: Live, held: bool, owned: bool) -> Step:
+    """A live connector git does not have: delete only an owned sink, which loses no data."""
     cls = l.config.get("connector.class", "")
     if held:
         return Step("unmanaged", l.name, reason="custom connector: reconciled only with --deploy-custom-sinks",
                     connector_class=cls)
     if is_ksqldb_managed(l.name):
         return Step("unmanaged", l.name, reason="ksqlDB-managed (ALL-CAPS name)", connector_class=cls)
-    if cls in JDBC_SINK_CLASSES:
+    if cls in JDBC_SINK_CLASSES and owned:
         return Step("delete", l.name, reason="JDBC sink absent from git", connector_class=cls)
+    if cls in JDBC_SINK_CLASSES:
+        return Step("unmanaged", l.name, connector_class=cls,
+                    reason="JDBC sink absent from git, not owned by this deployment (`hephaestus import` adopts it)")
     if l.type == "source":
         return Step("protected", l.name, connector_class=cls,
                     reason="a source is never deleted: its slot and offsets would be lost")
@@ -148,13 +158,24 @@ def is_ksqldb_managed(name: str) -> bool:
     return any(c.isalpha() for c in name) and name == name.upper()
 
 
-def _refusal(steps: list[Step], live_count: int, policy: Policy) -> str:
+def _refusal(steps: list[Step], desired: Mapping[str, Desired], live: Mapping[str, Live],
+             owned: frozenset[str], policy: Policy) -> str:
+    """Deletes are counted against the owned sinks, never the whole live fleet; a sink kind
+    gone from git (an emptied or missing folder) is refused whatever the counts."""
     deletes = sum(1 for s in steps if s.action == "delete")
     if policy.force or deletes == 0:
         return ""
+    owned_sinks = sum(1 for n, l in live.items() if n in owned and _is_sink(l.config))
+    if not any(_is_sink(d.config) for d in desired.values()):
+        return (f"git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
+                f"{owned_sinks} owned sinks run: deleting {deletes} of them needs --force")
     if deletes > policy.max_deletes:
         return f"would delete {deletes} connectors (more than {policy.max_deletes}); rerun with --force"
-    if live_count and deletes / live_count > policy.max_delete_share:
-        return (f"would delete {deletes} of {live_count} live connectors "
+    if deletes / owned_sinks > policy.max_delete_share:
+        return (f"would delete {deletes} of {owned_sinks} owned sinks "
                 f"(more than {policy.max_delete_share:.0%}); rerun with --force")
     return ""
+
+
+def _is_sink(config: Mapping[str, str]) -> bool:
+    return config.get("connector.class", "") in JDBC_SINK_CLASSES

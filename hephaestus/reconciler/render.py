@@ -12,7 +12,8 @@ from hephaestus.reconciler.plan import KeyChange, Plan, Step
 from hephaestus.secrets import digest, is_placeholder, is_sensitive, mask_value
 
 Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal
-SYMBOL = {"create": "+", "update": "~", "delete": "-", "protected": "!", "unmanaged": "?", "unchanged": "="}
+SYMBOL = {"create": "+", "update": "~", "rename": ">", "delete": "-", "protected": "!", "unmanaged": "?",
+          "unchanged": "="}
 
 
 def plain(text: str, action: str) -> str:
@@ -21,8 +22,10 @@ def plain(text: str, action: str) -> str:
 
 def summary(plan: Plan) -> str:
     c = plan.counts()
-    return (f"{c['create']} to create, {c['update']} to update, {c['delete']} to delete, "
-            f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged")
+    renames = f"{c['rename']} to rename, " if c["rename"] else ""
+    adopt = f", {len(plan.adopt)} to adopt" if plan.adopt else ""
+    return (f"{c['create']} to create, {c['update']} to update, {renames}{c['delete']} to delete, "
+            f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged{adopt}")
 
 
 def _value(key: str, value: str | None) -> str:
@@ -69,6 +72,9 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
         if step.action != "unchanged":
             lines += [style(line, step.action) for line in _step_lines(step)]
     lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in o.plan.health]
+    if o.plan.adopt:
+        lines.append(f"adopt (record as owned, no write to Connect): {', '.join(o.plan.adopt)}")
+    lines += [style(f"warning: {w}", "protected") for w in o.plan.warnings]
     lines.append(f"plan: {summary(o.plan)}  [{o.requests} requests, {o.writes} writes]")
     if o.refused:
         lines.append(style(f"refused: {o.plan.refused}", "error"))
@@ -93,6 +99,8 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         "applied": o.applied,
         "counts": plan.counts() if plan else {},
         "health": [{"name": u.name, "reason": u.reason} for u in plan.health] if plan else [],
+        "adopt": list(plan.adopt) if plan else [],
+        "warnings": list(plan.warnings) if plan else [],
         "steps": [_step_dict(s) for s in plan.steps] if plan else [],
         "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
         "results": [vars(r) for r in (*o.results, *o.followups)],
@@ -104,7 +112,7 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
 def _step_dict(s: Step) -> dict[str, Any]:
     return {
         "action": s.action, "name": s.name, "connector_class": s.connector_class,
-        "reason": s.reason or None, "origin": s.origin or None,
+        "reason": s.reason or None, "origin": s.origin or None, "renamed_from": s.renamed_from or None,
         "changes": [{"key": c.key, "before": _shown(c.key, c.before), "after": _shown(c.key, c.after)}
                     for c in s.changes],
     }
@@ -129,6 +137,9 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
             out.append(f"**error:** {md_text(o.error)}\n")
         if o.plan.refused:
             out.append(f"> **refused:** {md_text(o.plan.refused)}\n")
+        out += [f"> **warning:** {md_text(w)}\n" for w in o.plan.warnings]
+        if o.plan.adopt:
+            out.append(f"Adopted (recorded as owned, no write): {', '.join(md_code(n) for n in o.plan.adopt)}\n")
         if o.plan.health:
             out.append("**unhealthy:**\n")
             out += [f"- {md_code(u.name)}: {md_text(u.reason)}" for u in o.plan.health]

@@ -16,13 +16,14 @@ from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
 from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock, new_run_id
+from hephaestus import ownership
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health
 from hephaestus.reconciler.audit import Journal
 from hephaestus.reconciler.desired import held_back, load_desired, selected
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
-from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, plan
+from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, is_ksqldb_managed, plan
 from hephaestus.secrets import REDACTOR
 
 
@@ -70,11 +71,12 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
     held = {c.name: held_back(c, options.deploy_custom) for c in clusters}
     policy = policy_of(project, options.force)
     run_id = new_run_id()
+    store = ownership.store_for(project)
 
     def one(cluster: Cluster) -> ClusterOutcome:
         with client_factory(cluster) as client:
-            out = _cluster(client, cluster, desired[cluster.name], held[cluster.name], policy, options, project,
-                           run_id, hooks)
+            ctx = _Ctx(project, cluster, policy, options, run_id, store, hooks)
+            out = _cluster(client, ctx, desired[cluster.name], held[cluster.name])
             if hooks and out.applied and out.plan:
                 out = replace(out, followups=hooks.after(cluster, out.plan, out.results))
             out = replace(out, requests=client.requests, writes=client.writes)
@@ -88,34 +90,88 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
         return list(pool.map(one, clusters))
 
 
-def _cluster(client: ConnectClient, cluster: Cluster, desired: dict[str, Desired], held: frozenset[str],
-             policy: Policy, options: RunOptions, project: Project, run_id: str,
-             hooks: Hooks | None) -> ClusterOutcome:
+@dataclass(frozen=True)
+class _Ctx:
+    project: Project
+    cluster: Cluster
+    policy: Policy
+    options: RunOptions
+    run_id: str
+    store: ownership.Store
+    hooks: Hooks | None
+
+
+def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held: frozenset[str]) -> ClusterOutcome:
+    cluster, options = ctx.cluster, ctx.options
     try:
         fleet = client.fleet()
-    except ConnectError as exc:
+        claims = ctx.store.owned(ctx.project.name, cluster.name)
+    except (ConnectError, ownership.OwnershipUnavailable) as exc:
         return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
     mine = {n: c for n, c in fleet.items() if selected(n, cluster.select)}
     live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
-    p = _with_health(client, plan(cluster.name, desired, live, policy, held), desired, mine, options)
+    owned = frozenset(n for n in claims if n in live)
+    scope = Scope(owned, held, _strangers(cluster, desired, held, live, owned))
+    p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, options)
     _learn_secrets(client, p, desired, live)
     base = ClusterOutcome(cluster.name, cluster.url, p)
-    if options.dry_run or p.in_sync or p.refused:
+    if options.dry_run or p.refused:
         return base
+    if p.in_sync:  # adopting what git declares writes the record only, never Connect
+        return replace(base, error=_record_ownership(ctx, p, ()))
     invalid = apply.validate_all(client, p, options.apply.concurrency)
     if invalid:
         return replace(base, invalid=invalid)
-    journal = Journal(project.audit_log, run_id, cluster.name, {n: c.config for n, c in live.items()})
+    journal = Journal(ctx.project.audit_log, ctx.run_id, cluster.name, {n: c.config for n, c in live.items()})
     try:
         journal.check()
-        if hooks:
-            hooks.prepare(cluster, p)
+        if ctx.hooks:
+            ctx.hooks.prepare(cluster, p)
     except HephaestusError as exc:  # an unwritable audit log, a failed publication update …
         return replace(base, error=f"nothing applied: {exc}")
     results = apply.execute(client, p, options.apply, journal)
-    return replace(base, applied=True, results=results, error=apply.record_outcomes(journal, p, results))
+    errors = [apply.record_outcomes(journal, p, results), _record_ownership(ctx, p, results)]
+    return replace(base, applied=True, results=results, error="; ".join(e for e in errors if e))
+
+
+def _strangers(cluster: Cluster, desired: dict[str, Desired], held: frozenset[str], live: dict[str, Live],
+               owned: frozenset[str]) -> tuple[str, ...]:
+    """A cluster without `select` whose fleet holds connectors neither in git nor owned (nor
+    ksqlDB's) may be shared with another deployment: say so, once, in the plan."""
+    if cluster.select:
+        return ()
+    found = sorted(n for n in live if n not in desired and n not in held and n not in owned
+                   and not is_ksqldb_managed(n))
+    if not found:
+        return ()
+    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+    return (f"cluster {cluster.name} has no `select` and {len(found)} live connectors are neither in git "
+            f"nor owned ({shown}): if another deployment shares this cluster, give this one a select",)
+
+
+def _record_ownership(ctx: _Ctx, p: Plan, results: tuple[StepResult, ...]) -> str:
+    """What this run created, wrote, renamed or adopted is now owned; what it deleted or
+    renamed away is not. Recorded after Connect confirmed each write (a crash before this
+    leaves a connector unowned: never deleted by mistake, adopted by the next apply)."""
+    wrote = {r.name: r for r in results if r.wrote}
+    how = {"create": "created", "rename": "renamed"}  # an update of an unowned one is in p.adopt
+    claims = [(s.name, how[s.action]) for s in p.writes if s.action in how and s.name in wrote]
+    claims += [(n, "adopted") for n in p.adopt]
+    released = [s.name for s in p.writes if s.action == "delete" and s.name in wrote]
+    released += [s.renamed_from for s in p.writes if s.action == "rename" and s.name in wrote]
+    if not claims and not released:
+        return ""
+    scope = ownership.scope_of(ctx.cluster.select)
+    try:
+        for kind in sorted({h for _, h in claims}):
+            ctx.store.claim(ctx.project.name, ctx.cluster.name,
+                            ownership.claims_of([n for n, h in claims if h == kind], scope, kind, ctx.run_id))
+        ctx.store.release(ctx.project.name, ctx.cluster.name, released)
+    except ownership.OwnershipUnavailable as exc:
+        return f"applied, but the ownership record was not updated: {exc}"
+    return ""
 
 
 def _learn_secrets(client: ConnectClient, p: Plan, desired: dict[str, Desired], live: dict[str, Live]) -> None:

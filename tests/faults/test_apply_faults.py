@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from hephaestus.ownership import FileStore, claims_of
+
 from hephaestus.cli import run
 from tests.connect_double import ConnectDouble, serve
 from tests.loopback import slack_receiver
@@ -36,6 +38,9 @@ class Setup:
 
     def file(self, name: str, config: dict[str, str]) -> None:
         (self.folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
+
+    def own(self, *names: str) -> None:
+        FileStore(self.root / ".hephaestus/ownership.json").claim("default", "c", claims_of(names, "*", "test", "r0"))
 
     def project(self, **extra: Any) -> Path:
         doc = {"clusters": {"c": {"url": self.url, "connectors": "connectors/c", "timeout_s": 2}},
@@ -83,7 +88,7 @@ def test_ready_means_running_for_the_window(setup: Setup) -> None:
     setup.file("a", sink())
     code, report = setup.reconcile()
     assert code == 0 and report["clusters"][0]["results"] == [
-        {"name": "a", "action": "create", "ok": True, "detail": "RUNNING"}]
+        {"name": "a", "action": "create", "ok": True, "detail": "RUNNING", "wrote": True}]
 
 
 def test_an_update_waits_for_tasks_on_the_new_config(setup: Setup) -> None:
@@ -218,7 +223,8 @@ def test_an_audit_log_lost_after_the_writes_still_reports_and_notifies(setup: Se
 def test_a_refused_plan_exits_2_and_deletes_nothing(setup: Setup) -> None:
     for i in range(3):
         setup.double.add(f"s{i}", sink())
-    setup.file("s0", sink())  # two of three sinks gone from git: 67 % > 50 %
+    setup.own("s0", "s1", "s2")
+    setup.file("s0", sink())  # two of three owned sinks gone from git: 67 % > 50 %
     code, report = setup.reconcile()
     assert code == 2 and "would delete 2 of 3" in report["clusters"][0]["refused"]
     assert setup.double.writes() == [] and set(setup.double.connectors) == {"s0", "s1", "s2"}

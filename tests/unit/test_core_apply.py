@@ -26,7 +26,7 @@ from hephaestus.reconciler.apply import (
 )
 from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Step, plan
+from hephaestus.reconciler.plan import Scope, Desired, Live, Plan, Policy, Step, plan
 from tests.connect_double import ConnectDouble, Fault
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -189,17 +189,18 @@ def test_create_update_delete_each_reported_with_its_action_and_final_state() ->
     seen: list[tuple[str, str, Any]] = []
     double = ConnectDouble(bodies(seen))
     double.add("upd", cfg(**{"batch.size": "1"}), state="PAUSED")
-    double.add("old", cfg())
+    double.add("old", cfg(topics="old"))
     desired = {"new": Desired("new", cfg()), "upd": Desired("upd", cfg(**{"batch.size": "2"}))}
     live = {n: Live(n, c.config, "sink", c.state) for n, c in double.connectors.items()}
-    p = plan("c", desired, live, Policy(force=True))
+    p = plan("c", desired, live, Policy(force=True), Scope(frozenset(live)))
     progress: list[tuple[StepResult, int, int]] = []
     results = execute(client(double), p, opts(progress=lambda r, d, t: progress.append((r, d, t))), no_journal())
-    assert results == (StepResult("new", "create", True, "RUNNING"), StepResult("old", "delete", True, "deleted"),
-                       StepResult("upd", "update", True, "PAUSED"))
+    assert results == (StepResult("new", "create", True, "RUNNING", True),
+                       StepResult("old", "delete", True, "deleted", True),
+                       StepResult("upd", "update", True, "PAUSED", True))
     # The delete is not waited for: reported first; then each as it becomes ready.
     assert [done for _, done, _ in progress] == [1, 2, 3] and {total for _, _, total in progress} == {3}
-    assert progress[0][0] == StepResult("old", "delete", True, "deleted")
+    assert progress[0][0] == StepResult("old", "delete", True, "deleted", True)
     assert {r for r, _, _ in progress[1:]} == {results[0], results[2]}
     writes = [(m, path, body) for m, path, body in seen if m != "GET" and not path.endswith("/validate")]
     assert ("POST", "/connectors", {"name": "new", "config": cfg()}) in writes
@@ -210,7 +211,7 @@ def test_create_update_delete_each_reported_with_its_action_and_final_state() ->
 def test_a_delete_of_a_connector_already_gone_is_ok() -> None:
     p = Plan("c", (Step("delete", "ghost", connector_class=SINK),))
     assert execute(client(ConnectDouble()), p, opts(), no_journal()) == (
-        StepResult("ghost", "delete", True, "already gone"),)
+        StepResult("ghost", "delete", True, "already gone", True),)
 
 
 @pytest.mark.parametrize("initial", ["PAUSED", "STOPPED"])
@@ -219,7 +220,7 @@ def test_creates_start_in_the_initial_state_asked_for(initial: str) -> None:
     double = ConnectDouble(bodies(seen))
     p = plan("c", {"a": Desired("a", cfg())}, {}, Policy())
     assert execute(client(double), p, opts(initial_state=initial), no_journal()) == (
-        StepResult("a", "create", True, initial),)
+        StepResult("a", "create", True, initial, True),)
     assert ("POST", "/connectors", {"name": "a", "config": cfg(), "initial_state": initial}) in seen
 
 
@@ -231,7 +232,7 @@ def test_a_create_that_fails_after_starting_is_a_failure() -> None:
                         no_journal())
     assert result == StepResult("a", "create", False,
                                 "FAILED (task 0): org.apache.kafka.connect.errors.ConnectException: boom | "
-                                "Caused by: the root")
+                                "Caused by: the root", wrote=True)
 
 
 @pytest.mark.parametrize(("step", "target"), [
@@ -280,7 +281,7 @@ def test_no_journal_no_write() -> None:
     results = execute(cast(ConnectClient, stub), p, opts(), journal)
     assert results == (StepResult("a", "update", False,
                                   "not applied: audit log x cannot be written: No space left on device"),
-                       StepResult("b", "delete", True, "deleted"))
+                       StepResult("b", "delete", True, "deleted", True))
     assert stub.sent == ["b"] and journal.intents == ["b"]
 
 

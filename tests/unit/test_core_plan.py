@@ -11,6 +11,7 @@ from hephaestus.reconciler.plan import (
     Live,
     Plan,
     Policy,
+    Scope,
     Step,
     Unhealthy,
     comparable,
@@ -29,7 +30,15 @@ def cfg(cls: str = DBZ_SINK, **extra: str) -> dict[str, str]:
 
 
 def sinks(n: int) -> dict[str, Live]:
-    return {f"s{i:02}": Live(f"s{i:02}", cfg(), "sink") for i in range(n)}
+    return {f"s{i:02}": Live(f"s{i:02}", cfg(topics=f"t{i}"), "sink") for i in range(n)}
+
+
+def owning(live: dict[str, Live], **more: object) -> Scope:
+    return Scope(owned=frozenset(live), **more)  # type: ignore[arg-type]
+
+
+def keep(live: dict[str, Live], n: int) -> dict[str, Desired]:
+    return {k: Desired(k, dict(l.config)) for k, l in list(live.items())[:n]}
 
 
 def test_policy_defaults() -> None:
@@ -43,8 +52,8 @@ def test_steps_are_exact_and_in_name_order() -> None:
                "noclass": Desired("noclass", {"topics": "t"})}
     live = {"b_upd": Live("b_upd", {**cfg(**{"batch.size": "1", "extra": "x"}), "name": "b_upd"}, "sink", "PAUSED"),
             "a_same": Live("a_same", {**cfg(), "name": "a_same"}, "sink", "RUNNING"),
-            "z_old": Live("z_old", cfg(), "sink", "RUNNING")}
-    p = plan("dwh", desired, live, Policy())
+            "z_old": Live("z_old", cfg(topics="old"), "sink", "RUNNING")}
+    p = plan("dwh", desired, live, Policy(), owning(live))
     assert p == Plan("dwh", (
         Step("unchanged", "a_same", cfg(), connector_class=DBZ_SINK, origin="git/a_same.json", live_state="RUNNING"),
         Step("update", "b_upd", cfg(**{"batch.size": "2"}),
@@ -54,16 +63,18 @@ def test_steps_are_exact_and_in_name_order() -> None:
         Step("create", "noclass", {"topics": "t"}, connector_class=""),
         Step("delete", "z_old", reason="JDBC sink absent from git", connector_class=DBZ_SINK),
     ), refused="")
-    assert p.counts() == {"create": 2, "update": 1, "delete": 1, "protected": 0, "unmanaged": 0, "unchanged": 1}
+    assert p.counts() == {"create": 2, "update": 1, "rename": 0, "delete": 1, "protected": 0, "unmanaged": 0,
+                          "unchanged": 1}
     assert [s.name for s in p.writes] == ["b_upd", "c_new", "noclass", "z_old"]
     assert [s.name for s in p.of("update", "unchanged")] == ["a_same", "b_upd"]
     assert not p.in_sync and p.healthy
 
 
 def test_in_sync_and_healthy() -> None:
-    p = plan("x", {"a": Desired("a", cfg())}, {"a": Live("a", cfg())}, Policy())
-    assert p.in_sync and p.healthy and p.writes == ()
-    assert p.counts() == {"create": 0, "update": 0, "delete": 0, "protected": 0, "unmanaged": 0, "unchanged": 1}
+    p = plan("x", {"a": Desired("a", cfg())}, {"a": Live("a", cfg())}, Policy(), Scope(frozenset({"a"})))
+    assert p.in_sync and p.healthy and p.writes == () and p.adopt == ()
+    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 0, "protected": 0, "unmanaged": 0,
+                          "unchanged": 1}
     sick = Plan("x", p.steps, health=(Unhealthy("a", "FAILED"),))
     assert sick.in_sync and not sick.healthy
 
@@ -76,8 +87,9 @@ def test_what_is_never_deleted_and_why() -> None:
         "s3": Live("s3", cfg("com.example.S3SinkConnector"), "sink"),
         "bare": Live("bare", {}, "sink"),
         "conf": Live("conf", cfg(CONF_SINK), "sink"),
+        "theirs": Live("theirs", cfg(CONF_SINK), "sink"),
     }
-    p = plan("x", {}, live, Policy(force=True), held=frozenset({"held_sink"}))
+    p = plan("x", {}, live, Policy(force=True), Scope(frozenset(live) - {"theirs"}, held=frozenset({"held_sink"})))
     assert p.steps == (
         Step("unmanaged", "DIM_USER_SINK", reason="ksqlDB-managed (ALL-CAPS name)", connector_class=CONF_SINK),
         Step("unmanaged", "bare", reason="not a JDBC sink (unknown class)", connector_class=""),
@@ -88,12 +100,16 @@ def test_what_is_never_deleted_and_why() -> None:
              connector_class="com.example.S3SinkConnector"),
         Step("protected", "src", reason="a source is never deleted: its slot and offsets would be lost",
              connector_class=SOURCE),
+        Step("unmanaged", "theirs", connector_class=CONF_SINK,
+             reason="JDBC sink absent from git, not owned by this deployment (`hephaestus import` adopts it)"),
     )
-    assert p.counts() == {"create": 0, "update": 0, "delete": 1, "protected": 1, "unmanaged": 4, "unchanged": 0}
+    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 1, "protected": 1, "unmanaged": 5,
+                          "unchanged": 0}
 
 
 def test_a_jdbc_sink_reported_as_source_is_still_a_jdbc_sink() -> None:
-    (step,) = plan("x", {}, {"odd": Live("odd", cfg(), "source")}, Policy()).steps
+    live = {"odd": Live("odd", cfg(), "source")}
+    (step,) = plan("x", {}, live, Policy(force=True), owning(live)).steps
     assert step.action == "delete"
 
 
@@ -110,35 +126,60 @@ def test_ksqldb_names(name: str, ksql: bool) -> None:
 
 def test_deleting_exactly_max_deletes_is_allowed() -> None:
     live = sinks(30)
-    keep = {n: Desired(n, cfg()) for n in list(live)[:20]}
-    assert plan("x", keep, live, Policy(max_deletes=10)).refused == ""
-    fewer = {n: Desired(n, cfg()) for n in list(live)[:19]}
-    assert plan("x", fewer, live, Policy(max_deletes=10)).refused == \
+    assert plan("x", keep(live, 20), live, Policy(max_deletes=10), owning(live)).refused == ""
+    assert plan("x", keep(live, 19), live, Policy(max_deletes=10), owning(live)).refused == \
         "would delete 11 connectors (more than 10); rerun with --force"
 
 
 def test_deleting_exactly_the_share_is_allowed() -> None:
     live = sinks(4)
-    two = {n: Desired(n, cfg()) for n in list(live)[:2]}
-    assert plan("x", two, live, Policy(max_deletes=10, max_delete_share=0.5)).refused == ""
-    one = {n: Desired(n, cfg()) for n in list(live)[:1]}
-    assert plan("x", one, live, Policy(max_deletes=10, max_delete_share=0.5)).refused == \
-        "would delete 3 of 4 live connectors (more than 50%); rerun with --force"
-    assert plan("x", {}, sinks(1), Policy(max_delete_share=0.25)).refused == \
-        "would delete 1 of 1 live connectors (more than 25%); rerun with --force"
+    assert plan("x", keep(live, 2), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused == ""
+    assert plan("x", keep(live, 1), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused == \
+        "would delete 3 of 4 owned sinks (more than 50%); rerun with --force"
+
+
+def test_the_share_counts_owned_sinks_not_the_live_fleet() -> None:
+    """Before ownership: 10 sources + 10 sinks made the share 50 % and every sink went."""
+    live = {**sinks(4), **{f"src{i}": Live(f"src{i}", cfg(SOURCE, topics=str(i)), "source") for i in range(10)}}
+    desired = {**keep(sinks(4), 2), **{n: Desired(n, dict(l.config)) for n, l in live.items() if n.startswith("src")}}
+    p = plan("x", desired, live, Policy(max_delete_share=0.25), owning(live))
+    assert p.refused == "would delete 2 of 4 owned sinks (more than 25%); rerun with --force"
+    theirs = {**sinks(4), **{f"x{i}": Live(f"x{i}", cfg(topics=f"x{i}"), "sink") for i in range(10)}}
+    p = plan("x", keep(theirs, 3), theirs, Policy(max_delete_share=0.25), owning(sinks(4)))
+    assert [s.name for s in p.of("delete")] == ["s03"] and p.refused == ""
 
 
 def test_a_single_delete_under_both_limits_is_allowed() -> None:
     live = sinks(4)
-    three = {n: Desired(n, cfg()) for n in list(live)[:3]}
-    assert plan("x", three, live, Policy(max_deletes=1, max_delete_share=0.25)).refused == ""
-    assert plan("x", three, live, Policy(max_deletes=0, max_delete_share=0.25)).refused == \
+    assert plan("x", keep(live, 3), live, Policy(max_deletes=1, max_delete_share=0.25), owning(live)).refused == ""
+    assert plan("x", keep(live, 3), live, Policy(max_deletes=0, max_delete_share=0.25), owning(live)).refused == \
         "would delete 1 connectors (more than 0); rerun with --force"
 
 
+def test_no_sink_in_git_refuses_any_delete_whatever_the_counts() -> None:
+    live = sinks(2)
+    sources = {"src": Desired("src", cfg(SOURCE))}
+    p = plan("x", sources, live, Policy(max_deletes=10, max_delete_share=1.0), owning(live))
+    assert p.refused == ("git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
+                         "2 owned sinks run: deleting 2 of them needs --force")
+    assert plan("x", sources, live, Policy(force=True), owning(live)).refused == ""
+    assert plan("x", sources, live, Policy(), Scope()).refused == ""  # nothing owned: nothing deleted
+
+
 def test_force_lifts_both_limits_and_nothing_to_delete_needs_no_limit() -> None:
-    assert plan("x", {}, sinks(30), Policy(force=True)).refused == ""
-    assert plan("x", {}, {"src": Live("src", cfg(SOURCE), "source")}, Policy(max_deletes=0)).refused == ""
+    assert plan("x", {}, sinks(30), Policy(force=True), owning(sinks(30))).refused == ""
+    src = {"src": Live("src", cfg(SOURCE), "source")}
+    assert plan("x", {}, src, Policy(max_deletes=0), owning(src)).refused == ""
+
+
+def test_only_owned_sinks_are_deleted_and_git_names_not_owned_are_adopted() -> None:
+    live = {"mine": Live("mine", cfg(topics="a"), "sink"), "theirs": Live("theirs", cfg(topics="b"), "sink"),
+            "git": Live("git", cfg(topics="c"), "sink"), "upd": Live("upd", cfg(topics="d"), "sink")}
+    desired = {"git": Desired("git", cfg(topics="c")), "upd": Desired("upd", cfg(topics="e"))}
+    p = plan("x", desired, live, Policy(force=True), Scope(frozenset({"mine"}), warnings=("w",)))
+    assert [(s.action, s.name) for s in p.steps] == [
+        ("unchanged", "git"), ("delete", "mine"), ("unmanaged", "theirs"), ("update", "upd")]
+    assert p.adopt == ("git", "upd") and p.warnings == ("w",)
 
 
 # --- comparison -----------------------------------------------------------------------------------

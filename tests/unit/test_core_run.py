@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hephaestus import ownership
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
@@ -79,6 +80,12 @@ class World:
         chosen = [self.project.clusters[n] for n in (clusters or self.project.clusters)]
         return reconcile(self.project, chosen, options, self.client, hooks)
 
+    def own(self, cluster: str, *names: str) -> None:
+        ownership.store_for(self.project).claim("default", cluster, ownership.claims_of(names, "*", "test", "r0"))
+
+    def owned(self, cluster: str) -> list[str]:
+        return sorted(ownership.store_for(self.project).owned("default", cluster))
+
     def audit(self) -> list[dict[str, Any]]:
         path = self.root / "audit.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -126,12 +133,17 @@ def test_policy_and_apply_options_from_the_project_file() -> None:
 def test_a_dry_run_plans_writes_nothing_and_takes_no_lock(tmp_path: Path, slack: list[Any]) -> None:
     w = World(tmp_path, "c")
     w.git("c", "new", cfg())
-    w.doubles["c"].add("old", cfg())
+    w.git("c", "keep", cfg(topics="k"))
+    w.doubles["c"].add("old", cfg(topics="old"))
+    w.doubles["c"].add("keep", cfg(topics="k"))
+    w.own("c", "old", "keep")
+    record = (tmp_path / ".hephaestus" / "ownership.json").read_text()
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None and not out.applied and out.results == ()
-    assert [(s.name, s.action) for s in out.plan.steps] == [("new", "create"), ("old", "delete")]
+    assert [(s.name, s.action) for s in out.plan.steps] == [("keep", "unchanged"), ("new", "create"), ("old", "delete")]
     assert w.doubles["c"].writes() == [] and (out.requests, out.writes) == (1, 0)
-    assert not (tmp_path / ".hephaestus").exists() and w.audit() == [] and slack == []
+    assert not (tmp_path / ".hephaestus" / "locks").exists() and w.audit() == [] and slack == []
+    assert (tmp_path / ".hephaestus" / "ownership.json").read_text() == record
 
 
 def test_an_apply_writes_waits_journals_and_counts(tmp_path: Path, slack: list[Any]) -> None:
@@ -140,13 +152,21 @@ def test_an_apply_writes_waits_journals_and_counts(tmp_path: Path, slack: list[A
     w.git("c", "upd", cfg(**{"batch.size": "2"}))
     w.doubles["c"].add("upd", cfg(**{"batch.size": "1"}))
     w.doubles["c"].add("same", cfg())
-    w.doubles["c"].add("old", cfg())
-    w.git("c", "same", cfg())
+    w.doubles["c"].add("old", cfg(topics="old"))
+    w.git("c", "same", cfg(topics="same"))
+    w.doubles["c"].add("same", cfg(topics="same"))
+    w.own("c", "old", "upd", "gone")
     (out,) = w.run()
     assert out.applied and out.error == "" and out.invalid == {}
     assert (out.cluster, out.url) == ("c", "http://c.test:8083") and out.plan is not None and out.plan.cluster == "c"
-    assert out.results == (StepResult("new", "create", True, "RUNNING"), StepResult("old", "delete", True, "deleted"),
-                           StepResult("upd", "update", True, "RUNNING"))
+    assert out.results == (StepResult("new", "create", True, "RUNNING", True),
+                           StepResult("old", "delete", True, "deleted", True),
+                           StepResult("upd", "update", True, "RUNNING", True))
+    # Created and adopted (in git, live, unowned) are now owned; deleted is not; a record of a
+    # connector gone from the cluster stays (harmless: nothing is deleted on it).
+    assert w.owned("c") == ["gone", "new", "same", "upd"]
+    hows = ownership.store_for(w.project).owned("default", "c")
+    assert (hows["new"].how, hows["same"].how, hows["upd"].how) == ("created", "adopted", "test")
     assert sorted(w.doubles["c"].writes()) == [("DELETE", "/connectors/old"), ("POST", "/connectors"),
                                                ("PUT", "/connectors/upd/config")]
     assert (out.requests, out.writes) == (w.clients["c"].requests, 3) and out.requests > 3
@@ -167,19 +187,24 @@ def test_in_sync_validates_and_writes_nothing(tmp_path: Path, slack: list[Any]) 
     w.git("c", "same", cfg())
     w.doubles["c"].add("same", cfg())
     (out,) = w.run()
-    assert not out.applied and out.plan is not None and out.plan.in_sync
-    assert w.doubles["c"].log == [("GET", "/connectors")] and slack == []
+    assert not out.applied and out.plan is not None and out.plan.in_sync and out.plan.adopt == ("same",)
+    assert w.doubles["c"].log == [("GET", "/connectors")] and slack == [] and out.error == ""
+    assert w.owned("c") == ["same"]  # adopted: the record only, no request to Connect
+    (again,) = w.run()
+    assert again.plan is not None and again.plan.adopt == () and w.doubles["c"].writes() == []
 
 
 def test_a_refused_plan_applies_nothing(tmp_path: Path) -> None:
     w = World(tmp_path, "c", policy={"max_deletes": 1})
-    for n in ("a", "b"):
-        w.doubles["c"].add(n, cfg())
+    w.git("c", "keep", cfg(topics="k"))
+    for n in ("a", "b", "keep"):
+        w.doubles["c"].add(n, cfg(topics=n))
+    w.own("c", "a", "b")
     (out,) = w.run()
     assert out.plan is not None and "would delete 2 connectors" in out.plan.refused
-    assert not out.applied and w.doubles["c"].log == [("GET", "/connectors")]
+    assert not out.applied and w.doubles["c"].writes() == []
     (forced,) = w.run(RunOptions(force=True, apply=FAST))
-    assert forced.applied and w.doubles["c"].connectors == {}
+    assert forced.applied and list(w.doubles["c"].connectors) == ["keep"] and w.owned("c") == ["keep"]
 
 
 def test_an_invalid_config_applies_nothing_and_is_notified(tmp_path: Path, slack: list[Any]) -> None:
@@ -206,7 +231,7 @@ def test_an_unreadable_cluster_is_an_error_of_that_cluster_only(tmp_path: Path, 
     down, up = w.run()
     assert (down.cluster, down.url, down.plan) == ("down", "http://down.test:8083", None)
     assert down.error.startswith("Kafka Connect 'down': GET /connectors failed") and "refused" in down.error
-    assert up.applied and up.results == (StepResult("a", "create", True, "RUNNING"),)
+    assert up.applied and up.results == (StepResult("a", "create", True, "RUNNING", True),)
     assert slack == [(None, f"hephaestus reconcile on cluster *down*:\nerror: {down.error}")]
 
 
@@ -218,12 +243,13 @@ def test_failures_are_notified_with_the_webhook(tmp_path: Path, slack: list[Any]
                         base=tmp_path)
     w.git("c", "a", cfg())
     w.git("c", "b", cfg(topics="u"))
-    w.doubles["c"].add("old", cfg())
+    w.doubles["c"].add("old", cfg(topics="old"))
+    w.own("c", "old")
     w.doubles["c"].faults.append(
         lambda r, d: httpx.Response(500, json={"error_code": 500, "message": "boom"})
         if r.method == "POST" and b'"b"' in r.content else None)
     (out,) = w.run()
-    assert out.results[0] == StepResult("a", "create", True, "RUNNING")
+    assert out.results[0] == StepResult("a", "create", True, "RUNNING", True)
     assert not out.results[1].ok and out.failed
     assert slack == [("https://hooks.example/x",
                       "hephaestus reconcile on cluster *c*:\ndeleted `old`\n"
@@ -306,8 +332,9 @@ def test_custom_connectors_are_planned_only_with_deploy_custom(tmp_path: Path) -
 def test_connectors_outside_select_are_never_touched(tmp_path: Path) -> None:
     w = World(tmp_path, "c", select=["local_*"])
     w.git("c", "local_a", cfg())
-    w.doubles["c"].add("stag_b", cfg())
-    w.doubles["c"].add("local_old", cfg())
+    w.doubles["c"].add("stag_b", cfg(topics="b"))
+    w.doubles["c"].add("local_old", cfg(topics="old"))
+    w.own("c", "stag_b", "local_old")  # owned once, now outside select: still never seen
     (out,) = w.run()
     assert out.plan is not None and [(s.name, s.action) for s in out.plan.steps] == [
         ("local_a", "create"), ("local_old", "delete")]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hephaestus.reconciler.plan import Desired, Live, Policy, diff, plan
+from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, diff, plan
 
 DBZ_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 CONF_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
@@ -44,7 +44,7 @@ def test_deletes_only_jdbc_sinks() -> None:
         "DIM_USER_SINK": Live("DIM_USER_SINK", cfg(CONF_SINK), "sink"),
         "other": Live("other", cfg("com.example.S3SinkConnector"), "sink"),
     }
-    p = plan("x", {}, live, Policy(force=True))
+    p = plan("x", {}, live, Policy(force=True), Scope(frozenset(live)))
     actions = {s.name: s.action for s in p.steps}
     assert actions == {"old_dbz_sink": "delete", "old_conf_sink": "delete", "old_source": "protected",
                        "DIM_USER_SINK": "unmanaged", "other": "unmanaged"}
@@ -53,18 +53,18 @@ def test_deletes_only_jdbc_sinks() -> None:
 
 def test_delete_threshold_refuses_unless_forced() -> None:
     live = {f"s{i}": Live(f"s{i}", cfg(), "sink") for i in range(12)}
-    desired = {f"s{i}": Desired(f"s{i}", cfg()) for i in range(12) if i >= 11}
-    p = plan("x", desired, live, Policy(max_deletes=10))
+    desired = {f"s{i}": Desired(f"s{i}", cfg()) for i in range(12) if i >= 11}  # no new name: no rename
+    p = plan("x", desired, live, Policy(max_deletes=10), Scope(frozenset(live)))
     assert "would delete 11 connectors" in p.refused
-    assert not plan("x", desired, live, Policy(max_deletes=10, force=True)).refused
+    assert not plan("x", desired, live, Policy(max_deletes=10, force=True), Scope(frozenset(live))).refused
 
 
 def test_delete_share_refuses() -> None:
     live = {f"s{i}": Live(f"s{i}", cfg(), "sink") for i in range(4)}
     desired = {"s0": Desired("s0", cfg())}
-    p = plan("x", desired, live, Policy(max_deletes=10, max_delete_share=0.5))
+    p = plan("x", desired, live, Policy(max_deletes=10, max_delete_share=0.5), Scope(frozenset(live)))
     assert "3 of 4" in p.refused
-    small = plan("x", {**desired, "s1": Desired("s1", cfg())}, live, Policy(max_delete_share=0.5))
+    small = plan("x", {**desired, "s1": Desired("s1", cfg())}, live, Policy(max_delete_share=0.5), Scope(frozenset(live)))
     assert not small.refused
 
 
@@ -80,7 +80,7 @@ def test_plan_is_frozen_and_counts() -> None:
 
 def test_custom_connectors_held_back_are_never_deleted() -> None:
     live = {"custom_sink": Live("custom_sink", cfg(CONF_SINK), "sink")}
-    p = plan("x", {}, live, Policy(), held=frozenset({"custom_sink"}))
+    p = plan("x", {}, live, Policy(force=True), Scope(frozenset(live), held=frozenset({"custom_sink"})))
     (step,) = p.steps
     assert step.action == "unmanaged" and "--deploy-custom-sinks" in step.reason
-    assert plan("x", {}, live, Policy()).steps[0].action == "delete"
+    assert plan("x", {}, live, Policy(force=True), Scope(frozenset(live))).steps[0].action == "delete"

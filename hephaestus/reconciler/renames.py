@@ -1,0 +1,80 @@
+"""Which connectors of a plan are renames: a new name in git that takes over an owned live
+connector, offsets and all. Pure.
+
+A pair is explicit (`renamed_from` in the connector file) or inferred: the only owned live
+connector absent from git whose config equals the new one's (name and ignorable keys aside),
+matched by no other new name. Anything ambiguous is not paired and is said so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hephaestus.reconciler.model import Desired, Live, comparable
+
+# The keys that tie a Debezium PostgreSQL source to its slot and its topics: a rename that
+# changes them would start a second stream, not continue the first.
+SOURCE_IDENTITY = ("slot.name", "topic.prefix")
+
+
+@dataclass(frozen=True)
+class Renames:
+    pairs: Mapping[str, str]  # new name -> old name
+    refused: tuple[str, ...] = ()  # renames that would lose a source's place in its stream
+    warnings: tuple[str, ...] = ()
+
+
+def find(desired: Mapping[str, Desired], live: Mapping[str, Live], owned: frozenset[str],
+         ignore: frozenset[str]) -> Renames:
+    gone = {n: l for n, l in live.items() if n not in desired and n in owned}
+    new = {n: d for n, d in desired.items() if n not in live}
+    pairs, warnings = _explicit(new, gone)
+    inferred, more = _inferred({n: d for n, d in new.items() if n not in pairs},
+                               {n: l for n, l in gone.items() if n not in pairs.values()}, ignore)
+    pairs.update(inferred)
+    refused = tuple(r for n, o in sorted(pairs.items()) if (r := _source_refusal(n, new[n], gone[o])))
+    return Renames(pairs, refused, (*warnings, *more))
+
+
+def _explicit(new: Mapping[str, Desired], gone: Mapping[str, Live]) -> tuple[dict[str, str], list[str]]:
+    pairs: dict[str, str] = {}
+    warnings = []
+    for name, d in sorted(new.items()):
+        old = d.renamed_from
+        if not old:
+            continue
+        if old in gone and old not in pairs.values():
+            pairs[name] = old
+        else:
+            warnings.append(f"{name}: renamed_from {old!r} is not an owned live connector absent from git "
+                            "(already renamed, never owned, or claimed twice): planned as a create")
+    return pairs, warnings
+
+
+def _inferred(new: Mapping[str, Desired], gone: Mapping[str, Live],
+              ignore: frozenset[str]) -> tuple[dict[str, str], list[str]]:
+    shape = {n: comparable(l.config, ignore) for n, l in gone.items()}
+    matches = {n: [o for o, c in shape.items() if c == comparable(d.config, ignore)] for n, d in new.items()}
+    claimed: dict[str, list[str]] = {}
+    for name, olds in matches.items():
+        for old in olds:
+            claimed.setdefault(old, []).append(name)
+    pairs = {n: olds[0] for n, olds in matches.items() if len(olds) == 1 and len(claimed[olds[0]]) == 1}
+    warnings = [f"{n}: its config equals several connectors absent from git ({', '.join(sorted(o))}) or "
+                "theirs equals several new ones: not taken for a rename (set renamed_from)"
+                for n, o in sorted(matches.items()) if o and n not in pairs]
+    return pairs, warnings
+
+
+def _source_refusal(name: str, d: Desired, old: Live) -> str:
+    if old.type != "source":
+        return ""
+    changed = [k for k in SOURCE_IDENTITY if old.config.get(k) != d.config.get(k)]
+    if changed:
+        return (f"rename {old.name} -> {name} refused: a source keeps its {' and '.join(changed)} "
+                "across a rename (else it starts a new slot or topics and loses its place)")
+    if old.config.get("slot.drop.on.stop", "false").strip().lower() == "true":
+        return (f"rename {old.name} -> {name} refused: slot.drop.on.stop=true drops the slot when the "
+                "old connector stops, and with it every change not yet read")
+    return ""
