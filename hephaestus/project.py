@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from fnmatch import fnmatchcase
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,6 +65,11 @@ class Cluster:
 
     def auth(self) -> tuple[str, str] | None:
         return basic_auth(self.username, self.password, f"cluster {self.name} password")
+
+    def selects(self, name: str) -> bool:
+        """In this deployment's share of the cluster (`select` globs; all when none): every
+        job acts only on these."""
+        return not self.select or any(fnmatchcase(name, g) for g in self.select)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ tests/stack/test_smoke.py):
 - `DELETE /connectors/N`: 204; 404 `{"error_code": 404, "message": "Connector N not found"}`.
 - `GET …/config`, `…/status`, `…/tasks`; `PUT …/pause` 202, `…/resume` 202, `…/stop` 204;
   `POST …/restart?includeTasks&onlyFailed` 202 + status (tasks marked RESTARTING).
+- `GET …/offsets`: `{"offsets": [{"partition", "offset"}]}`; `PATCH …/offsets {"offsets": […]}`:
+  400 unless the connector is STOPPED, else 200 + message (partitions not named are kept).
 - `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs` (each with
   its `definition.type`); `GET /connector-plugins/C/config`: the ConfigKeyInfo list.
 Errors are Connect's `{"error_code", "message"}` JSON.
@@ -49,6 +51,8 @@ class Connector:
     # States the tasks go through on the next listings after a (re)start: ["RUNNING", "FAILED"]
     # means RUNNING at the first status read, FAILED from the second on.
     script: list[str] = field(default_factory=list)
+    type: str = "sink"
+    offsets: list[dict[str, Any]] = field(default_factory=list)  # GET/PATCH …/offsets
 
 
 def error(status: int, message: str) -> httpx.Response:
@@ -69,9 +73,9 @@ class ConnectDouble:
     def writes(self) -> list[tuple[str, str]]:
         return [(m, p) for m, p in self.log if m != "GET" and not p.endswith("/config/validate")]
 
-    def add(self, name: str, config: dict[str, str], state: str = "RUNNING") -> Connector:
+    def add(self, name: str, config: dict[str, str], state: str = "RUNNING", type: str = "sink") -> Connector:
         tasks = {"STOPPED": [], "PAUSED": ["PAUSED"]}.get(state, ["RUNNING"])
-        c = Connector(name, {**config, "name": name}, state, tasks)
+        c = Connector(name, {**config, "name": name}, state, tasks, type=type)
         self.connectors[name] = c
         return c
 
@@ -118,6 +122,8 @@ class ConnectDouble:
         if m == "GET" and rest == ["tasks"]:
             return httpx.Response(200, json=[{"id": {"connector": c.name, "task": i}, "config": dict(c.config)}
                                              for i, _ in enumerate(c.task_states)])
+        if rest == ["offsets"]:
+            return self._offsets(c, m, request)
         if m == "PUT" and rest in (["pause"], ["resume"], ["stop"]):
             return self._set_state(c, rest[0])
         if m == "POST" and rest == ["restart"]:
@@ -125,6 +131,22 @@ class ConnectDouble:
             self._start(c)
             return httpx.Response(202, json=self._status(c))
         return error(405, "HTTP 405 Method Not Allowed")
+
+    def _offsets(self, c: Connector, m: str, request: httpx.Request) -> httpx.Response:
+        if m == "GET":
+            return httpx.Response(200, json={"offsets": c.offsets})
+        if m != "PATCH":
+            return error(405, "HTTP 405 Method Not Allowed")
+        if c.state != "STOPPED":
+            return error(400, "Connectors must be in the STOPPED state before their offsets can be modified. "
+                              f"This can be done for the specified connector by issuing a 'PUT' request to the "
+                              f"'/connectors/{c.name}/stop' endpoint")
+        body = json.loads(request.content or b"{}")
+        if not isinstance(body.get("offsets"), list):
+            return error(400, "Offsets must be specified")
+        for o in body["offsets"]:
+            c.offsets = [x for x in c.offsets if x["partition"] != o["partition"]] + [o]
+        return httpx.Response(200, json={"message": "The offsets for this connector have been altered successfully"})
 
     def _list(self, request: httpx.Request) -> httpx.Response:
         expand = request.url.params.get_list("expand")
@@ -173,10 +195,10 @@ class ConnectDouble:
                 if state == "FAILED" else None
         tasks = [{"id": i, "state": s, "worker_id": "w1", **({"trace": c.trace} if s == "FAILED" else {})}
                  for i, s in enumerate(c.task_states)]
-        return {"name": c.name, "type": "sink", "connector": {"state": c.state, "worker_id": "w1"}, "tasks": tasks}
+        return {"name": c.name, "type": c.type, "connector": {"state": c.state, "worker_id": "w1"}, "tasks": tasks}
 
     def _info(self, c: Connector) -> dict[str, Any]:
-        return {"name": c.name, "config": c.config, "type": "sink",
+        return {"name": c.name, "config": c.config, "type": c.type,
                 "tasks": [{"connector": c.name, "task": i} for i, _ in enumerate(c.task_states)]}
 
 
@@ -201,7 +223,7 @@ def serve(double: ConnectDouble) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(response.content)
 
-        do_GET = do_POST = do_PUT = do_DELETE = _any  # noqa: N815 - http.server's names
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _any  # noqa: N815 - http.server's names
 
         def log_message(self, *args: Any) -> None:
             pass

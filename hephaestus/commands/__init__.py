@@ -10,7 +10,7 @@ import importlib
 
 import click
 
-FEATURES = ("snapshot", "heal", "accuracy", "ksql")
+FEATURES = ("adopt", "snapshot", "heal", "accuracy", "ksql")
 
 
 def register(group: click.Group) -> None:

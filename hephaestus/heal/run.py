@@ -74,7 +74,8 @@ def _trace(c: LiveConnector, causes: int = 3) -> str:
 def heal_cluster(client: ConnectClient, cluster: Cluster, store: StateStore, options: HealOptions,
                  webhook: str | None, now: Callable[[], float] = time.time) -> ClusterHeal:
     try:
-        fleet = client.fleet()
+        # Another deployment's connectors (outside `select`) are its own to heal.
+        fleet = {n: c for n, c in client.fleet().items() if cluster.selects(n)}
     except ConnectError as exc:
         return ClusterHeal(cluster.name, cluster.url, error=str(exc))
     records = store.load(cluster.name)

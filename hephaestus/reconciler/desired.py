@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:
         except InputError as exc:
             errors.append(exc)
             continue
-        if selected(d.name, cluster.select):
+        if cluster.selects(d.name):
             errors += _add(desired, d)
     if errors:
         raise InputErrors(errors)
@@ -52,11 +51,6 @@ def _add(desired: dict[str, Desired], d: Desired) -> list[InputError]:
     if first is d:
         return []
     return [InputError(d.origin, f"connector {d.name!r} is also defined in {first.origin}", field="name")]
-
-
-def selected(name: str, globs: tuple[str, ...]) -> bool:
-    """In this deployment's share of the cluster (`select` globs; all when none)."""
-    return not globs or any(fnmatchcase(name, g) for g in globs)
 
 
 def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
@@ -89,9 +83,7 @@ def _renamed_from(path: Path, doc: dict[str, Any], name: str) -> str:
 
 def _check_name(path: Path, written: str, name: str, config_name: str | None) -> None:
     """The name is a URL path segment and the file's identity: refuse what would misroute."""
-    if name in (".", "..") or _UNSAFE.search(name):
-        raise InputError(str(path), f"connector name {clip(name)} is not a safe path segment "
-                         "(no '/', '\\', control characters, '.' or '..')", field="name")
+    check_name(path, name)
     if config_name is not None and config_name != name:
         # Connect refuses the create only at apply time, after other writes of the run.
         raise InputError(str(path), f"config.name {clip(config_name)} differs from name {clip(name)}",
@@ -100,6 +92,13 @@ def _check_name(path: Path, written: str, name: str, config_name: str | None) ->
         # Helm-templated names carry braces and spaces: their files leave the prefix out.
         raise InputError(str(path), f"file name {clip(path.name)} does not match name {clip(name)}: "
                          f"call it {clip(name + '.json')}", field="name")
+
+
+def check_name(path: Path, name: str) -> None:
+    """A connector name must be one safe path segment: in the URL and as a file name."""
+    if not name or name in (".", "..") or _UNSAFE.search(name):
+        raise InputError(str(path), f"connector name {clip(name)} is not a safe path segment "
+                         "(no '/', '\\', control characters, '.' or '..')", field="name")
 
 
 # Separators and control characters (C0, DEL, C1): a name goes into /connectors/{name}.

@@ -21,7 +21,7 @@ from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health
 from hephaestus.reconciler.audit import Journal
-from hephaestus.reconciler.desired import held_back, load_desired, selected
+from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, is_ksqldb_managed, plan
 from hephaestus.secrets import REDACTOR
@@ -110,7 +110,7 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
         return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
-    mine = {n: c for n, c in fleet.items() if selected(n, cluster.select)}
+    mine = {n: c for n, c in fleet.items() if cluster.selects(n)}
     live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
     owned = frozenset(n for n in claims if n in live)
     scope = Scope(owned, held, _strangers(cluster, desired, held, live, owned))

@@ -21,8 +21,12 @@ class Located:
 
 
 def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Located:
-    """The cluster that runs `connector`, and its live config."""
-    for cluster in clusters:
+    """The cluster that runs `connector` in its `select`, and its live config."""
+    outside = [c.name for c in clusters if not c.selects(connector)]
+    if outside and len(outside) == len(clusters):
+        raise HephaestusError(f"connector {connector!r} is outside the select of cluster(s) {', '.join(outside)}: "
+                              "another deployment's to snapshot")
+    for cluster in (c for c in clusters if c.selects(connector)):
         with connect_client(cluster) as client:
             try:
                 return Located(cluster, client.get_config(connector))

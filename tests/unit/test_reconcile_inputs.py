@@ -121,11 +121,12 @@ def test_helm_value_missing(tmp_path: Path) -> None:
 
 
 def test_select_also_scopes_the_live_side(tmp_path: Path) -> None:
-    from hephaestus.reconciler.desired import selected
+    from hephaestus.project import Cluster
 
-    assert selected("local_manabie_x", ("local_manabie_*",))
-    assert not selected("stag_manabie_x", ("local_manabie_*",))
-    assert selected("anything", ())
+    scoped = Cluster("c", "http://c", tmp_path, ("local_manabie_*", "x?"))
+    assert scoped.selects("local_manabie_x") and scoped.selects("xy")
+    assert not scoped.selects("stag_manabie_x") and not scoped.selects("xyz") and not scoped.selects("Local_manabie_x")
+    assert Cluster("c", "http://c", tmp_path).selects("anything")
 
 
 def test_held_back_names_the_custom_connectors_without_the_flag(tmp_path: Path) -> None:

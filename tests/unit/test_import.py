@@ -1,0 +1,128 @@
+"""`hephaestus import` end to end over the strict Connect double: the files it writes are the
+generator's, the next reconcile plans zero writes, a plaintext secret never reaches git."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hephaestus.ownership import FileStore, claims_of
+from tests.connect_double import ConnectDouble
+from tests.unit.conftest import Project
+
+SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+CANARY = "canary-pw-7f3a19"
+
+
+@pytest.fixture
+def fleet(project: Project, served: tuple[ConnectDouble, str]) -> tuple[Project, ConnectDouble]:
+    double, url = served
+    double.connectors.clear()
+    double.log.clear()
+    (project.root / "hephaestus.yaml").write_text(
+        f"clusters:\n  platforms:\n    url: {url}\n    connectors: connectors/platforms\n"
+        "    select: ['local_*', 'hand_*']\n")
+    return project, double
+
+
+def test_a_generated_fleet_made_by_hand_imports_byte_for_byte_and_then_plans_nothing(
+        fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    assert project.generate().code == 0
+    generated = {rel: raw for rel, raw in project.files().items()
+                 if rel.startswith("platforms/") and "/local_" in rel}
+    assert {rel.split("/")[1] for rel in generated} == {"source", "sink"}
+    for rel, raw in generated.items():  # the fleet as someone made it over REST, then git lost
+        doc = json.loads(raw)
+        double.add(doc["name"], doc["config"], type=rel.split("/")[1])
+        (project.connectors / rel).unlink()
+    double.add("MY_KSQL_SINK", {"connector.class": SINK, "topics": "k"})  # ksqlDB's: never imported
+    double.add("stag_x", {"connector.class": SINK, "topics": "s"})  # outside select
+    double.log.clear()
+
+    dry = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run")
+    assert dry.code == 0, dry.err
+    assert f"would write {project.connectors}/platforms/sink/" in dry.out and '"connector.class"' in dry.out
+    assert not any((project.connectors / rel).exists() for rel in generated)
+    assert not (project.root / ".hephaestus/ownership.json").exists() and double.writes() == []
+
+    done = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert done.code == 0, done.err
+    assert f"{len(generated)} now owned, {len(generated)} files" in done.out
+    assert {rel: (project.connectors / rel).read_bytes() for rel in generated} == generated
+    assert not (project.connectors / "platforms/sink/MY_KSQL_SINK.json").exists()
+    assert not (project.connectors / "platforms/sink/stag_x.json").exists()
+    owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
+    assert sorted(owned) == sorted(json.loads(raw)["name"] for raw in generated.values())
+    assert {c.how for c in owned.values()} == {"imported"} and double.writes() == []
+
+    check = project.cli("reconcile", "--project", str(project.root / "hephaestus.yaml"), "--dry-run",
+                        "--exit-code", "--drift-only")
+    assert check.code == 0, check.out + check.err
+    assert f"0 to create, 0 to update, 0 to delete, 0 protected, 0 unmanaged, {len(generated)} unchanged" in check.out
+    again = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert again.code == 0 and f"0 now owned, 0 files" in again.out and double.writes() == []
+
+
+def test_a_plaintext_secret_is_refused_naming_connector_and_key(fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    double.add("hand_a", {"connector.class": SINK, "topics": "a", "connection.password": CANARY})
+    double.add("hand_b", {"connector.class": SINK, "topics": "b",
+                          "connection.url": f"jdbc:postgresql://db/x?user=u&password={CANARY}"})
+    double.add("hand_c", {"connector.class": SINK, "topics": "c", "connection.password": "${file:/s:pw}"})
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert out.code == 1
+    assert "connector 'hand_a' on cluster platforms at connection.password: holds a plaintext secret" in out.err
+    assert "connector 'hand_b' on cluster platforms at connection.url: holds a plaintext secret" in out.err
+    assert "hand_c" not in out.err and CANARY not in out.out + out.err
+    assert not (project.connectors / "platforms/sink").exists() or not list((project.connectors / "platforms/sink").iterdir())
+    assert not (project.root / ".hephaestus/ownership.json").exists()
+
+    placeholder = "${file:/opt/secrets.properties:pw}"
+    ok = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--select", "hand_[ac]",
+                     "--secret", f"connection.password={placeholder}")
+    assert ok.code == 0, ok.err
+    written = json.loads((project.connectors / "platforms/sink/hand_a.json").read_text())
+    assert written == {"name": "hand_a", "config": {"connector.class": SINK, "topics": "a",
+                                                    "connection.password": placeholder}}
+    assert not (project.connectors / "platforms/sink/hand_b.json").exists()
+    kept = json.loads((project.connectors / "platforms/sink/hand_c.json").read_text())
+    assert kept["config"]["connection.password"] == "${file:/s:pw}"  # a live placeholder is kept as it is
+
+
+def test_names_that_cannot_be_files_are_refused(fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    for name in ("hand_a/b", "hand_\x07"):
+        double.add(name, {"connector.class": SINK, "topics": "t"})
+    double.add("hand_ok", {"connector.class": SINK, "topics": "t"})
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert out.code == 1 and out.err.count("is not a safe path segment") == 2
+    assert not (project.connectors / "platforms/sink/hand_ok.json").exists()
+
+
+def test_in_git_and_owned_connectors_are_claimed_not_rewritten(fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    folder = project.connectors / "platforms/sink"
+    folder.mkdir(parents=True)
+    mine = {"name": "hand_git", "config": {"connector.class": SINK, "topics": "other"}}
+    (folder / "hand_git.json").write_text(json.dumps(mine))
+    double.add("hand_git", {"connector.class": SINK, "topics": "live"})
+    double.add("hand_owned", {"connector.class": SINK, "topics": "o"})
+    FileStore(project.root / ".hephaestus/ownership.json").claim("default", "platforms",
+                                                                  claims_of(["hand_owned"], "*", "created", "r0"))
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert out.code == 0, out.err
+    assert "in git: hand_git" in out.out and "owned already: hand_owned" in out.out
+    assert json.loads((folder / "hand_git.json").read_text()) == mine
+    owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
+    assert (owned["hand_git"].how, owned["hand_owned"].how) == ("imported", "created")
+
+
+def test_a_bad_secret_option_is_a_usage_error(fleet: tuple[Project, ConnectDouble]) -> None:
+    project, _ = fleet
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--secret", "nokey")
+    assert out.code == 1 and "expected KEY=PLACEHOLDER" in out.err
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--secret", "k=plain")
+    assert out.code == 1 and "is not a ${provider:path:key} placeholder" in out.err
