@@ -69,10 +69,10 @@ def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: J
     for r in written:
         if r.name not in waiting:
             report(r)
+    details = {r.name: r.detail for r in written}
     verdicts = wait_ready(client, [_target(s, options) for s in waiting.values()], options.ready,
-                          lambda v: report(_ready(waiting[v.name], v)))
-    results = tuple(_ready(waiting[r.name], verdicts[r.name]) if r.name in waiting else r for r in written)
-    return results
+                          lambda v: report(_ready(waiting[v.name], v, details[v.name])))
+    return tuple(_ready(waiting[r.name], verdicts[r.name], r.detail) if r.name in waiting else r for r in written)
 
 
 def record_outcomes(journal: Journal, plan: Plan, results: tuple[StepResult, ...]) -> str:
@@ -98,8 +98,10 @@ def _target(step: Step, options: ApplyOptions) -> Target:
                   step.config if step.action in ("update", "rename") else None)
 
 
-def _ready(step: Step, verdict: Verdict) -> StepResult:
-    return StepResult(step.name, step.action, verdict.ok, verdict.detail, wrote=True)
+def _ready(step: Step, verdict: Verdict, written: str) -> StepResult:
+    # A rename's own account (offsets carried) is kept before the state it reached.
+    detail = f"{written}; {verdict.detail}" if step.action == "rename" else verdict.detail
+    return StepResult(step.name, step.action, verdict.ok, detail, wrote=True)
 
 
 def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Journal) -> StepResult:

@@ -38,7 +38,8 @@ def writes(seen: list[Any]) -> list[tuple[str, str, Any]]:
 
 def test_a_rename_moves_the_offsets_then_starts_the_new_one_and_deletes_the_old() -> None:
     double, seen = world()
-    assert rename(double) == (StepResult("new", "rename", True, "RUNNING", True),)
+    assert rename(double) == (StepResult("new", "rename", True, "renamed from old, 2 offset partitions carried over; "
+                                                          "RUNNING", True),)
     assert writes(seen) == [
         ("PUT", "/connectors/old/stop", None),
         ("POST", "/connectors", {"name": "new", "config": cfg(), "initial_state": "STOPPED"}),
@@ -55,7 +56,8 @@ def test_a_rename_moves_the_offsets_then_starts_the_new_one_and_deletes_the_old(
 def test_the_new_connector_ends_in_the_state_of_the_old_one(state: str) -> None:
     double, seen = world(state)
     (result,) = rename(double)
-    assert result == StepResult("new", "rename", True, state, True)
+    assert result == StepResult("new", "rename", True, f"renamed from old, 2 offset partitions carried over; {state}",
+                                True)
     assert double.connectors["new"].state == state and double.connectors["new"].offsets == OFFSETS
     assert ("PUT", "/connectors/new/resume", None) not in writes(seen)
 

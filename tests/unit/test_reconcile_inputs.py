@@ -137,3 +137,18 @@ def test_held_back_names_the_custom_connectors_without_the_flag(tmp_path: Path) 
     cluster = project.clusters["platforms"]
     assert held_back(cluster, include_custom=False) == {"local_manabie_custom"}
     assert held_back(cluster, include_custom=True) == frozenset()
+
+
+@pytest.mark.parametrize(("value", "ok"), [('"old_sink"', True), ('""', True), ("5", False), ('".."', False),
+                                          ('"a/b"', False), ('"x"', False), ("null", False)])
+def test_renamed_from_is_checked_at_load(tmp_path: Path, value: str, ok: bool) -> None:
+    project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT.replace('    select: ["local_manabie_*"]\n', "")))
+    path = tmp_path / "connectors/platforms/sink/x.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"name": "x", "renamed_from": %s, "config": {"connector.class": "C"}}' % value)
+    if ok:
+        (d,) = load_desired(project.clusters["platforms"], include_custom=False).values()
+        assert d.renamed_from == json.loads(value)
+    else:
+        with pytest.raises(InputErrors, match="x.json at renamed_from: renamed_from must be another connector's name"):
+            load_desired(project.clusters["platforms"], include_custom=False)

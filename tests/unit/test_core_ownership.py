@@ -1,0 +1,130 @@
+"""The ownership record's file store, scope overlap of `select` globs and the project-file
+checks built on it (mutation-tested core)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hephaestus.errors import InputError, InputErrors
+from hephaestus.globs import globs_overlap, scopes_overlap
+from hephaestus.ownership import Claim, FileStore, OwnershipUnavailable, claims_of, scope_of, store_for
+from hephaestus.project import Project, load_project, normalised_url
+
+
+def test_claims_round_trip_per_project_and_cluster(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "o" / "ownership.json")
+    assert store.owned("p", "c") == {}
+    store.claim("p", "c", [Claim("a", "x_*", "created", "r1", "t1"), Claim("b", "*", "imported", "r1", "t1")])
+    store.claim("p", "d", [Claim("a", "*", "adopted", "r2", "t2")])
+    store.claim("q", "c", [Claim("z", "*", "created", "r3", "t3")])
+    assert store.owned("p", "c") == {"a": Claim("a", "x_*", "created", "r1", "t1"),
+                                     "b": Claim("b", "*", "imported", "r1", "t1")}
+    store.claim("p", "c", [Claim("a", "*", "renamed", "r4", "t4")])  # a later claim replaces the record
+    store.release("p", "c", ["b", "never"])
+    assert store.owned("p", "c") == {"a": Claim("a", "*", "renamed", "r4", "t4")}
+    assert list(store.owned("p", "d")) == ["a"] and list(store.owned("q", "c")) == ["z"]
+    assert not (tmp_path / "o" / "ownership.tmp").exists()
+
+
+@pytest.mark.parametrize("text", ["[]", '{"p": []}', '{"p": {"c": []}}', '{"p": {"c": {"a": 1}}}',
+                                  '{"p": {"c": {"a": {"scope": "*", "how": "x"}}}}'])
+def test_a_corrupt_record_stops_the_run(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "ownership.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match="ownership record.*corrupt"):
+        FileStore(path).owned("p", "c")
+
+
+def test_an_unwritable_record_is_an_ownership_error(tmp_path: Path) -> None:
+    (tmp_path / "ro").write_text("")  # a file where the folder should be
+    with pytest.raises(OwnershipUnavailable, match="ownership record .*ro/ownership.json"):
+        FileStore(tmp_path / "ro" / "ownership.json").claim("p", "c", claims_of(["a"], "*", "created", "r"))
+
+
+def test_claims_of_and_scope_of() -> None:
+    claims = claims_of(["b", "a", "b"], "x_*", "created", "r1")
+    assert [(c.connector, c.scope, c.how, c.run_id) for c in claims] == [("a", "x_*", "created", "r1"),
+                                                                        ("b", "x_*", "created", "r1")]
+    assert all(c.since.endswith("+00:00") for c in claims)
+    assert scope_of(()) == "*" and scope_of(("b_*", "a_*")) == "a_*,b_*"
+
+
+def test_the_store_is_the_lock_database_else_a_file(tmp_path: Path) -> None:
+    local = store_for(Project("p", {}, {}, {}, base=tmp_path))
+    assert isinstance(local, FileStore) and local.path == tmp_path / ".hephaestus/ownership.json"
+    from hephaestus.project import Database
+
+    pg = store_for(Project("p", {}, {"state": Database("state", "host=h dbname=s")}, {}, lock={"database": "state"}))
+    assert type(pg).__name__ == "PgStore" and pg.dsn == "host=h dbname=s"  # type: ignore[attr-defined]
+
+
+# --- select scopes ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("a", "b", "overlap"), [
+    ("local_manabie_*", "stag_manabie_*", False), ("a*b*c", "a*d*c", True), ("a_*_x", "a_*_y", False),
+    ("*", "x", True), ("[ab]x", "[cd]x", False), ("[a-z]x", "[m-q]x", True), ("a?", "ab", True), ("a?", "a", False),
+    ("local_*", "local_manabie_*", True), ("*_sink", "*_source", False), ("x[!a]", "xa", False),
+    ("x[!a]", "x[!b]", True), ("", "", True), ("", "*", True), ("", "a", False), ("**", "a", True),
+])
+def test_globs_overlap(a: str, b: str, overlap: bool) -> None:
+    assert globs_overlap(a, b) is overlap and globs_overlap(b, a) is overlap
+
+
+ALPHABET = "ab"
+_NAMES = ["".join(p) for n in range(7) for p in itertools.product(ALPHABET, repeat=n)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "*", "?", "[a]", "[!a]"]), max_size=3).map("".join),
+       st.lists(st.sampled_from(["a", "b", "*", "?", "[a]", "[!a]"]), max_size=3).map("".join))
+def test_globs_overlap_agrees_with_brute_force(a: str, b: str) -> None:
+    """Any witness is at most as long as both patterns together: every name up to 6 is tried."""
+    assert globs_overlap(a, b) is any(fnmatchcase(n, a) and fnmatchcase(n, b) for n in _NAMES)
+
+
+def test_scopes_overlap() -> None:
+    assert scopes_overlap((), ("a_*",)) and scopes_overlap(("a_*",), ())
+    assert scopes_overlap(("x_*", "a_*"), ("b_*", "a_1"))
+    assert not scopes_overlap(("x_*", "a_*"), ("b_*", "c_1"))
+
+
+# --- the project file -------------------------------------------------------------------------
+
+
+def project_file(tmp_path: Path, a: str, b: str, sel_a: str = "", sel_b: str = "") -> Path:
+    path = tmp_path / "hephaestus.yaml"
+    path.write_text(json.dumps({"clusters": {
+        "one": {"url": a, "connectors": "c1", **({"select": [sel_a]} if sel_a else {})},
+        "two": {"url": b, "connectors": "c2", **({"select": [sel_b]} if sel_b else {})}}}))
+    return path
+
+
+@pytest.mark.parametrize(("a", "b"), [("http://connect:8083", "http://CONNECT:8083/"),
+                                      ("http://connect", "http://connect:80"),
+                                      ("https://u:p@connect/", "https://connect:443")])
+def test_two_clusters_on_one_url_with_overlapping_scopes_are_refused(tmp_path: Path, a: str, b: str) -> None:
+    with pytest.raises(InputErrors) as info:
+        load_project(project_file(tmp_path, a, b, "x_*"))
+    (err,) = info.value.errors
+    assert err.field == "clusters.two.select"
+    assert "clusters 'one' and 'two' both point at" in str(err) and "select` scopes overlap" in str(err)
+    assert str(err).startswith(str(tmp_path / "hephaestus.yaml"))
+
+
+def test_disjoint_scopes_or_different_clusters_are_fine(tmp_path: Path) -> None:
+    assert len(load_project(project_file(tmp_path, "http://c:8083", "http://c:8083", "a_*", "b_*")).clusters) == 2
+    assert len(load_project(project_file(tmp_path, "http://c:8083", "http://c:8084")).clusters) == 2
+    assert load_project(project_file(tmp_path, "http://c:8083", "http://c:8084")).name == "default"
+
+
+def test_normalised_url() -> None:
+    assert normalised_url("HTTP://User:Pw@Connect.Example/base/") == "http://connect.example:80/base"
+    assert normalised_url("https://c") == "https://c:443"
