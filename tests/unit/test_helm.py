@@ -224,6 +224,8 @@ def test_the_rendered_project_file_loads_as_hephaestus_yaml(default: list[dict[s
     for cluster in project.clusters.values():
         assert cluster.connectors.is_absolute()
     assert project.audit_log == Path("/var/lib/hephaestus/audit.jsonl")
+    # The ownership record's deployment name: stable per release, unless the values name one.
+    assert project.name == "data.deploy"
 
 
 # --- the deploy hooks ----------------------------------------------------------------------

@@ -161,6 +161,7 @@ reference is empty. Half a reference is an error, not a silently missing secret.
 {{- end -}}
 {{- end -}}
 {{- $project := dict "clusters" $clusters "audit_log" (printf "%s/audit.jsonl" (include "hephaestus.stateDir" .)) -}}
+{{- $_ := set $project "name" (.Values.projectName | default (printf "%s.%s" .Release.Namespace .Release.Name)) -}}
 {{- if $databases -}}{{- $_ := set $project "databases" $databases -}}{{- end -}}
 {{- with .Values.policy -}}{{- $_ := set $project "policy" . -}}{{- end -}}
 {{- with .Values.lock -}}{{- $_ := set $project "lock" . -}}{{- end -}}
