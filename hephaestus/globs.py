@@ -42,14 +42,14 @@ def _moves(ta: list[str], tb: list[str], i: int, j: int) -> list[tuple[int, int]
     moves = []
     if x == "*":
         moves.append((i + 1, j))  # the star ends here
-        if y is not None and y != "*":
-            moves.append((i, j + 1))  # the star eats the character y matches
+        if y is not None:
+            moves.append((i, j + 1))  # the star eats what y matches (a `*` in y: y's star ends)
     if y == "*":
         moves.append((i, j + 1))
-        if x is not None and x != "*":
+        if x is not None:
             moves.append((i + 1, j))
-    if x not in (None, "*") and y not in (None, "*") and _same_char(x, y):
-        moves.append((i + 1, j + 1))
+    if x is not None and y is not None and _same_char(x, y):
+        moves.append((i + 1, j + 1))  # one character both match (a star may take one too)
     return moves
 
 
@@ -58,20 +58,8 @@ def _tokens(glob: str) -> list[str]:
 
 
 def _same_char(x: str, y: str) -> bool:
-    """Can one character match both single-character tokens (a literal, `?` or a set)?"""
-    candidates = {_PROBE, *(c for t in (x, y) if len(t) == 1 and t != "?" for c in t), *_set_chars(x), *_set_chars(y)}
-    return any(_one(c, x) and _one(c, y) for c in candidates)
-
-
-def _set_chars(token: str) -> set[str]:
-    if not token.startswith("[") or len(token) < 2:
-        return set()
-    body = token[1:-1].lstrip("!")
-    chars = set(body)
-    for lo, hi in re.findall(r"(.)-(.)", body):
-        chars.update({lo, hi})
-    return chars
-
-
-def _one(c: str, token: str) -> bool:
-    return fnmatchcase(c, token)
+    """Can one character match both tokens? If any can, one of these can: a character written
+    in either token (a literal, a range's end) or next to one (the first character after an
+    excluded one), or a character no glob names (what `?` and negated sets match)."""
+    near = {chr(o) for c in x + y for o in (ord(c) - 1, ord(c), ord(c) + 1) if 0 <= o <= 0x10FFFF}
+    return any(fnmatchcase(c, x) and fnmatchcase(c, y) for c in (_PROBE, *near))

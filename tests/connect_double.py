@@ -100,6 +100,8 @@ class ConnectDouble:
                        for k, t in self.plugin_keys.items()]
             return httpx.Response(200, json={"name": parts[1], "error_count": 0, "groups": [], "configs": configs})
         if parts[0] == "connector-plugins" and parts[-1] == "config":
+            if not parts[1]:  # Connect: no plugin by that name
+                return error(404, "Unknown plugin: ")
             return httpx.Response(200, json=[{"name": k, "type": t, "required": False}
                                              for k, t in self.plugin_keys.items()])
         if parts == ["connectors"]:

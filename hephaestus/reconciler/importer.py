@@ -76,8 +76,8 @@ def _to_file(client: ConnectClient, cluster: Cluster, c: LiveConnector, secrets:
     where = f"connector {c.name!r} on cluster {cluster.name}"
     if c.type not in GENERATED:
         raise InputError(where, f"Connect reports type {c.type!r}: only source and sink connectors are imported")
+    check_name(Path(where), c.name)  # named by repr: a name from a cluster may hold control characters
     path = cluster.connectors / c.type / f"{c.name}.json"
-    check_name(path, c.name)
     config = {k: _safe(where, k, v, secrets, client, c.config) for k, v in sorted(c.config.items()) if k != "name"}
     return Imported(c.name, f"write {path}", {"name": c.name, "config": config})
 

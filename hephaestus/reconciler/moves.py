@@ -45,10 +45,11 @@ def rename(client: ConnectClient, step: Step, state: str) -> str:
     return detail
 
 
-def _positions(doc: Any) -> list[dict[str, Any]]:
-    offsets = doc.get("offsets") if isinstance(doc, dict) else None
+def _positions(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The partitions that have a position (a JSON object is checked by the client)."""
+    offsets = doc.get("offsets")
     if not isinstance(offsets, list):
-        raise ValueError(f"unexpected offsets answer: {type(doc).__name__}")
+        raise ValueError(f"unexpected offsets answer: 'offsets' is {type(offsets).__name__}, not a list")
     return [o for o in offsets if isinstance(o, dict) and o.get("offset") is not None]
 
 

@@ -106,7 +106,7 @@ def plan(cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live],
          policy: Policy, scope: Scope = Scope()) -> Plan:
     found = renames.find(desired, live, scope.owned, policy.ignore_keys)
     olds = set(found.pairs.values())
-    steps = [_desired_step(d, live.get(name), policy, live.get(found.pairs.get(name, "")))
+    steps = [_desired_step(d, live.get(name), policy, live[found.pairs[name]] if name in found.pairs else None)
              for name, d in sorted(desired.items())]
     steps += [_absent_step(l, l.name in scope.held, l.name in scope.owned)
               for name, l in sorted(live.items()) if name not in desired and name not in olds]
@@ -178,4 +178,4 @@ def _refusal(steps: list[Step], desired: Mapping[str, Desired], live: Mapping[st
 
 
 def _is_sink(config: Mapping[str, str]) -> bool:
-    return config.get("connector.class", "") in JDBC_SINK_CLASSES
+    return config.get("connector.class") in JDBC_SINK_CLASSES

@@ -8,6 +8,7 @@ matched by no other new name. Anything ambiguous is not paired and is said so.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -56,11 +57,8 @@ def _inferred(new: Mapping[str, Desired], gone: Mapping[str, Live],
               ignore: frozenset[str]) -> tuple[dict[str, str], list[str]]:
     shape = {n: comparable(l.config, ignore) for n, l in gone.items()}
     matches = {n: [o for o, c in shape.items() if c == comparable(d.config, ignore)] for n, d in new.items()}
-    claimed: dict[str, list[str]] = {}
-    for name, olds in matches.items():
-        for old in olds:
-            claimed.setdefault(old, []).append(name)
-    pairs = {n: olds[0] for n, olds in matches.items() if len(olds) == 1 and len(claimed[olds[0]]) == 1}
+    wanted = Counter(o for olds in matches.values() for o in olds)  # how many new names match each old one
+    pairs = {n: olds[0] for n, olds in matches.items() if len(olds) == 1 and wanted[olds[0]] == 1}
     warnings = [f"{n}: its config equals several connectors absent from git ({', '.join(sorted(o))}) or "
                 "theirs equals several new ones: not taken for a rename (set renamed_from)"
                 for n, o in sorted(matches.items()) if o and n not in pairs]
@@ -74,7 +72,7 @@ def _source_refusal(name: str, d: Desired, old: Live) -> str:
     if changed:
         return (f"rename {old.name} -> {name} refused: a source keeps its {' and '.join(changed)} "
                 "across a rename (else it starts a new slot or topics and loses its place)")
-    if old.config.get("slot.drop.on.stop", "false").strip().lower() == "true":
+    if str(old.config.get("slot.drop.on.stop")).strip().lower() == "true":
         return (f"rename {old.name} -> {name} refused: slot.drop.on.stop=true drops the slot when the "
                 "old connector stops, and with it every change not yet read")
     return ""

@@ -201,6 +201,14 @@ def test_names_are_url_encoded_in_paths() -> None:
     assert script.calls == [("GET", "/connectors/bob%20sink%20%7Bx%7D%2Fy/config")]
 
 
+@pytest.mark.parametrize(("name", "path"), [("a%2Fb", "/connectors/a%252Fb/config"),  # encoded once, not decoded
+                                            ("..x", "/connectors/..x/config"), ("é?#", "/connectors/%C3%A9%3F%23/config")])
+def test_every_name_is_percent_encoded_exactly_once(name: str, path: str) -> None:
+    script = Script(httpx.Response(200, json={"connector.class": SINK}))
+    client(script).get_config(name)
+    assert script.calls == [("GET", path)]
+
+
 def test_plugins_and_offsets() -> None:
     plugins = [{"class": SINK, "type": "sink", "version": "3.6.1.Final"}]
     offsets = {"offsets": [{"partition": {"server": "dev"}, "offset": {"lsn": 42}}]}

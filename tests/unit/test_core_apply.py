@@ -244,6 +244,9 @@ def test_a_create_that_fails_after_starting_is_a_failure() -> None:
     (Step("update", "a", cfg(), live_state="FAILED"), Target("a", frozenset({"RUNNING"}), cfg())),
     (Step("update", "a", cfg(), live_state=""), Target("a", frozenset({"RUNNING"}), cfg())),
     (Step("create", "a", cfg(), live_state="PAUSED"), Target("a", frozenset({"RUNNING"}), None)),
+    # A rename ends in the old one's state, on the new config.
+    (Step("rename", "a", cfg(), live_state="PAUSED", renamed_from="o"), Target("a", frozenset({"PAUSED"}), cfg())),
+    (Step("rename", "a", cfg(), live_state="FAILED", renamed_from="o"), Target("a", frozenset({"RUNNING"}), cfg())),
 ])
 def test_readiness_targets(step: Step, target: Target) -> None:
     got = _target(step, ApplyOptions())

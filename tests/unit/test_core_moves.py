@@ -25,11 +25,12 @@ def world(state: str = "RUNNING", offsets: list[dict[str, Any]] | None = None) -
     return double, seen
 
 
-def rename(double: ConnectDouble) -> tuple[StepResult, ...]:
-    live = {n: Live(n, c.config, c.type, c.state) for n, c in double.connectors.items()}
+def rename(double: ConnectDouble, seen_state: str | None = None, **options: Any) -> tuple[StepResult, ...]:
+    live = {n: Live(n, c.config, c.type, c.state if seen_state is None else seen_state)
+            for n, c in double.connectors.items()}
     p = plan("c", {"new": Desired("new", cfg())}, live, Policy(), Scope(frozenset({"old"})))
     assert [(s.action, s.renamed_from) for s in p.steps] == [("rename", "old")]
-    return execute(client(double), p, opts(), no_journal())
+    return execute(client(double), p, opts(**options), no_journal())
 
 
 def writes(seen: list[Any]) -> list[tuple[str, str, Any]]:
@@ -38,8 +39,10 @@ def writes(seen: list[Any]) -> list[tuple[str, str, Any]]:
 
 def test_a_rename_moves_the_offsets_then_starts_the_new_one_and_deletes_the_old() -> None:
     double, seen = world()
-    assert rename(double) == (StepResult("new", "rename", True, "renamed from old, 2 offset partitions carried over; "
-                                                          "RUNNING", True),)
+    progress: list[StepResult] = []
+    assert rename(double, progress=lambda r, d, t: progress.append(r)) == (
+        StepResult("new", "rename", True, "renamed from old, 2 offset partitions carried over; RUNNING", True),)
+    assert [r.detail for r in progress] == ["renamed from old, 2 offset partitions carried over; RUNNING"]
     assert writes(seen) == [
         ("PUT", "/connectors/old/stop", None),
         ("POST", "/connectors", {"name": "new", "config": cfg(), "initial_state": "STOPPED"}),
@@ -60,6 +63,35 @@ def test_the_new_connector_ends_in_the_state_of_the_old_one(state: str) -> None:
                                 True)
     assert double.connectors["new"].state == state and double.connectors["new"].offsets == OFFSETS
     assert ("PUT", "/connectors/new/resume", None) not in writes(seen)
+
+
+@pytest.mark.parametrize(("seen", "initial", "end"), [("FAILED", "RUNNING", "RUNNING"), ("", "PAUSED", "PAUSED")])
+def test_an_old_one_not_in_a_target_state_ends_in_the_initial_state(seen: str, initial: str, end: str) -> None:
+    double, _ = world()
+    (result,) = rename(double, seen_state=seen, initial_state=initial)
+    assert result.ok and double.connectors["new"].state == end
+
+
+def test_an_unreadable_offsets_answer_is_rolled_back() -> None:
+    double, _ = world()
+    double.faults.insert(0, lambda r, d: httpx.Response(200, json=["not", "offsets"])
+                         if r.method == "GET" and r.url.path == "/connectors/old/offsets" else None)
+    (result,) = rename(double)
+    assert result.detail.startswith("rename from old failed before the offsets moved: Kafka Connect 'c': GET "
+                                    "/connectors/old/offsets failed: unexpected answer: expected a JSON object")
+    assert result.detail.endswith("; rolled back: old is RUNNING again")
+    double.faults[0] = lambda r, d: httpx.Response(200, json={"offsets": {"x": 1}}) \
+        if r.method == "GET" and r.url.path == "/connectors/old/offsets" else None
+    (result,) = rename(double)
+    assert result.detail == ("rename from old failed before the offsets moved: unexpected offsets answer: 'offsets' "
+                             "is dict, not a list; rolled back: old is RUNNING again")
+
+
+def test_an_unknown_old_state_is_rolled_back_to_running() -> None:
+    double, _ = world()
+    double.faults.insert(0, failing("POST", "/connectors"))
+    (result,) = rename(double, seen_state="")
+    assert result.detail.endswith("rolled back: old is RUNNING again")
 
 
 def test_no_offsets_yet_means_no_patch() -> None:
@@ -90,6 +122,8 @@ def test_a_failure_before_the_offsets_moved_is_rolled_back(method: str, path: st
     assert result.detail.endswith("rolled back: old is RUNNING again")
     assert ("new" in double.connectors) is new_exists
     assert double.connectors["old"].state == "RUNNING" and double.connectors["old"].offsets == OFFSETS
+    created = method != "POST" and path != "/connectors/old/offsets"
+    assert (("DELETE", "/connectors/new", None) in writes(seen)) is created  # only what it created
 
 
 def test_a_paused_old_one_is_rolled_back_to_paused() -> None:

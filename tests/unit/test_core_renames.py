@@ -81,10 +81,11 @@ def test_a_source_that_drops_its_slot_on_stop_is_never_renamed() -> None:
     live = {"old": Live("old", source(**{"slot.drop.on.stop": " TRUE"}), "source")}
     p = plan("x", {"new": Desired("new", source(**{"slot.drop.on.stop": " TRUE"}))}, live, Policy(force=True),
              Scope(frozenset({"old"})))
-    assert p.refused.startswith("rename old -> new refused: slot.drop.on.stop=true drops the slot")
-    kept = {"old": Live("old", source(**{"slot.drop.on.stop": "false"}), "source")}
-    assert plan("x", {"new": Desired("new", source(**{"slot.drop.on.stop": "false"}))}, kept, Policy(),
-                Scope(frozenset({"old"}))).refused == ""
+    assert p.refused == ("rename old -> new refused: slot.drop.on.stop=true drops the slot when the old connector "
+                         "stops, and with it every change not yet read")
+    for flag in ({"slot.drop.on.stop": "false"}, {}):
+        kept = {"old": Live("old", source(**flag), "source")}
+        assert plan("x", {"new": Desired("new", source(**flag))}, kept, Policy(), Scope(frozenset({"old"}))).refused == ""
 
 
 def test_a_sink_rename_is_not_checked_for_source_keys() -> None:
@@ -92,3 +93,19 @@ def test_a_sink_rename_is_not_checked_for_source_keys() -> None:
     p = plan("x", {"new": Desired("new", sink(**{"slot.name": "b"}), renamed_from="old")}, live, Policy(),
              Scope(frozenset({"old"})))
     assert p.refused == "" and p.steps[0].action == "rename"
+
+
+def test_an_explicit_pair_after_a_plain_create_is_still_taken() -> None:
+    live = {"old": Live("old", sink("x"), "sink")}
+    desired = {"a_plain": Desired("a_plain", sink("y")), "b_new": Desired("b_new", sink("z"), renamed_from="old")}
+    p = plan("x", desired, live, Policy(), Scope(frozenset({"old"})))
+    assert [(s.action, s.name) for s in p.steps] == [("create", "a_plain"), ("rename", "b_new")]
+
+
+def test_every_refused_rename_is_named() -> None:
+    live = {"o1": Live("o1", source("s1"), "source"), "o2": Live("o2", source("s2"), "source")}
+    desired = {"n1": Desired("n1", source("x1"), renamed_from="o1"), "n2": Desired("n2", source("x2"), renamed_from="o2")}
+    p = plan("x", desired, live, Policy(force=True), Scope(frozenset(live)))
+    assert p.refused == ("rename o1 -> n1 refused: a source keeps its slot.name across a rename (else it starts a "
+                         "new slot or topics and loses its place); rename o2 -> n2 refused: a source keeps its "
+                         "slot.name across a rename (else it starts a new slot or topics and loses its place)")

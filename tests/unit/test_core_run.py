@@ -323,7 +323,9 @@ def test_custom_connectors_are_planned_only_with_deploy_custom(tmp_path: Path) -
     w.git("c", "custom_new", cfg(), kind="custom")
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None
-    assert [(s.name, s.action) for s in out.plan.steps] == [("custom_a", "unmanaged")]
+    assert [(s.name, s.action, s.reason) for s in out.plan.steps] == [
+        ("custom_a", "unmanaged", "custom connector: reconciled only with --deploy-custom-sinks")]
+    assert out.plan.warnings == ()  # held back: in git, so no stranger
     (out,) = w.run(RunOptions(dry_run=True, deploy_custom=True, apply=FAST))
     assert out.plan is not None
     assert [(s.name, s.action) for s in out.plan.steps] == [("custom_a", "update"), ("custom_new", "create")]
@@ -456,3 +458,85 @@ def test_every_plugin_with_a_diff_is_asked_for_its_secret_keys_even_after_a_fail
     w.doubles["c"].faults.append(plugins)
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.error == "" and asked == [f"/connector-plugins/{other}/config", f"/connector-plugins/{SINK}/config"]
+
+
+# --- ownership ---------------------------------------------------------------------------------
+
+
+def test_a_cluster_without_select_warns_about_connectors_neither_in_git_nor_owned(tmp_path: Path) -> None:
+    w = World(tmp_path, "c")
+    w.git("c", "a", cfg(topics="a"))
+    w.git("c", "h", cfg(topics="h"), kind="custom")
+    for n in ("a", "h", "o", "KSQL_SINK", *(f"s{i}" for i in range(6))):
+        w.doubles["c"].add(n, cfg(topics=n))
+    w.own("c", "o")
+    (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
+    assert out.plan is not None and out.plan.warnings == (
+        "cluster c has no `select` and 6 live connectors are neither in git nor owned (s0, s1, s2, s3, s4, …): "
+        "if another deployment shares this cluster, give this one a select",)
+    del w.doubles["c"].connectors["s5"]
+    (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
+    assert out.plan is not None and out.plan.warnings == (
+        "cluster c has no `select` and 5 live connectors are neither in git nor owned (s0, s1, s2, s3, s4): "
+        "if another deployment shares this cluster, give this one a select",)
+    for i in range(5):
+        del w.doubles["c"].connectors[f"s{i}"]
+    (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
+    assert out.plan is not None and out.plan.warnings == ()
+    scoped = World(tmp_path / "scoped", "c", select=["z*"])
+    scoped.doubles["c"].add("zz", cfg())
+    (out,) = scoped.run(RunOptions(dry_run=True, apply=FAST))
+    assert out.plan is not None and out.plan.warnings == ()
+
+
+def test_a_rename_moves_ownership_and_a_failed_one_keeps_it(tmp_path: Path) -> None:
+    w = World(tmp_path, "c")
+    w.doubles["c"].add("old", cfg(topics="r"))
+    w.own("c", "old", "keep")
+    w.git("c", "new", cfg(topics="r"))
+    w.doubles["c"].faults.append(lambda r, d: httpx.Response(500, json={"error_code": 500, "message": "no"})
+                                 if r.method == "POST" else None)
+    (failed,) = w.run()
+    assert [r.action for r in failed.results] == ["rename"] and not failed.results[0].ok
+    assert w.owned("c") == ["keep", "old"] and list(w.doubles["c"].connectors) == ["old"]
+    w.doubles["c"].faults.clear()
+    (out,) = w.run()
+    assert out.results[0].ok and out.error == "" and list(w.doubles["c"].connectors) == ["new"]
+    claims = ownership.store_for(w.project).owned("default", "c")
+    assert sorted(claims) == ["keep", "new"] and claims["new"].how == "renamed"
+
+
+def test_a_delete_alone_releases_its_claim(tmp_path: Path) -> None:
+    w = World(tmp_path, "c", policy={"max_delete_share": 1.0})
+    w.git("c", "keep", cfg(topics="k"))
+    w.doubles["c"].add("keep", cfg(topics="k"))
+    w.doubles["c"].add("gone", cfg(topics="g"))
+    w.own("c", "keep", "gone")
+    (out,) = w.run()
+    assert [(r.action, r.ok) for r in out.results] == [("delete", True)] and w.owned("c") == ["keep"]
+
+
+def test_an_ownership_record_that_cannot_be_written_is_reported_after_the_apply(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = World(tmp_path, "c")
+    w.git("c", "a", cfg())
+
+    def refuse(*args: Any) -> None:
+        raise ownership.OwnershipUnavailable("ownership record: disk full")
+    monkeypatch.setattr(ownership.FileStore, "claim", refuse)
+    (out,) = w.run()
+    assert out.applied and out.results[0].ok and "a" in w.doubles["c"].connectors
+    assert out.error == "applied, but the ownership record was not updated: ownership record: disk full"
+
+
+def test_an_unreadable_ownership_record_stops_that_cluster_before_any_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = World(tmp_path, "c")
+    w.git("c", "a", cfg())
+
+    def unreadable(*args: Any) -> None:
+        raise ownership.OwnershipUnavailable("ownership record (database): connection refused")
+    monkeypatch.setattr(ownership.FileStore, "owned", unreadable)
+    (out,) = w.run()
+    assert out.plan is None and out.error == "ownership record (database): connection refused"
+    assert w.doubles["c"].writes() == []

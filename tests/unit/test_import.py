@@ -99,7 +99,57 @@ def test_names_that_cannot_be_files_are_refused(fleet: tuple[Project, ConnectDou
     double.add("hand_ok", {"connector.class": SINK, "topics": "t"})
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
     assert out.code == 1 and out.err.count("is not a safe path segment") == 2
+    assert "connector 'hand_a/b' on cluster platforms at name: connector name 'hand_a/b' is not" in out.err
+    assert "connector 'hand_\\x07' on cluster platforms at name" in out.err and "\x07" not in out.err
     assert not (project.connectors / "platforms/sink/hand_ok.json").exists()
+
+
+def test_only_sources_and_sinks_are_imported(fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    double.add("hand_odd", {"connector.class": SINK, "topics": "t"}, type="unknown")
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert out.code == 1 and out.err == ("error: connector 'hand_odd' on cluster platforms: Connect reports type "
+                                         "'unknown': only source and sink connectors are imported\n")
+
+
+def test_a_key_the_plugin_types_password_is_a_secret_whatever_its_name(
+        fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    double.plugin_keys = {"conn.opaque": "PASSWORD", "topics": "LIST"}
+    double.add("hand_p", {"connector.class": SINK, "topics": "t", "conn.opaque": "opaque-canary-42"})
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    double.plugin_keys = {}
+    assert out.code == 1 and "connector 'hand_p' on cluster platforms at conn.opaque: holds a plaintext secret" in out.err
+    assert "opaque-canary-42" not in out.out + out.err
+
+
+def test_import_takes_the_cluster_lock_and_a_dry_run_does_not(fleet: tuple[Project, ConnectDouble]) -> None:
+    from hephaestus.lock import FileLock, Holder, resource_key
+
+    project, double = fleet
+    double.add("hand_a", {"connector.class": SINK, "topics": "a"})
+    url = json.loads(json.dumps(__import__("yaml").safe_load((project.root / "hephaestus.yaml").read_text())))
+    key = resource_key("connect", url["clusters"]["platforms"]["url"])
+    with FileLock(project.root / ".hephaestus/locks", key).held(Holder("other-run", "heal").now(), 0):
+        busy = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--lock-timeout", "0.1")
+        dry = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run")
+    assert busy.code == 1 and "is locked by run other-run (heal)" in busy.err
+    assert dry.code == 0 and "would write" in dry.out
+    done = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert done.code == 0 and "cluster platforms" in done.out
+    (lock,) = (project.root / ".hephaestus/locks").iterdir()
+    holder = json.loads(lock.read_text())
+    owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
+    assert holder["command"] == "import" and holder["run_id"] == owned["hand_a"].run_id
+
+
+def test_a_file_that_cannot_be_written_is_one_error(fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    double.add("hand_a", {"connector.class": SINK, "topics": "a"})
+    (project.connectors / "platforms").mkdir(parents=True)
+    (project.connectors / "platforms/sink").write_text("a file where the folder should be")
+    out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
+    assert out.code == 1 and out.err == f"error: cannot write {project.connectors}/platforms/sink/hand_a.json: File exists\n"
 
 
 def test_in_git_and_owned_connectors_are_claimed_not_rewritten(fleet: tuple[Project, ConnectDouble]) -> None:
@@ -110,11 +160,17 @@ def test_in_git_and_owned_connectors_are_claimed_not_rewritten(fleet: tuple[Proj
     (folder / "hand_git.json").write_text(json.dumps(mine))
     double.add("hand_git", {"connector.class": SINK, "topics": "live"})
     double.add("hand_owned", {"connector.class": SINK, "topics": "o"})
+    double.add("hand_custom", {"connector.class": SINK, "topics": "c"})
+    (project.connectors / "platforms/custom").mkdir(parents=True)
+    (project.connectors / "platforms/custom/hand_custom.json").write_text(
+        json.dumps({"name": "hand_custom", "config": {"connector.class": SINK, "topics": "c"}}))
+    double.add("hand_z", {"connector.class": SINK, "topics": "z"})
     FileStore(project.root / ".hephaestus/ownership.json").claim("default", "platforms",
                                                                   claims_of(["hand_owned"], "*", "created", "r0"))
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
     assert out.code == 0, out.err
-    assert "in git: hand_git" in out.out and "owned already: hand_owned" in out.out
+    assert "in git: hand_git" in out.out and "owned already: hand_owned" in out.out and "in git: hand_custom" in out.out
+    assert (folder / "hand_z.json").exists() and not (folder / "hand_custom.json").exists()
     assert json.loads((folder / "hand_git.json").read_text()) == mine
     owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
     assert (owned["hand_git"].how, owned["hand_owned"].how) == ("imported", "created")
