@@ -58,8 +58,9 @@ def _tokens(glob: str) -> list[str]:
 
 
 def _same_char(x: str, y: str) -> bool:
-    """Can one character match both tokens? If any can, one of these can: a character written
-    in either token (a literal, a range's end) or next to one (the first character after an
-    excluded one), or a character no glob names (what `?` and negated sets match)."""
-    near = {chr(o) for c in x + y for o in (ord(c) - 1, ord(c), ord(c) + 1) if 0 <= o <= 0x10FFFF}
+    """Can one character match both tokens? If any can, the smallest such one can, and it is a
+    character written in either token (a literal, a range's start), the one right after a
+    written one (after an excluded character or range), or one no glob names (what `?` and
+    negated sets match)."""
+    near = {chr(o) for c in x + y for o in (ord(c), ord(c) + 1) if o <= 0x10FFFF}
     return any(fnmatchcase(c, x) and fnmatchcase(c, y) for c in (_PROBE, *near))

@@ -86,6 +86,8 @@ def test_the_store_is_the_lock_database_else_a_file(tmp_path: Path) -> None:
     ("*", "x", True), ("[ab]x", "[cd]x", False), ("[a-z]x", "[m-q]x", True), ("a?", "ab", True), ("a?", "a", False),
     ("local_*", "local_manabie_*", True), ("*_sink", "*_source", False), ("x[!a]", "xa", False),
     ("x[!a]", "x[!b]", True), ("", "", True), ("", "*", True), ("", "a", False), ("**", "a", True),
+    ("*", "abc", True), ("abc", "*", True), ("a*", "*b", True), ("*a*", "b*c", True), ("*ab", "*ba", False),
+    ("[a-c]", "[!ac]", True), ("[a-d]", "[!abd]", True), ("[a-c]", "[!a-c]", False), ("[b-c]", "[!b]", True),
 ])
 def test_globs_overlap(a: str, b: str, overlap: bool) -> None:
     assert globs_overlap(a, b) is overlap and globs_overlap(b, a) is overlap

@@ -540,3 +540,27 @@ def test_an_unreadable_ownership_record_stops_that_cluster_before_any_write(
     (out,) = w.run()
     assert out.plan is None and out.error == "ownership record (database): connection refused"
     assert w.doubles["c"].writes() == []
+
+
+def test_an_update_of_an_owned_connector_changes_no_claim(tmp_path: Path) -> None:
+    w = World(tmp_path, "c")
+    w.git("c", "upd", cfg(topics="new"))
+    w.doubles["c"].add("upd", cfg(topics="old"))
+    w.own("c", "upd")
+    record = (tmp_path / ".hephaestus/ownership.json").read_text()
+    (out,) = w.run()
+    assert out.results[0].ok and out.error == "" and (tmp_path / ".hephaestus/ownership.json").read_text() == record
+
+
+def test_both_an_audit_and_an_ownership_failure_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hephaestus.reconciler import run as run_mod
+
+    w = World(tmp_path, "c")
+    w.git("c", "a", cfg())
+    monkeypatch.setattr(run_mod.apply, "record_outcomes", lambda *args: "audit log x cannot be written")
+
+    def refuse(*args: Any) -> None:
+        raise ownership.OwnershipUnavailable("disk full")
+    monkeypatch.setattr(ownership.FileStore, "claim", refuse)
+    (out,) = w.run()
+    assert out.error == "audit log x cannot be written; applied, but the ownership record was not updated: disk full"
