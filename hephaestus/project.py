@@ -15,7 +15,7 @@ from psycopg.conninfo import make_conninfo
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
 from hephaestus.secrets import REDACTOR
-from hephaestus.yamlsrc import YamlDoc, load_yaml, packaged_validator, schema_errors_of
+from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
 log = logging.getLogger("hephaestus.project")
@@ -178,7 +178,13 @@ def _check_shared_urls(project: Project) -> None:
     seen: dict[str, Cluster] = {}
     errors = []
     for c in project.clusters.values():
-        first = seen.setdefault(normalised_url(c.url), c)
+        try:
+            url = normalised_url(c.url)
+        except ValueError as exc:  # httpx.InvalidURL, or an address ipaddress refuses ("027.0.0.1")
+            errors.append(InputError(project.file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}",
+                                     field=f"clusters.{c.name}.url"))
+            continue
+        first = seen.setdefault(url, c)
         if first is not c and scopes_overlap(first.select, c.select):
             errors.append(InputError(project.file, f"clusters {first.name!r} and {c.name!r} both point at {c.url} "
                                      "and their `select` scopes overlap: give each a disjoint select",
@@ -249,7 +255,10 @@ def _database(name: str, raw: dict[str, Any]) -> Database:
 def normalised_url(url: str) -> str:
     """`http://host:port/path` with scheme and host lower-cased, the default port made explicit
     and credentials left out: one Connect cluster, one spelling."""
-    u = httpx.URL(url)
+    try:
+        u = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(str(exc)) from exc
     port = u.port or {"http": 80, "https": 443}.get(u.scheme, 0)
     return f"{u.scheme}://{u.host.lower()}:{port}{u.path.rstrip('/')}"
 

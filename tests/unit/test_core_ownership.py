@@ -143,3 +143,11 @@ def test_disjoint_scopes_or_different_clusters_are_fine(tmp_path: Path) -> None:
 def test_normalised_url() -> None:
     assert normalised_url("HTTP://User:Pw@Connect.Example/base/") == "http://connect.example:80/base"
     assert normalised_url("https://c") == "https://c:443"
+
+
+@pytest.mark.parametrize("url", ["http://027.0.0.1:8083", "http://[::1"])
+def test_an_unusable_url_is_an_input_error_naming_the_cluster(tmp_path: Path, url: str) -> None:
+    with pytest.raises(InputErrors) as info:
+        load_project(project_file(tmp_path, url, "http://c:8084"))
+    (err,) = info.value.errors
+    assert err.field == "clusters.one.url" and "not a usable URL" in str(err)
