@@ -6,10 +6,8 @@ read them: 0 ok, 1 error, 2 drift/refused when a flag asks for it.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,8 @@ _dir = click.Path(file_okay=False, path_type=Path)
 @click.option("--verbose", "-v", is_flag=True, help="Log each HTTP request (method, path, status; never bodies).")
 def cli(verbose: bool) -> None:
     """GitOps reconciler and job runner for Kafka Connect + Debezium fleets."""
+    import logging  # not for --version and --help
+
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="hephaestus: %(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("httpx", "httpcore", "slack_sdk"):  # their DEBUG lines carry headers and URLs
@@ -219,6 +219,8 @@ def _run(argv: list[str] | None) -> int:
         click.echo(f"error: unexpected {type(exc).__name__}: {exc} (a bug in hephaestus; "
                    "HEPHAESTUS_TRACEBACK=1 shows where)", err=True)
         if os.environ.get("HEPHAESTUS_TRACEBACK") == "1":
+            import traceback
+
             traceback.print_exc()  # to the redacted stderr
         return EXIT_ERROR
     return EXIT_OK

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-from psycopg.conninfo import make_conninfo
 
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
@@ -129,6 +128,8 @@ class Project:
         REDACTOR.learn_embedded(db.dsn)  # a password= inside a DSN given by env var
         if db.password is None:
             return db.dsn
+        from psycopg.conninfo import make_conninfo  # psycopg costs ~80 ms to import: only when a DSN is used
+
         return make_conninfo(db.dsn, password=db.password.resolve(f"database {database} password"))
 
     def webhook(self) -> str | None:

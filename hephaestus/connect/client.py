@@ -74,7 +74,7 @@ class ConnectClient:
         self.name = name
         server = str(httpx.URL(base_url).copy_with(username=None, password=None))
         self._http = httpx.Client(
-            base_url=base_url, auth=auth, verify=verify_for(verify, f"Kafka Connect '{name}'"), timeout=timeout,
+            base_url=base_url, auth=auth, verify=verify_for(verify, f"Kafka Connect '{name}'", base_url), timeout=timeout,
             transport=transport, headers={"Accept": "application/json"},
             event_hooks={"response": [self._on_response]})
         self._edge = Edge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)

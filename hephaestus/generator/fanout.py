@@ -36,19 +36,30 @@ def generate(defs: Sequence[Definition], snapshots: Mapping[str, Snapshot]) -> l
 
 
 def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Connector]:
+    shared = _shared_columns(d, snapshots)  # once per sink, not once per env × org
     for scope in naming.scopes(d):
         name = naming.source_name(d, scope)
         yield Connector(d.cluster, "source", name, source_config(d, scope),
                         Origin(d.file, "database", d.line("database")), scope.file_stem(name))
         for p in d.pipelines:
-            src = snapshots[d.database].tables[p.source_table]
+            pk = snapshots[d.database].tables[p.source_table].primary_key
             for sink in p.sinks:
-                dst = snapshots[sink.database].tables[sink.table]
                 name = naming.sink_name(d, scope, p.source_table, sink)
-                fields = tuple(c for c in src.column_names if c in set(dst.column_names))
-                config = sink_config(d, scope, p.source_table, sink, src.primary_key, fields)
+                config = sink_config(d, scope, p.source_table, sink, pk, shared[sink.path])
                 origin = Origin(d.file, sink.path, d.line(sink.path))
                 yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name))
+
+
+def _shared_columns(d: Definition, snapshots: Mapping[str, Snapshot]) -> dict[str, tuple[str, ...]]:
+    """Per sink (by its path in the definition): the source's columns the sink table also has,
+    in the source's order. Linear in columns (one set per sink table)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for p in d.pipelines:
+        src = snapshots[d.database].tables[p.source_table]
+        for sink in p.sinks:
+            there = set(snapshots[sink.database].tables[sink.table].column_names)
+            out[sink.path] = tuple(c for c in src.column_names if c in there)
+    return out
 
 
 def _check_tables(d: Definition, snapshots: Mapping[str, Snapshot]) -> list[InputError]:

@@ -17,5 +17,5 @@ def names_of(cluster: KsqlDB) -> Names:
 
 def open_client(cluster: KsqlDB, *, transport: httpx.BaseTransport | None = None,
                 retry: RetryPolicy = RetryPolicy()) -> KsqlClient:
-    return KsqlClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=verify_for(cluster.verify_tls, f"ksqlDB '{cluster.name}'"),
+    return KsqlClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=verify_for(cluster.verify_tls, f"ksqlDB '{cluster.name}'", cluster.url),
                       timeout=cluster.timeout_s, transport=transport, retry=retry)
