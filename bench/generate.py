@@ -1,78 +1,92 @@
-"""bench/generate: a synthetic fleet (3 envs x 5 orgs x 100 tables x 3 sinks) through the generator.
+"""bench/generate: synthetic fleets through `hephaestus generate`, command level, A/B against
+the floor (issue 15).
 
-Measures `hephaestus generate` in-process (load + validate + fan-out + render + write) against
-the floor: writing the same bytes to the same number of files with a bare loop.
-Run: python bench/generate.py [--repeat N]
+Shapes:
+- `fleet`: 3 envs × 5 orgs × 100 tables × 3 sinks = 4,500 sinks + 15 sources = 4,515 files,
+  13 columns per table;
+- `wide`: 1 env × 1 org × 100 tables × 3 sinks = 300 sinks + 1 source, 400 columns per table.
+
+Each pair runs, as fresh processes into empty folders: `hephaestus generate` and the floor, a
+bare Python loop that reads the same documents from one JSON file and writes each with
+`json.dumps` (sorted keys, 2-space indent) to the same paths. Which goes first alternates.
+
+    python bench/generate.py --shape fleet --pairs 5
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from hephaestus.generator import run_generate
-from hephaestus.generator.output import read_generated
+REPO = Path(__file__).resolve().parents[1]
+SHAPES = {"fleet": (3, 5, 100, 3, 13), "wide": (1, 1, 100, 3, 400)}  # envs, orgs, tables, sinks, columns
+FLOOR = """
+import json, os, sys
+from pathlib import Path
+out = Path(sys.argv[2])
+for rel, doc in json.loads(Path(sys.argv[1]).read_text()).items():
+    path = out / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\\n")
+"""
 
-ENVS, ORGS, TABLES, SINKS = 3, 5, 100, 3
 
-
-def write_fleet(root: Path) -> None:
+def write_fleet(root: Path, envs: int, orgs: int, tables: int, sinks: int, columns: int) -> None:
     """Definitions and schema snapshots for the synthetic fleet."""
     (root / "definitions").mkdir(parents=True)
     (root / "schemas").mkdir()
-    cols = [{"name": "id", "type": "text"}] + [{"name": f"c{i}", "type": "text"} for i in range(12)]
+    cols = [{"name": "id", "type": "text"}] + [{"name": f"c{i}", "type": "text"} for i in range(columns - 1)]
     table = {"columns": cols, "primary_key": ["id"]}
-    tables = {f"public.t{i:03d}": table for i in range(TABLES)}
-    for db in ["src"] + [f"sink{j}" for j in range(SINKS)]:
-        (root / "schemas" / f"{db}.json").write_text(json.dumps({"database": db, "tables": tables}))
-    pipelines = [{"source_table": f"t{i:03d}", "sinks": [{"database": f"sink{j}"} for j in range(SINKS)]}
-                 for i in range(TABLES)]
-    definition = {"cluster": "bench", "database": "src", "envs": [f"e{i}" for i in range(ENVS)],
-                  "orgs": [f"o{i}" for i in range(ORGS)], "pipelines": pipelines}
+    all_tables = {f"public.t{i:03d}": table for i in range(tables)}
+    for db in ["src"] + [f"sink{j}" for j in range(sinks)]:
+        (root / "schemas" / f"{db}.json").write_text(json.dumps({"database": db, "tables": all_tables}))
+    pipelines = [{"source_table": f"t{i:03d}", "sinks": [{"database": f"sink{j}"} for j in range(sinks)]}
+                 for i in range(tables)]
+    definition = {"cluster": "bench", "database": "src", "envs": [f"e{i}" for i in range(envs)],
+                  "orgs": [f"o{i}" for i in range(orgs)], "pipelines": pipelines}
     (root / "definitions" / "src.yaml").write_text(json.dumps(definition))  # JSON is YAML
 
 
-def time_generate(root: Path) -> tuple[float, int]:
-    out = root / "connectors"
+def timed(argv: list[str], out: Path) -> float:
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    result = run_generate(root / "definitions", root / "schemas", out, check=False)
-    return time.perf_counter() - start, len(result.connectors)
-
-
-def time_floor(root: Path, files: dict[str, bytes]) -> float:
-    out = root / "floor"
-    shutil.rmtree(out, ignore_errors=True)
-    start = time.perf_counter()
-    for rel, data in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=5)
-    repeat = parser.parse_args().repeat
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="fleet")
+    parser.add_argument("--pairs", type=int, default=5)
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_fleet(root)
-        gen = [time_generate(root) for _ in range(repeat)]
-        files = read_generated(root / "connectors")
-        floor = [time_floor(root, files) for _ in range(repeat)]
-        size = sum(len(b) for b in files.values())
-        gen_s = statistics.median(t for t, _ in gen)
-        floor_s = statistics.median(floor)
-        print(f"connectors: {gen[0][1]}  files: {len(files)}  bytes: {size}")
-        print(f"generate  median {gen_s:.3f}s over {repeat} runs")
-        print(f"floor     median {floor_s:.3f}s (bare loop writing the same bytes)")
-        print(f"ratio     {gen_s / floor_s:.2f}x")
+        write_fleet(root, *SHAPES[args.shape])
+        ours = [str(REPO / ".venv/bin/hephaestus"), "generate", "--definitions", str(root / "definitions"),
+                "--schemas", str(root / "schemas"), "--out", str(root / "connectors")]
+        timed(ours, root / "connectors")  # warm-up, and the documents the floor writes
+        docs = {p.relative_to(root / "connectors").as_posix(): json.loads(p.read_text())
+                for p in sorted((root / "connectors").rglob("*.json"))}
+        (root / "docs.json").write_text(json.dumps(docs))
+        floor = [sys.executable, "-c", FLOOR, str(root / "docs.json"), str(root / "floor")]
+        ours_s, floor_s = [], []
+        for pair in range(args.pairs):
+            runs = [(ours_s, ours, root / "connectors"), (floor_s, floor, root / "floor")]
+            for sink, argv, out in (runs if pair % 2 == 0 else runs[::-1]):
+                sink.append(timed(argv, out))
+        size = sum(len(json.dumps(d)) for d in docs.values())
+        o, f = statistics.median(ours_s), statistics.median(floor_s)
+        print(f"shape {args.shape}: {len(docs)} files (~{size / 1e6:.1f} MB); load average {os.getloadavg()[0]:.1f}")
+        print(f"| generate, command level | {min(ours_s):.3f} / {o:.3f} s | floor {min(floor_s):.3f} / {f:.3f} s | "
+              f"{o / f:.2f}× |")
 
 
 if __name__ == "__main__":

@@ -108,14 +108,17 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
     from hephaestus.reconciler import render
     from hephaestus.lock import timeout_of
     from hephaestus.reconciler.run import RunOptions, apply_options_of, reconcile as run_reconcile
-    from hephaestus.snapshot.hooks import SnapshotHooks
 
     project = load_project(project_file)
     options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom,
                          apply=apply_options_of(project, _progress() if sys.stderr.isatty() else None),
                          drift_only=drift_only, unassigned_grace_s=project.policy.get("unassigned_grace_s", 60.0),
                          lock_timeout_s=timeout_of(project, lock_timeout))
-    hooks = SnapshotHooks(project) if send_snapshot and not dry_run else None
+    hooks = None
+    if send_snapshot and not dry_run:
+        from hephaestus.snapshot.hooks import SnapshotHooks  # psycopg: only when it is used
+
+        hooks = SnapshotHooks(project)
     outcomes = run_reconcile(project, project.select(clusters), options, hooks=hooks)
     if output == "json":
         click.echo(render.as_json(outcomes), nl=False)

@@ -54,6 +54,7 @@ class Redactor:
         self._values: set[str] = set()
         self._keys: set[str] = set()
         self._files: set[str] = set()
+        self._pairs: set[tuple[str, str]] = set()  # (key, value) already learnt from a config
         self._ordered: tuple[str, ...] = ()
         self._lock = threading.Lock()
 
@@ -62,7 +63,10 @@ class Redactor:
 
     def learn_secret_keys(self, keys: Iterable[str]) -> None:
         with self._lock:
-            self._keys.update(keys)
+            new = set(keys) - self._keys
+            if new:
+                self._keys.update(new)
+                self._pairs.clear()  # a pair seen before may now be a secret key's value
 
     def learn(self, *values: str | None) -> None:
         """Secret values (and the credentials embedded in them), to mask wherever they appear."""
@@ -81,8 +85,9 @@ class Redactor:
         """The values of a config's secret keys, credentials embedded in any value, and the
         values of every absolute `${file:/path:key}` secrets file that can be read here."""
         for key, value in config.items():
-            if not isinstance(value, str):
-                continue
+            if not isinstance(value, str) or (key, value) in self._pairs:
+                continue  # a fleet repeats most pairs (URLs, placeholders): each is learnt once
+            self._pairs.add((key, value))
             if self.is_secret_key(key):
                 self.learn(value)
             else:
@@ -114,6 +119,8 @@ class Redactor:
 
 
 def _embedded(value: str) -> list[str]:
+    if "=" not in value and ":" not in value:
+        return []  # every pattern needs one of them: most values (names, numbers) end here
     return [m.group("secret") for p in _PATTERNS for m in p.finditer(value)]
 
 

@@ -25,11 +25,16 @@ Invalid = dict[str, dict[str, tuple[str, ...]]]
 
 Progress = Callable[[StepResult, int, int], None]  # (finished step, done so far, total)
 TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
+WRITE_CONCURRENCY = 4
 
 
 @dataclass(frozen=True)
 class ApplyOptions:
-    concurrency: int = 4
+    concurrency: int = 4  # config/validate calls at once (answered by any worker, in parallel)
+    # Writes at once. Connect queues every config write on one herder thread (forwarded to the
+    # leader, written to the config topic, read back): in flight together they only wait on
+    # each other (see bench/README.md, "apply").
+    write_concurrency: int = WRITE_CONCURRENCY
     ready: ReadyOptions = field(default_factory=ReadyOptions)
     progress: Progress | None = None
     initial_state: str = "RUNNING"  # creates may start PAUSED or STOPPED (Connect 3.7+)
@@ -63,7 +68,7 @@ def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: J
             options.progress(result, next(done), total)
         return result
 
-    with ThreadPoolExecutor(max_workers=options.concurrency) as pool:
+    with ThreadPoolExecutor(max_workers=options.write_concurrency) as pool:
         written = list(pool.map(lambda s: _write(client, s, options, journal), steps))
     waiting = {r.name: s for s, r in zip(steps, written) if r.ok and s.action != "delete"}
     for r in written:

@@ -66,8 +66,8 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
             raise InputError(str(path), f"must be a string, got {json.dumps(value)[:CLIP]} "
                              "(Connect stores strings: a non-string is a permanent false diff)",
                              field=format_path(["config", key]))
-    name = _render(doc["name"], helm_values, path, "name")
-    rendered = {k: _render(v, helm_values, path, format_path(["config", k])) for k, v in config.items()}
+    name = _render(doc["name"], helm_values, path, ["name"])
+    rendered = {k: _render(v, helm_values, path, ["config", k]) for k, v in config.items()}
     _check_name(path, doc["name"], name, rendered.get("name"))
     return Desired(name, rendered, str(path), _renamed_from(path, doc, name))
 
@@ -105,11 +105,14 @@ def check_name(path: Path, name: str) -> None:
 _UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f-\x9f]")
 
 
-def _render(text: str, values: dict[str, str], path: Path, field: str) -> str:
+def _render(text: str, values: dict[str, str], path: Path, field: list[str]) -> str:
     """Fill Helm-templated names (`{{ .Values.global.environment }}`) from the cluster's values."""
+    if "{{" not in text:
+        return text  # nearly every value: no regex, no substitution
+
     def sub(match: re.Match[str]) -> str:
         if match.group(1) not in values:
             raise InputError(str(path), f"Helm value {match.group(1)!r} has no value: set "
-                             f"helm_values.{match.group(1)} for this cluster", field=field)
+                             f"helm_values.{match.group(1)} for this cluster", field=format_path(field))
         return values[match.group(1)]
     return _HELM.sub(sub, text)

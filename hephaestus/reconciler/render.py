@@ -73,7 +73,8 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
             lines += [style(line, step.action) for line in _step_lines(step)]
     lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in o.plan.health]
     if o.plan.adopt:
-        lines.append(f"adopt (record as owned, no write to Connect): {', '.join(o.plan.adopt)}")
+        shown = ", ".join(o.plan.adopt[:10]) + (f", … ({len(o.plan.adopt) - 10} more)" if len(o.plan.adopt) > 10 else "")
+        lines.append(f"adopt (record as owned, no write to Connect): {shown}")
     lines += [style(f"warning: {w}", "protected") for w in o.plan.warnings]
     lines.append(f"plan: {summary(o.plan)}  [{o.requests} requests, {o.writes} writes]")
     if o.refused:

@@ -59,6 +59,7 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
     p = project.policy
     ready = ReadyOptions(timeout_s=p.get("ready_timeout_s", 180.0), stable_s=p.get("stability_window_s", 10.0))
     return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready=ready,
+                              write_concurrency=p.get("write_concurrency", apply.WRITE_CONCURRENCY),
                               progress=progress, initial_state=p.get("initial_state", "RUNNING"))
 
 
@@ -187,7 +188,7 @@ def _learn_secrets(client: ConnectClient, p: Plan, desired: dict[str, Desired], 
         except ConnectError:
             continue
     for config in (*(d.config for d in desired.values()), *(l.config for l in live.values())):
-        REDACTOR.learn_config(config)
+        REDACTOR.learn_config(config)  # again after secret_keys: pairs already learnt are skipped
 
 
 def _with_health(client: ConnectClient, p: Plan, desired: dict[str, Desired], mine: dict[str, LiveConnector],

@@ -174,7 +174,7 @@ def test_concurrency_bounds_validation_and_writes(concurrency: int) -> None:
     assert validate_all(connect, p, concurrency) == {}
     assert (peak[0] == 1) is (concurrency == 1)
     peak[0] = 0
-    results = execute(connect, p, opts(concurrency=concurrency), no_journal())
+    results = execute(connect, p, opts(concurrency=8, write_concurrency=concurrency), no_journal())
     assert all(r.ok for r in results) and (peak[0] == 1) is (concurrency == 1)
 
 

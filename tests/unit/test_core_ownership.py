@@ -152,23 +152,3 @@ def test_an_unusable_url_is_an_input_error_naming_the_cluster(tmp_path: Path, ur
     (err,) = info.value.errors
     assert err.field == "clusters.one.url" and "not a usable URL" in str(err)
 
-
-def test_plain_http_loads_no_ca_bundle_and_https_checks_it(tmp_path: Path) -> None:
-    from hephaestus.errors import HephaestusError
-    from hephaestus.tls import verify_for
-
-    missing = str(tmp_path / "no-such-ca.pem")
-    assert verify_for(missing, "Kafka Connect 'c'", "HTTP://connect:8083") is False
-    assert verify_for(True, "Kafka Connect 'c'", "http://connect:8083") is False
-    assert verify_for(True, "Kafka Connect 'c'", "https://connect") is True
-    with pytest.raises(HephaestusError, match="Kafka Connect 'c': cannot load CA bundle"):
-        verify_for(missing, "Kafka Connect 'c'", "https://connect")
-
-
-def test_httpx_cli_is_not_loaded() -> None:
-    import subprocess
-    import sys
-
-    code = "import hephaestus, httpx, sys; print('rich' in sys.modules, 'pygments' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "False"]

@@ -117,6 +117,7 @@ def test_policy_and_apply_options_defaults() -> None:
 
 def test_policy_and_apply_options_from_the_project_file() -> None:
     policy = {"ignore_keys": ["x.managed", "y"], "max_deletes": 3, "max_delete_share": 0.25, "concurrency": 2,
+              "write_concurrency": 3,
               "ready_timeout_s": 30.0, "stability_window_s": 2.0, "initial_state": "PAUSED"}
     project = Project("p.yaml", {}, {}, policy)
     assert policy_of(project, False) == Policy(frozenset({"x.managed", "y"}), 3, 0.25, False)
@@ -124,7 +125,7 @@ def test_policy_and_apply_options_from_the_project_file() -> None:
     def progress(result: StepResult, done: int, total: int) -> None:
         pass
     assert apply_options_of(project, progress) == ApplyOptions(
-        concurrency=2, ready=ReadyOptions(timeout_s=30.0, stable_s=2.0), progress=progress, initial_state="PAUSED")
+        concurrency=2, write_concurrency=3, ready=ReadyOptions(timeout_s=30.0, stable_s=2.0), progress=progress, initial_state="PAUSED")
 
 
 # --- what a run does ---------------------------------------------------------------------------
