@@ -41,7 +41,10 @@ class ReadyOptions:
     # rebalance by 3 s), fetches and writes its first batch within ~5 s of starting; twice
     # that catches it with margin, and the window runs once for all connectors of a wave.
     stable_s: float = 10.0
-    poll_s: float = 1.0
+    poll_s: float = 1.0  # the longest pause between two listings
+    # The first pause: a connector written a moment ago is often RUNNING within a tenth of a
+    # second; pauses then double up to poll_s (a listing of hundreds costs tens of ms).
+    first_poll_s: float = 0.1
     # Status lags writes (the status topic): right after a write or a restart the listing may
     # still show the FAILED state from before it. A FAILED counts once something else was seen
     # since the write, or after this long.
@@ -145,6 +148,7 @@ def wait_ready(client: ConnectClient, targets: Sequence[Target], options: ReadyO
     watches = {t.name: _Watch(t) for t in targets}
     verdicts: dict[str, Verdict] = {}
     deadline = clock() + options.timeout_s
+    pause = min(options.first_poll_s, options.poll_s)
 
     def settle(verdict: Verdict) -> None:
         verdicts[verdict.name] = verdict
@@ -167,5 +171,6 @@ def wait_ready(client: ConnectClient, targets: Sequence[Target], options: ReadyO
             if verdict is not None:
                 settle(verdict)
         if watches:
-            time.sleep(options.poll_s)  # polling a condition, bounded by the deadline above
+            time.sleep(pause)  # polling a condition, bounded by the deadline above
+            pause = min(pause * 2, options.poll_s)
     return verdicts

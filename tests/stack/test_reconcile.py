@@ -99,6 +99,9 @@ def test_ksqldb_connector_untouched(bob: Fleet, connect: ConnectClient) -> None:
         "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": "ksql.dim_user",
         "connection.url": bob.stack.jdbc_url(bob.dbs["auth"]), "connection.username": "postgres",
         "connection.password": "postgres", "schema.evolution": "none"})
+    # Connect leaves a connector out of `GET /connectors?expand=…` until its first status is
+    # written: wait for it, or the plan (rightly) does not know it yet.
+    wait_until(lambda: connect.status(ksql_name), timeout=60, message=f"{ksql_name} has a status")
     code, report = bob.reconcile()
     assert code == 0
     step = next(s for s in report["clusters"][0]["steps"] if s["name"] == ksql_name)

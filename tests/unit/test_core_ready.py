@@ -147,7 +147,7 @@ def test_runs_config_compares_copies_of_the_connector_config() -> None:
 
 
 def test_option_defaults() -> None:
-    assert ReadyOptions() == ReadyOptions(timeout_s=180.0, stable_s=10.0, poll_s=1.0, stale_s=5.0)
+    assert ReadyOptions() == ReadyOptions(timeout_s=180.0, stable_s=10.0, poll_s=1.0, stale_s=5.0, first_poll_s=0.1)
     assert Target("a") == Target("a", frozenset({"RUNNING"}), None)
 
 
@@ -162,7 +162,18 @@ def test_ready_after_the_stability_window_with_one_listing_per_poll(monkeypatch:
     # a: RUNNING from poll 1 (t=1), stable for 2 s at poll 3; b: PAUSED as asked at poll 1.
     assert verdicts == {"a": Verdict("a", True, "RUNNING"), "b": Verdict("b", True, "PAUSED")}
     assert seen == [Verdict("b", True, "PAUSED"), Verdict("a", True, "RUNNING")]
-    assert fake.polls == 3 and sleeps == [0.25, 0.25]
+    assert fake.polls == 3 and sleeps == [0.1, 0.2]
+
+
+def test_pauses_double_from_the_first_up_to_poll_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    fake = Fake(Clock(), {"a": status("a")})
+    wait(fake, [Target("a")], ReadyOptions(timeout_s=100, stable_s=6, poll_s=0.5, stale_s=0, first_poll_s=0.1))
+    assert sleeps == [0.1, 0.2, 0.4, 0.5, 0.5, 0.5]
+    sleeps.clear()
+    wait(Fake(Clock(), {"a": status("a")}), [Target("a")], ReadyOptions(timeout_s=100, stable_s=2, poll_s=0.05))
+    assert sleeps == [0.05, 0.05]  # never longer than poll_s
 
 
 def test_nothing_to_wait_for_lists_nothing() -> None:
