@@ -42,7 +42,10 @@ def write_fleet(folder: Path, count: int, batch_size: int) -> None:
                   "connection.username": "postgres",
                   "connection.password": "${file:secrets/connect.properties:bob_password}",
                   "insert.mode": "upsert", "primary.key.mode": "record_key", "batch.size": str(batch_size),
-                  "schema.evolution": "none", "tasks.max": "1"}
+                  "schema.evolution": "none", "tasks.max": "1",
+                  # One database connection per sink: 100 sinks stay under the stack's 200.
+                  "connection.pool.min_size": "1", "connection.pool.max_size": "1",
+                  "connection.pool.acquire_increment": "1"}
         (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
 
 
@@ -96,6 +99,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--stability", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--write-concurrency", type=int, default=None)
     args = parser.parse_args()
     results: dict[str, dict[str, list[tuple[float, int]]]] = {t: {s: [] for s in SHAPES} for t in ("naive", "ours")}
     loads = []
@@ -103,6 +107,7 @@ def main() -> None:
         root = Path(tmp)
         project = {"clusters": {"bench": {"url": CONNECT, "connectors": "connectors/bench"}},
                    "policy": {"concurrency": args.concurrency, "stability_window_s": args.stability,
+                              **({"write_concurrency": args.write_concurrency} if args.write_concurrency else {}),
                               "max_deletes": 100000, "max_delete_share": 1.0}}
         (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
         reset(http)
@@ -120,6 +125,7 @@ def main() -> None:
 def report(results: dict[str, dict[str, list[tuple[float, int]]]], args: argparse.Namespace,
            loads: list[float]) -> None:
     print(f"{args.connectors} RUNNING sinks, {args.pairs} pairs, hephaestus concurrency {args.concurrency}, "
+          f"write concurrency {args.write_concurrency or 'default'}, "
           f"stability window {args.stability:g} s; load average {min(loads):.1f}–{max(loads):.1f}")
     print("| shape | naive min / median | hephaestus min / median | naive ÷ hephaestus (medians) | requests naive / ours |")
     print("|---|---|---|---|---|")

@@ -25,7 +25,7 @@ Invalid = dict[str, dict[str, tuple[str, ...]]]
 
 Progress = Callable[[StepResult, int, int], None]  # (finished step, done so far, total)
 TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
-WRITE_CONCURRENCY = 4
+WRITE_CONCURRENCY = 64  # measured: 100 updates take 7 s at 64 in flight, 36 s one at a time (bench/README.md)
 
 
 @dataclass(frozen=True)

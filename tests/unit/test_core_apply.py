@@ -182,7 +182,8 @@ def test_concurrency_bounds_validation_and_writes(concurrency: int) -> None:
 
 
 def test_defaults() -> None:
-    assert ApplyOptions() == ApplyOptions(concurrency=4, ready=ReadyOptions(), progress=None, initial_state="RUNNING")
+    assert ApplyOptions() == ApplyOptions(concurrency=4, ready=ReadyOptions(), progress=None, initial_state="RUNNING",
+                                          write_concurrency=64)
 
 
 def test_create_update_delete_each_reported_with_its_action_and_final_state() -> None:
