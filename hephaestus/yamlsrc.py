@@ -26,15 +26,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import jsonschema
 from ruamel.yaml import YAML
 from ruamel.yaml import events as ev
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
 from hephaestus.errors import InputError
+from hephaestus.jsonschemas import Checker
+from hephaestus.jsonschemas import packaged_schema as packaged_schema  # re-exported for its callers
+from hephaestus.jsonschemas import packaged_validator as packaged_validator
+
+if TYPE_CHECKING:
+    import jsonschema
 from hephaestus.secrets import is_sensitive
 
 PathElem = str | int
@@ -139,15 +144,12 @@ def load_json(path: Path) -> Any:
         raise InputError(file, f"invalid JSON: nested deeper than {MAX_DEPTH} levels") from exc
     except ValueError as exc:  # an integer of more than 4300 digits
         raise InputError(file, "invalid JSON: number too long") from exc
-    if _may_be_odd(text):
-        _check_tree(file, data)
+    # Too deep needs more than MAX_DEPTH brackets, a lone surrogate a `\\u` escape: two scans of
+    # the text spare most files the walk, and strings are only walked when an escape is there.
+    strings = "\\u" in text
+    if strings or text.count("{") + text.count("[") > MAX_DEPTH:
+        _check_tree(file, data, strings)
     return data
-
-
-def _may_be_odd(text: str) -> bool:
-    """Could the parsed data be nested too deep or hold a lone surrogate? Only if the text has
-    more than MAX_DEPTH brackets or a `\\u` escape: most files are checked by these two scans."""
-    return "\\u" in text or text.count("{") + text.count("[") > MAX_DEPTH
 
 
 def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -163,18 +165,20 @@ def _refuse(file: str, message: str) -> Any:
     raise InputError(file, f"invalid JSON: {message}")  # not a ValueError: json.loads lets it through
 
 
-def _check_tree(file: str, data: Any) -> None:
-    """Depth and encodability of parsed JSON, without recursion (the data may be deep)."""
-    todo: list[tuple[Any, int]] = [(data, 1)]
-    while todo:
-        value, depth = todo.pop()
-        if isinstance(value, str):
-            _check_encodable(file, value, None)
-        elif isinstance(value, (dict, list)):
-            if depth > MAX_DEPTH:
-                raise InputError(file, f"nested deeper than {MAX_DEPTH} levels")
-            items: Iterable[Any] = value if isinstance(value, list) else [*value, *value.values()]
-            todo.extend((item, depth + 1) for item in items)
+def _check_tree(file: str, data: Any, strings: bool = True) -> None:
+    """Depth and (with `strings`) encodability of parsed JSON, level by level, without
+    recursion (the data may be deep)."""
+    level, depth = [data], 1
+    while level:
+        if strings:
+            for text in (v for v in level if isinstance(v, str)):
+                _check_encodable(file, text, None)
+        containers = [v for v in level if isinstance(v, (dict, list))]
+        if containers and depth > MAX_DEPTH:
+            raise InputError(file, f"nested deeper than {MAX_DEPTH} levels")
+        level = [x for v in containers
+                 for x in (v if isinstance(v, list) else (*v, *v.values()) if strings else v.values())]
+        depth += 1
 
 
 def _check_encodable(file: str, text: str, line: int | None) -> None:
@@ -342,8 +346,10 @@ def format_path(path: Sequence[PathElem]) -> str:
     return out
 
 
-def schema_errors_of(doc: YamlDoc, validator: jsonschema.protocols.Validator) -> list[InputError]:
+def schema_errors_of(doc: YamlDoc, validator: Checker) -> list[InputError]:
     """Every JSON Schema violation of `doc`, as errors naming file, line and field path."""
+    if validator.valid(doc.data):
+        return []
     errors = [e for err in validator.iter_errors(doc.data) for e in _schema_errors(doc, err)]
     return sorted(errors, key=lambda e: (e.line or 0, e.field))
 
@@ -390,17 +396,3 @@ def _expected(schema: dict[str, Any]) -> str:
     if "properties" in schema:
         return "one of the keys " + ", ".join(sorted(schema["properties"]))
     return str(schema.get("type", "another value"))
-
-
-@lru_cache(maxsize=None)
-def packaged_schema(package: str, name: str) -> dict[str, Any]:
-    """A JSON Schema shipped inside the package."""
-    schema: dict[str, Any] = json.loads(resources.files(package).joinpath(name).read_text())
-    return schema
-
-
-@lru_cache(maxsize=None)
-def packaged_validator(package: str, name: str) -> jsonschema.protocols.Validator:
-    schema = packaged_schema(package, name)
-    validator: jsonschema.protocols.Validator = jsonschema.validators.validator_for(schema)(schema)
-    return validator

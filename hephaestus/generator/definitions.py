@@ -6,7 +6,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator import debezium
@@ -21,6 +20,7 @@ from hephaestus.generator.model import (
     TenantFilter,
 )
 from hephaestus.generator.snapshots import too_long
+from hephaestus.jsonschemas import Checker
 from hephaestus.yamlsrc import (
     PathElem,
     YamlDoc,
@@ -105,7 +105,7 @@ def _sink_names(path: list[PathElem], sink: dict[str, Any]) -> Iterator[tuple[li
         yield [*path, "tenant_filter", "field"], sink["tenant_filter"]["field"]
 
 
-def _validator() -> jsonschema.protocols.Validator:
+def _validator() -> Checker:
     return packaged_validator("hephaestus.generator", "definitions.schema.json")
 
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator.model import Column, Snapshot, TableRef, TableSchema
+from hephaestus.jsonschemas import Checker
 from hephaestus.yamlsrc import PathElem, YamlDoc, clip, format_path, load_json, packaged_validator, schema_errors_of
 
 # Files in schemas/ that are not snapshots.
@@ -25,7 +25,7 @@ def too_long(name: str) -> str:
     return f"name {clip(name)} is longer than {PG_NAME_MAX} bytes (PostgreSQL's limit)"
 
 
-def _validator() -> jsonschema.protocols.Validator:
+def _validator() -> Checker:
     return packaged_validator("hephaestus.generator", "snapshot.schema.json")
 
 
