@@ -166,6 +166,9 @@ def test_a_cluster_dying_mid_apply_ends_every_step_unknown_with_bounded_requests
             dead[0] = True
         return httpx.ConnectError("refused") if dead[0] else None
     setup.double.faults.append(die)
+    # Four writes in flight, so most are still queued when the cluster dies (with the default
+    # 64 every write is already sent: each is then `unknown`, as the first assertion says).
+    setup.policy["write_concurrency"] = 4
     code, report = setup.reconcile()
     results = report["clusters"][0]["results"]
     assert code == 1 and len(results) == 30
