@@ -39,9 +39,20 @@ POLL_S = 0.5
 # its lock released) after about idle + interval × count = 10 + 5 × 4 = 30 s.
 _KEEPALIVES = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=4"
 _CLASS_ID = 0x48455048  # "HEPH": the advisory lock namespace of hephaestus
+_DDL_CLASS_ID = 0x48455044  # "HEPD": table creation, apart from every cluster lock
 _DDL = """CREATE TABLE IF NOT EXISTS hephaestus_lock_holders (
   key text PRIMARY KEY, run_id text NOT NULL, host text NOT NULL, pid integer NOT NULL,
   command text NOT NULL, since timestamptz NOT NULL)"""
+
+def create_table(conn: Any, ddl: str) -> None:
+    """Run a `CREATE TABLE IF NOT EXISTS`. It is not safe against itself: two sessions creating
+    one table at the same moment can fail with a unique violation on `pg_type` (two
+    hephaestus runs starting together did, in CI). So the DDL of every hephaestus table is
+    serialised on one transaction-level advisory lock."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", [_DDL_CLASS_ID])
+        conn.execute(ddl)
+
 
 class LockBusy(HephaestusError):
     """Another run held the cluster's lock for longer than we were willing to wait."""
@@ -130,7 +141,7 @@ class PgLock:
         except psycopg.Error as exc:
             raise HephaestusError(f"lock database: cannot connect: {str(exc).splitlines()[0]}") from exc
         with conn:
-            conn.execute(_DDL)
+            create_table(conn, _DDL)
             if not any(self._try(conn) for _ in _deadline_loop(timeout_s)):
                 raise _busy(self.key, self._holder(conn), timeout_s)
             conn.execute("INSERT INTO hephaestus_lock_holders VALUES (%s, %s, %s, %s, %s, %s) "

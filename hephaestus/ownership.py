@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hephaestus.errors import HephaestusError, InputError
-from hephaestus.lock import state_dsn
+from hephaestus.lock import create_table, state_dsn
 from hephaestus.project import Project
 from hephaestus.yamlsrc import load_json
 
@@ -149,7 +149,7 @@ class PgStore:
 
         try:
             with psycopg.connect(self.dsn, connect_timeout=10) as conn:  # commits on a clean exit
-                conn.execute(_DDL)
+                create_table(conn, _DDL)
                 yield conn
         except psycopg.Error as exc:
             raise OwnershipUnavailable(f"ownership record (database): {str(exc).splitlines()[0]}") from exc

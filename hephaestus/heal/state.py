@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.heal.policy import Record
+from hephaestus.lock import create_table
 from hephaestus.yamlsrc import clip, load_json
 
 Records = dict[str, Record]
@@ -125,7 +126,7 @@ class PgStore:
         if not row or not row[0]:
             self._conn.close()
             raise HealBusy("another heal run holds the heal lock (pg advisory lock)")
-        self._conn.execute(_DDL)
+        create_table(self._conn, _DDL)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
