@@ -14,8 +14,6 @@ how it was claimed are kept beside it. Claims and releases happen under the clus
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -27,7 +25,7 @@ from typing import Any, Protocol
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.lock import create_table, state_dsn
 from hephaestus.project import Project
-from hephaestus.yamlsrc import load_json
+from hephaestus.yamlsrc import load_json, save_json
 
 
 class OwnershipUnavailable(HephaestusError):
@@ -87,10 +85,7 @@ class FileStore:
         records = data.setdefault(project, {}).setdefault(cluster, {})
         yield records
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-            os.replace(tmp, self.path)
+            save_json(self.path, data)
         except OSError as exc:
             raise OwnershipUnavailable(f"ownership record {self.path}: {exc.strerror or exc}") from exc
 

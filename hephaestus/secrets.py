@@ -61,6 +61,11 @@ class Redactor:
     def is_secret_key(self, key: str) -> bool:
         return bool(_SENSITIVE.search(key)) or key in self._keys
 
+    @property
+    def key_count(self) -> int:
+        """Grows when a plugin teaches new secret keys: configs learnt before need learning again."""
+        return len(self._keys)
+
     def learn_secret_keys(self, keys: Iterable[str]) -> None:
         with self._lock:
             new = set(keys) - self._keys

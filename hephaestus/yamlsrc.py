@@ -18,6 +18,7 @@ so hostile input always ends as an InputError naming the file (and line), never 
 from __future__ import annotations
 
 import json
+import os
 import re
 import reprlib
 import stat
@@ -150,6 +151,16 @@ def load_json(path: Path) -> Any:
     if strings or text.count("{") + text.count("[") > MAX_DEPTH:
         _check_tree(file, data, strings)
     return data
+
+
+def save_json(path: Path, data: Any) -> None:
+    """The writer beside load_json for state files: sorted and indented for diffs, written
+    atomically (tmp + rename) so a crash never leaves half a file for the next load to refuse.
+    Raises OSError; the caller names what the file is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
 
 
 def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:

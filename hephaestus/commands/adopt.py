@@ -40,7 +40,8 @@ def import_(project_file: Path, clusters: tuple[str, ...], globs: tuple[str, ...
     secret is refused (exit 1, nothing written) unless --secret names its placeholder."""
     from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
-    from hephaestus.reconciler.importer import import_project, render
+    from hephaestus.generator.output import render_document
+    from hephaestus.reconciler.importer import import_project
 
     project = load_project(project_file)
     for key, placeholder in secrets.items():
@@ -57,7 +58,7 @@ def import_(project_file: Path, clusters: tuple[str, ...], globs: tuple[str, ...
         for i in r.items:
             click.echo(f"  {'would ' if dry_run and i.how.startswith('write') else ''}{i.how}: {i.name}")
             if dry_run and i.document:
-                click.echo("    " + render(i.document).rstrip().replace("\n", "\n    "))
+                click.echo("    " + render_document(i.document).decode().rstrip().replace("\n", "\n    "))
         owned = sum(1 for i in r.items if i.how != "owned already")
         click.echo(f"  {owned} {'to own' if dry_run else 'now owned'}, "
                    f"{sum(1 for i in r.items if i.how.startswith('write'))} files")

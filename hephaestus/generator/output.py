@@ -15,8 +15,12 @@ GENERATED_KINDS = ("source", "sink")
 
 
 def render(connector: Connector) -> bytes:
-    """Deterministic bytes: sorted keys, 2-space indent, trailing newline."""
-    return (json.dumps(connector.document(), indent=2, sort_keys=True) + "\n").encode()
+    return render_document(connector.document())
+
+
+def render_document(doc: Mapping[str, object]) -> bytes:
+    """Deterministic bytes: sorted keys, 2-space indent, trailing newline (generate and import)."""
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
 
 
 def render_all(connectors: Iterable[Connector]) -> dict[str, bytes]:
@@ -60,11 +64,16 @@ def read_generated(out: Path) -> dict[str, bytes]:
 
 def apply_changes(out: Path, wanted: Mapping[str, bytes], changes: FileChanges) -> None:
     """Write created/updated files atomically (rename), then remove stale ones."""
-    for rel in (*changes.created, *changes.updated):
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_bytes(wanted[rel])
-        os.replace(tmp, target)
+    write_files(out, {rel: wanted[rel] for rel in (*changes.created, *changes.updated)})
     for rel in changes.removed:
         (out / rel).unlink()
+
+
+def write_files(root: Path, files: Mapping[str, bytes]) -> None:
+    """Each file atomically: a crash leaves no half-written JSON for the next reconcile."""
+    for rel, data in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)

@@ -8,7 +8,6 @@ finds it held and restarts nothing, so no connector is restarted twice.
 from __future__ import annotations
 
 import fcntl
-import json
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
@@ -20,7 +19,7 @@ from psycopg.types.json import Jsonb
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.heal.policy import Record
 from hephaestus.lock import create_table
-from hephaestus.yamlsrc import clip, load_json
+from hephaestus.yamlsrc import clip, load_json, save_json
 
 Records = dict[str, Record]
 
@@ -78,9 +77,7 @@ class FileStore:
     def save(self, cluster: str, records: Records) -> None:
         data = self._all()
         data[cluster] = {name: asdict(r) for name, r in sorted(records.items())}
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        tmp.replace(self.path)
+        save_json(self.path, data)
 
 
 def _shape_problem(data: object) -> str | None:

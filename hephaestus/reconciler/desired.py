@@ -75,7 +75,7 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
 def _renamed_from(path: Path, doc: dict[str, Any], name: str) -> str:
     """The live connector this one replaces, offsets kept (optional; see reconciler.renames)."""
     old = doc.get("renamed_from", "")
-    if not isinstance(old, str) or old == name or (old and (old in (".", "..") or _UNSAFE.search(old))):
+    if not isinstance(old, str) or old == name or (old and not _safe_segment(old)):
         raise InputError(str(path), f"renamed_from must be another connector's name, got {clip(json.dumps(old))}",
                          field="renamed_from")
     return old
@@ -96,9 +96,13 @@ def _check_name(path: Path, written: str, name: str, config_name: str | None) ->
 
 def check_name(path: Path, name: str) -> None:
     """A connector name must be one safe path segment: in the URL and as a file name."""
-    if not name or name in (".", "..") or _UNSAFE.search(name):
+    if not _safe_segment(name):
         raise InputError(str(path), f"connector name {clip(name)} is not a safe path segment "
                          "(no '/', '\\', control characters, '.' or '..')", field="name")
+
+
+def _safe_segment(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and not _UNSAFE.search(name)
 
 
 # Separators and control characters (C0, DEL, C1): a name goes into /connectors/{name}.

@@ -11,8 +11,6 @@ the whole import with the connector and key named; `--secret KEY=PLACEHOLDER` pu
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from pathlib import Path
 from hephaestus import ownership
 from hephaestus.clients import connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.generator.output import render_document, write_files
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.lock import connect_lock, new_run_id
 from hephaestus.project import Cluster, Project
@@ -41,11 +40,6 @@ class Imported:
 class ClusterImport:
     cluster: str
     items: tuple[Imported, ...]
-
-
-def render(doc: Mapping[str, object]) -> str:
-    """The generator's layout, byte for byte (generator.output.render)."""
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def plan_import(client: ConnectClient, cluster: Cluster, globs: Sequence[str], owned: Mapping[str, object],
@@ -104,18 +98,14 @@ def _secret_key(client: ConnectClient, config: Mapping[str, str], key: str) -> b
 
 
 def write(result: ClusterImport) -> None:
-    """Each file atomically (a crash leaves no half-written JSON for the next reconcile)."""
+    """The generator's layout, byte for byte, each file written atomically."""
     for item in result.items:
-        if not item.how.startswith("write "):
-            continue
-        path = Path(item.how.removeprefix("write "))
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(render(item.document))
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise HephaestusError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        if item.how.startswith("write "):
+            path = item.how.removeprefix("write ")
+            try:  # one by one: the error names the file, whichever step (folder, tmp, rename) failed
+                write_files(Path(), {path: render_document(item.document)})  # path: cluster.connectors/…
+            except OSError as exc:
+                raise HephaestusError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def record(store: ownership.Store, project: Project, cluster: Cluster, result: ClusterImport, run_id: str) -> None:

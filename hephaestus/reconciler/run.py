@@ -179,16 +179,20 @@ def _learn_secrets(client: ConnectClient, p: Plan, desired: dict[str, Desired], 
     """Teach the redactor what this plan may show: ask the live plugins which keys are
     PASSWORD-typed (once per class, and only for classes with a diff or an unhealthy
     connector whose trace is shown: a no-op stays one request), then every secret value of
-    the desired and live configs. Name patterns still apply when a plugin cannot be asked."""
+    the desired configs, and of the live ones again only if a plugin named new secret keys
+    (fleet() learnt them under the keys known then). Name patterns still apply when a plugin
+    cannot be asked."""
     unhealthy = {u.name for u in p.health}
     shown = {s.connector_class for s in p.steps if (s.changes or s.name in unhealthy) and s.connector_class}
+    keys_before = REDACTOR.key_count
     for cls in sorted(shown):
         try:
             client.secret_keys(cls)
         except ConnectError:
             continue
-    for config in (*(d.config for d in desired.values()), *(l.config for l in live.values())):
-        REDACTOR.learn_config(config)  # again after secret_keys: pairs already learnt are skipped
+    relearn = REDACTOR.key_count != keys_before
+    for config in (*(d.config for d in desired.values()), *(l.config for l in live.values() if relearn)):
+        REDACTOR.learn_config(config)
 
 
 def _with_health(client: ConnectClient, p: Plan, desired: dict[str, Desired], mine: dict[str, LiveConnector],

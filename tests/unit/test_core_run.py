@@ -517,14 +517,18 @@ def test_a_delete_alone_releases_its_claim(tmp_path: Path) -> None:
     assert [(r.action, r.ok) for r in out.results] == [("delete", True)] and w.owned("c") == ["keep"]
 
 
-def test_an_ownership_record_that_cannot_be_written_is_reported_after_the_apply(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    w = World(tmp_path, "c")
-    w.git("c", "a", cfg())
-
+@pytest.fixture
+def claims_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ownership record cannot be written (a full disk, a PostgreSQL gone away)."""
     def refuse(*args: Any) -> None:
         raise ownership.OwnershipUnavailable("ownership record: disk full")
     monkeypatch.setattr(ownership.FileStore, "claim", refuse)
+
+
+@pytest.mark.usefixtures("claims_refused")
+def test_an_ownership_record_that_cannot_be_written_is_reported_after_the_apply(tmp_path: Path) -> None:
+    w = World(tmp_path, "c")
+    w.git("c", "a", cfg())
     (out,) = w.run()
     assert out.applied and out.results[0].ok and "a" in w.doubles["c"].connectors
     assert out.error == "applied, but the ownership record was not updated: ownership record: disk full"
@@ -553,15 +557,13 @@ def test_an_update_of_an_owned_connector_changes_no_claim(tmp_path: Path) -> Non
     assert out.results[0].ok and out.error == "" and (tmp_path / ".hephaestus/ownership.json").read_text() == record
 
 
+@pytest.mark.usefixtures("claims_refused")
 def test_both_an_audit_and_an_ownership_failure_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hephaestus.reconciler import run as run_mod
 
     w = World(tmp_path, "c")
     w.git("c", "a", cfg())
     monkeypatch.setattr(run_mod.apply, "record_outcomes", lambda *args: "audit log x cannot be written")
-
-    def refuse(*args: Any) -> None:
-        raise ownership.OwnershipUnavailable("disk full")
-    monkeypatch.setattr(ownership.FileStore, "claim", refuse)
     (out,) = w.run()
-    assert out.error == "audit log x cannot be written; applied, but the ownership record was not updated: disk full"
+    assert out.error == ("audit log x cannot be written; "
+                         "applied, but the ownership record was not updated: ownership record: disk full")
