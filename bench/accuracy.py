@@ -5,7 +5,10 @@ eight columns). Timed in-process, median of --repeat runs:
 
 - floor: a bare `SELECT count(*)` on the source, then the sink (open connections), and both at once;
 - `accuracy` plain counts (connect, inspect, slot lookup, the default `deleted_at IS NULL` filter);
-- `accuracy --deep` on identical tables, then with one row altered in the sink (fast hash, then md5).
+- `accuracy --deep` on identical tables, then with one row altered in the sink (fast hash, then md5);
+- at command level, A/B interleaved (bench/startup.ab): `hephaestus accuracy` as a process against
+  a process doing only the floor's work (`python -c`: import psycopg, two connections, the two
+  `count(*)` in parallel), and `hephaestus accuracy --deep` on one differing row against the same.
 
 Run with the stack up: python bench/accuracy.py [--rows 1000000] [--repeat 3]
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import shlex
 import statistics
 import tempfile
 import time
@@ -85,10 +89,14 @@ HASH_ALL = ("SELECT count(*), sum(hashtextextended(ROW(user_id::text, name::text
             "FROM users WHERE deleted_at IS NULL")
 
 
-def hash_floor(src: str, dst: str, repeat: int) -> float:
-    """One bare pass hashing every row's text, both sides at once: what --deep cannot undercut."""
+HASH_NATIVE = ("SELECT count(*), sum(hash_record_extended(ROW(user_id, name, email, resource_path, current_grade, "
+               "created_at, updated_at, deleted_at), 0)) FROM users WHERE deleted_at IS NULL")
+
+
+def hash_floor(src: str, dst: str, repeat: int, query: str = HASH_ALL) -> float:
+    """One bare pass hashing every row, both sides at once: what --deep cannot undercut."""
     with psycopg.connect(DSN, dbname=src) as a, psycopg.connect(DSN, dbname=dst) as b, ThreadPoolExecutor(2) as pool:
-        return median(lambda: list(pool.map(lambda c: c.execute(HASH_ALL).fetchone(), (a, b))), repeat)
+        return median(lambda: list(pool.map(lambda c: c.execute(query).fetchone(), (a, b))), repeat)
 
 
 def project(root: Path, src: str, dst: str) -> None:
@@ -135,8 +143,10 @@ def measure(root: Path, src: str, dst: str, repeat: int, rows: int) -> None:
     print("| what | seconds | × serial floor | notes |\n|---|---|---|---|")
     row("floor: count(*) source, then sink", serial, serial)
     row("floor: count(*) both sides at once", parallel, serial)
-    row("floor: hash every row once, both sides at once", hash_floor(src, dst, repeat), serial,
-        "no segments, no cuts: the hashing alone")
+    row("floor: hash every row's text once, both sides at once", hash_floor(src, dst, repeat), serial,
+        "no segments, no cuts: the text hashing alone (the md5 fallback's shape)")
+    row("floor: hash every row's values once, both sides at once", hash_floor(src, dst, repeat, HASH_NATIVE), serial,
+        "the same with hash_record_extended: what --deep does with one type per column on both sides")
     row("accuracy (counts)", median(lambda: accuracy(root, False), repeat), serial, "default filter deleted_at IS NULL")
     row("accuracy --deep, identical", median(lambda: accuracy(root, True), repeat), serial, "count, sampled cuts, one range-checksum scan per side")
     with psycopg.connect(DSN, dbname=dst, autocommit=True) as conn:
@@ -146,10 +156,36 @@ def measure(root: Path, src: str, dst: str, repeat: int, rows: int) -> None:
     assert diff is not None and diff.different.total == 1 and diff.total == 1, diff
     row("accuracy --deep, one row differs", median(lambda: accuracy(root, True), repeat), serial,
         f"found {diff.different.keys[0][0]}; {diff.queries} queries per side")
+    command_level(root, src, dst, repeat)
     # The portable md5 hash, which a run falls back to when the servers' fast hashes differ.
-    run._same_fast_hash = lambda source, sink: False  # type: ignore[assignment]
+    run._hashes = lambda source, sink: (True, False)  # type: ignore[assignment]  # the md5 fallback
     row("accuracy --deep, one row differs, md5", median(lambda: accuracy(root, True), repeat), serial,
         "the fallback for servers of different endianness")
+
+
+FLOOR = """
+import threading, psycopg
+def count(db): psycopg.connect(DSN, dbname=db).execute('SELECT count(*) FROM users').fetchone()
+threads = [threading.Thread(target=count, args=(db,)) for db in DBS]
+[t.start() for t in threads]; [t.join() for t in threads]
+"""
+
+
+def command_level(root: Path, src: str, dst: str, pairs: int) -> None:
+    from startup import HEPHAESTUS, PYTHON, ab  # bench/ is the script's folder: on sys.path
+
+    floor = [PYTHON, "-c", f"DSN = {DSN!r}; DBS = {(src, dst)!r}" + FLOOR]
+    ours = [HEPHAESTUS, "accuracy", "--project", str(root / "hephaestus.yaml"), "--definitions", str(root / "defs")]
+    print("\ncommand level | floor min / median | hephaestus min / median | ratio (medians) |\n|---|---|---|---|")
+    with psycopg.connect(DSN, dbname=dst, autocommit=True) as conn:  # counts must match: exit 0
+        conn.execute("UPDATE users SET name = 'name ' || substr(user_id, 3)::int WHERE name = 'changed'")
+    ab("`accuracy` (counts) vs two count(*) in parallel", floor, ours, pairs)
+    with psycopg.connect(DSN, dbname=dst, autocommit=True) as conn:
+        conn.execute("UPDATE users SET email = 'changed' WHERE user_id = 'u-0000007'")
+    # Exit 2 (a mismatch) is the answer here: both sides run under one `sh -c` mapping it to 0.
+    deep = " ".join(shlex.quote(a) for a in [*ours, "--deep"]) + '; test "$?" = 2'
+    ab("`accuracy --deep`, one row differs, vs the same", ["sh", "-c", shlex.join(floor)], ["sh", "-c", deep], pairs)
+    print()
 
 
 if __name__ == "__main__":

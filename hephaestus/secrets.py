@@ -40,6 +40,7 @@ _PATTERNS = (
     # Not after a dot: "for configuration connection.password: too weak" names a key in prose.
     re.compile(rf"(?P<pre>(?<![\w.])(?:{_WORDS})\"?\s*:\s*\"?)(?P<secret>[^\"\s,;&)}}]+)", re.IGNORECASE),
 )
+_NEEDS = ("@", "=", ":")  # a character each pattern cannot match without
 
 
 def is_placeholder(value: str) -> bool:
@@ -118,8 +119,9 @@ class Redactor:
         for value in self._ordered:
             if value in text:
                 text = text.replace(value, MASK)
-        for pattern in _PATTERNS:
-            text = pattern.sub(lambda m: m.group("pre") + MASK if m.group("secret") != MASK else m.group(0), text)
+        for pattern, needs in zip(_PATTERNS, _NEEDS):
+            if needs in text:  # a substring test is ~100x cheaper than a scan with the pattern
+                text = pattern.sub(lambda m: m.group("pre") + MASK if m.group("secret") != MASK else m.group(0), text)
         return text
 
 

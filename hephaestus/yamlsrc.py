@@ -3,8 +3,11 @@
 Every loader (definitions, project file, schema snapshots, connector files) reads through here,
 so hostile input always ends as an InputError naming the file (and line), never a traceback:
 
-- Only regular files (not a directory named x.json, not a FIFO), at most MAX_YAML_BYTES (YAML is
-  parsed in pure Python, ~6 s per MiB) or MAX_JSON_BYTES, nested at most MAX_DEPTH deep.
+- Only regular files (not a directory named x.json, not a FIFO), at most MAX_YAML_BYTES (a file
+  libyaml cannot read falls to ruamel's pure-Python parser, ~6 s per MiB) or MAX_JSON_BYTES,
+  nested at most MAX_DEPTH deep.
+- Parser events come from libyaml (ruamel.yaml.clib) when it reads the file as ruamel's own
+  parser would, else from ruamel's parser (see parse_yaml); errors are always ruamel's reading.
 - UTF-8 only. A leading UTF-8 BOM is accepted and dropped: Windows editors write one and it
   carries no data (RFC 8259 lets JSON parsers ignore it). A lone surrogate escape is refused.
 - YAML is read as YAML 1.2 core schema whatever a %YAML directive says (`5:00`, `on` stay
@@ -164,11 +167,13 @@ def save_json(path: Path, data: Any) -> None:
 
 
 def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            _refuse(file, f"duplicate key {clip(key)}")
-        out[key] = value
+    out = dict(pairs)  # in C; only a length that differs needs the loop that names the key
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                _refuse(file, f"duplicate key {clip(key)}")
+            seen.add(key)
     return out
 
 
@@ -203,10 +208,8 @@ def load_yaml(path: Path) -> YamlDoc:
     """Parse one YAML file strictly (see the module docstring); errors name file and line."""
     file = str(path)
     text = read_text(path, MAX_YAML_BYTES)
-    builder = _Builder(file)
     try:
-        for event in YAML(typ="safe", pure=True).parse(text):
-            builder.feed(event)
+        return parse_yaml(file, text)
     except MarkedYAMLError as exc:
         line = None if exc.problem_mark is None else exc.problem_mark.line + 1
         raise InputError(file, f"invalid YAML: {cap_message(str(exc.problem))}", line=line) from exc
@@ -216,7 +219,42 @@ def load_yaml(path: Path) -> YamlDoc:
         raise InputError(file, f"invalid YAML: character #x{code:04x} is not allowed", line=line) from exc
     except YAMLError as exc:
         raise InputError(file, f"invalid YAML: {cap_message(str(exc))}") from exc
+
+
+def parse_yaml(file: str, text: str) -> YamlDoc:
+    """libyaml first when installed; ruamel's parser for what libyaml refuses or may read
+    otherwise. Raises YAMLError (ruamel's) or InputError (ours)."""
+    if _C_PARSER and not _LIBYAML_DIFFERS.search(text):
+        try:
+            return _build(file, text, pure=False)
+        except (YAMLError, InputError):
+            pass  # libyaml reads YAML 1.1 (`{t: 5:00}` is an error there): ruamel's parser decides,
+            # and any refusal is worded from its reading (the same input, the same message)
+    return _build(file, text, pure=True)
+
+
+def _build(file: str, text: str, pure: bool) -> YamlDoc:
+    """Our data from parser events: libyaml's (ruamel.yaml.clib, ~7x faster) or ruamel's own.
+    Only events are taken from either, so what a scalar means is ours (YAML 1.2 core) both ways."""
+    builder = _Builder(file)
+    for event in YAML(typ="safe", pure=pure).parse(text):
+        builder.feed(event)
     return YamlDoc(file, builder.root, builder.root_pos)
+
+
+def _has_c_parser() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("_ruamel_yaml") is not None
+
+
+_C_PARSER = _has_c_parser()
+# Where libyaml reads text otherwise than ruamel, found by tests/unit/test_yaml_parsers.py:
+# line breaks of YAML 1.1 only (NEL, LS, PS), which it folds; a BOM inside the text, which it
+# drops; tabs, taken as spaces where ruamel refuses them; tags (`!`), read more leniently; and
+# block scalars (`|`, `>` ending a line or before a comment), whose indentation it reads
+# otherwise at the top level. A file with any of these is read by ruamel's parser alone.
+_LIBYAML_DIFFERS = re.compile("[\t\x85\u2028\u2029\ufeff!]|[|>][-+0-9]* *(#|$)", re.MULTILINE)
 
 
 @dataclass(slots=True)
@@ -242,12 +280,16 @@ class _Builder:
         self.root: Any = None
         self.root_pos: _Pos | None = None
         self.documents = 0
+        self.line: int | None = None  # the line of the event before
 
     def _error(self, message: str, line: int | None, path: Sequence[PathElem] = ()) -> InputError:
         return InputError(self.file, message, field=format_path(path), line=line)
 
     def feed(self, event: ev.Event) -> None:
         line = None if event.start_mark is None else event.start_mark.line + 1
+        if isinstance(event, ev.ScalarEvent) and not event.value and not event.style and event.tag is None:
+            line = self.line  # an empty value is where its key (or `-`) was: parsers place it apart
+        self.line = line
         if isinstance(event, ev.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise self._error("anchors and aliases (&, *) are not supported: write the value out", line)
         if isinstance(event, ev.DocumentStartEvent):
@@ -276,7 +318,7 @@ class _Builder:
     def _resolve(self, event: ev.ScalarEvent, line: int | None) -> tuple[Any, str | None]:
         if event.tag not in (None, "!", _STR):
             raise self._error(f"tag {clip(event.tag)} is not supported (quote a string)", line, self._here())
-        if event.tag is not None or event.style is not None:
+        if event.tag is not None or event.style:  # plain: None from ruamel, "" from libyaml
             return event.value, None  # quoted, block, !!str or `!`: a string as written
         try:
             return core_scalar(event.value), event.value

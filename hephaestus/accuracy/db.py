@@ -4,7 +4,7 @@ one side of a comparison."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -23,7 +23,7 @@ _SESSION = ("SELECT set_config('TimeZone', 'UTC', false), set_config('DateStyle'
             "set_config('bytea_output', 'hex', false)")
 
 _COLUMNS = """
-SELECT a.attname,
+SELECT a.attname, format_type(a.atttypid, NULL),
        CASE WHEN a.attcollation = 0 THEN NULL
             WHEN c.collname = 'default' THEN (SELECT datcollate FROM pg_database WHERE datname = current_database())
             ELSE c.collname END
@@ -73,6 +73,7 @@ class TableInfo:
     columns: tuple[str, ...]
     collations: dict[str, str | None]
     primary_key: tuple[str, ...]
+    types: dict[str, str] = field(default_factory=dict)  # column -> type name without modifiers
 
 
 def inspect(conn: Connection, database: str, table: TableRef) -> TableInfo:
@@ -81,19 +82,31 @@ def inspect(conn: Connection, database: str, table: TableRef) -> TableInfo:
     if not rows:
         raise HephaestusError(f"table {table} does not exist in database {database}")
     key = conn.execute(_PRIMARY_KEY, [table.schema, table.table]).fetchall()
-    return TableInfo(tuple(str(r[0]) for r in rows), {str(r[0]): _opt(r[1]) for r in rows},
-                     tuple(str(r[0]) for r in key))
+    return TableInfo(tuple(str(r[0]) for r in rows), {str(r[0]): _opt(r[2]) for r in rows},
+                     tuple(str(r[0]) for r in key), {str(r[0]): str(r[1]) for r in rows})
 
 
 def _opt(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def hash_probe(conn: Connection) -> int | None:
-    """This server's fast hash of a fixed text (None when it has none: PostgreSQL < 11)."""
+@dataclass(frozen=True)
+class Probe:
+    """This server's fast hash of a fixed text, and its record hash of one value of each type
+    hashed natively (None for what it lacks: PostgreSQL < 11, < 14)."""
+
+    text: int | None
+    record: int | None
+
+
+def hash_probe(conn: Connection) -> Probe:
+    return Probe(_probe(conn, queries.HASH_PROBE), _probe(conn, queries.RECORD_PROBE))
+
+
+def _probe(conn: Connection, query: str) -> int | None:
     try:
         with conn.transaction():  # a savepoint: a missing function must not end the snapshot
-            row = conn.execute(queries.HASH_PROBE).fetchone()
+            row = conn.execute(query).fetchone()
     except psycopg.errors.UndefinedFunction:
         return None
     return None if row is None else int(str(row[0]))

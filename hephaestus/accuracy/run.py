@@ -20,7 +20,7 @@ from hephaestus.accuracy import db, pairs
 from hephaestus.accuracy.bisect import DeepOptions, deep_diff
 from hephaestus.accuracy.db import Connection, PgSide, TableInfo
 from hephaestus.accuracy.model import Counts, Filters, KeyDiff, Report, TablePair, TableResult, judge
-from hephaestus.accuracy.queries import TableQuery
+from hephaestus.accuracy.queries import NATIVE_TYPES, TableQuery
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.generator.model import Definition
 from hephaestus.project import Project
@@ -99,26 +99,46 @@ def compare(job: _Job) -> TableResult:
 
 @contextmanager
 def _connections(job: _Job) -> Iterator[tuple[Connection, Connection]]:
-    source = db.connect(job.source_dsn, job.pair.source.database)
+    """Both sides connected at once (each a TCP and auth round trip or more); when either
+    fails the other is closed and the source's failure is the one reported."""
+    with ThreadPoolExecutor(1, thread_name_prefix="accuracy-source") as pool:
+        first = pool.submit(db.connect, job.source_dsn, job.pair.source.database)
+        sink = _outcome(lambda: db.connect(job.sink_dsn, job.pair.sink.database))
+        source = _outcome(first.result)
+    if isinstance(source, BaseException) or isinstance(sink, BaseException):
+        for opened in (source, sink):
+            if not isinstance(opened, BaseException):
+                opened.close()
+        raise source if isinstance(source, BaseException) else sink  # type: ignore[misc]
     try:
-        sink = db.connect(job.sink_dsn, job.pair.sink.database)
-        try:
-            yield source, sink
-        finally:
-            sink.close()
+        yield source, sink
     finally:
+        sink.close()
         source.close()
 
 
+def _outcome(call: Callable[[], T]) -> T | BaseException:
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - raised again by the caller, after cleaning up
+        return exc
+
+
 def _compare(job: _Job, source: Connection, sink: Connection) -> TableResult:
-    pair = job.pair
-    slot = pairs.pick_slot(pair.source.database, job.slots, db.slots(source))
-    lag_before = db.slot_lag(source, slot) if slot else None
-    src = db.inspect(source, pair.source.database, pair.source.table)
-    dst = db.inspect(sink, pair.sink.database, pair.sink.table)
+    pair, deep = job.pair, job.options.deep
+
+    def source_side() -> tuple[str | None, int | None, TableInfo, db.Probe | None]:
+        slot = pairs.pick_slot(pair.source.database, job.slots, db.slots(source))
+        return (slot, db.slot_lag(source, slot) if slot else None,
+                db.inspect(source, pair.source.database, pair.source.table), db.hash_probe(source) if deep else None)
+
+    def sink_side() -> tuple[TableInfo, db.Probe | None]:
+        return db.inspect(sink, pair.sink.database, pair.sink.table), db.hash_probe(sink) if deep else None
+
+    (slot, lag_before, src, src_probe), (dst, dst_probe) = concurrently(source_side, sink_side)
     filters = pairs.filters(pair, src.columns, dst.columns)
-    md5 = job.options.deep and not _same_fast_hash(source, sink)
-    a, b = table_queries(pair, src, dst, filters, job.options.deep, md5)
+    md5, record = _hashes(src_probe, dst_probe) if src_probe and dst_probe else (False, False)
+    a, b = table_queries(pair, src, dst, filters, deep, md5, record)
     counts, diff = _measure(PgSide(source, a), PgSide(sink, b), job.options)
     lag = _worst(lag_before, db.slot_lag(source, slot) if slot else None)
     verdict, allowed = judge(pair.spec, counts, diff, lag)
@@ -137,13 +157,15 @@ def _worst(before: int | None, after: int | None) -> int | None:
     return max(known) if known else None
 
 
-def _same_fast_hash(source: Connection, sink: Connection) -> bool:
-    probe = db.hash_probe(source)
-    return probe is not None and probe == db.hash_probe(sink)
+def _hashes(source: db.Probe, sink: db.Probe) -> tuple[bool, bool]:
+    """(md5, record): the portable hash unless both servers' fast hashes agree, and values
+    hashed natively only where their record hashes agree too."""
+    fast = source.text is not None and source.text == sink.text
+    return not fast, fast and source.record is not None and source.record == sink.record
 
 
 def table_queries(pair: TablePair, src: TableInfo, dst: TableInfo, filters: Filters,
-                  deep: bool, md5: bool = False) -> tuple[TableQuery, TableQuery]:
+                  deep: bool, md5: bool = False, record: bool = False) -> tuple[TableQuery, TableQuery]:
     """What each side counts and hashes: the columns both tables have (the generator's field
     intersection, from the live tables), keyed by the source's primary key."""
     columns = tuple(c for c in src.columns if c in dst.columns)
@@ -156,8 +178,16 @@ def table_queries(pair: TablePair, src: TableInfo, dst: TableInfo, filters: Filt
     # Ranges must cut both sides alike: text keys of differing collations order in "C".
     collate = frozenset(k for k in key if None not in (src.collations.get(k), dst.collations.get(k))
                         and src.collations.get(k) != dst.collations.get(k))
-    return (TableQuery(pair.source.table, key, columns, filters.source, collate, md5),
-            TableQuery(pair.sink.table, key, columns, filters.sink, collate, md5))
+    native = frozenset(c for c in columns if _native(c, src, dst)) if record and not md5 else frozenset()
+    return (TableQuery(pair.source.table, key, columns, filters.source, collate, md5, native),
+            TableQuery(pair.sink.table, key, columns, filters.sink, collate, md5, native))
+
+
+def _native(column: str, src: TableInfo, dst: TableInfo) -> bool:
+    """Hashed as a value on both sides: one built-in type, and for text one collation."""
+    kind = src.types.get(column)
+    return (kind in NATIVE_TYPES and kind == dst.types.get(column)
+            and src.collations.get(column) == dst.collations.get(column))
 
 
 def concurrently(f: Callable[[], T], g: Callable[[], U]) -> tuple[T, U]:

@@ -12,9 +12,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, push_to_gateway, write_to_textfile
+from typing import TYPE_CHECKING
 
 from hephaestus.secrets import REDACTOR
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter, Gauge
 
 log = logging.getLogger("hephaestus.notify")
 
@@ -24,6 +27,8 @@ class Metrics:
 
     def __init__(self, namespace: str = "hephaestus") -> None:
         self.namespace = namespace
+        from prometheus_client import CollectorRegistry  # 30 ms (http.server …): only a run that publishes pays
+
         self.registry = CollectorRegistry()
         self._gauges: dict[str, Gauge] = {}
         self._counters: dict[str, Counter] = {}
@@ -31,12 +36,16 @@ class Metrics:
     def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
         """The gauge `name` (created on first use; later calls return the same one)."""
         if name not in self._gauges:
+            from prometheus_client import Gauge
+
             self._gauges[name] = Gauge(name, documentation, list(labels), namespace=self.namespace,
                                        registry=self.registry)
         return self._gauges[name]
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
         if name not in self._counters:
+            from prometheus_client import Counter
+
             self._counters[name] = Counter(name, documentation, list(labels), namespace=self.namespace,
                                            registry=self.registry)
         return self._counters[name]
@@ -51,6 +60,8 @@ class Metrics:
         """Write the exposition format atomically (node-exporter must never read half a file)."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            from prometheus_client import write_to_textfile
+
             write_to_textfile(str(path), self.registry)
         except OSError as exc:
             log.warning("metrics not written to %s: %s", path, exc.strerror or exc)
@@ -60,6 +71,8 @@ class Metrics:
     def push(self, url: str, job: str, grouping: Mapping[str, str] | None = None) -> bool:
         """PUT the registry to a Pushgateway (replacing what this job last pushed)."""
         try:
+            from prometheus_client import push_to_gateway
+
             push_to_gateway(url, job=job, registry=self.registry, grouping_key=dict(grouping or {}), timeout=10)
         except Exception as exc:  # noqa: BLE001 - any transport failure: log, carry on
             log.warning("metrics not pushed to the pushgateway: %s", _reason(exc))

@@ -126,6 +126,18 @@ def test_tenant_filter_restricts_the_source_count(tmp_path: Path, stack2: Stack,
     assert "resource_path" in only["source"]["filter"] and only["sink"]["filter"] == ""
 
 
+def pair_project(root: Path, stack: Stack, src: str, dst: str, table: str) -> None:
+    """A project comparing `table` of two databases, with no connectors."""
+    (root / "defs").mkdir()
+    (root / "defs" / "src.yaml").write_text(
+        f"cluster: c\ndatabase: {src}\nenvs: [local]\norgs: [manabie]\n"
+        f"pipelines:\n  - source_table: {table}\n    sinks: [{{database: {dst}}}]\n")
+    (root / "hephaestus.yaml").write_text(
+        "clusters: {c: {connectors: c}}\ndatabases:\n" + "".join(
+            f"  {db}: {{dsn: 'host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}'}}\n"
+            for db in (src, dst)))
+
+
 def test_deep_on_composite_keys_and_differing_collations(tmp_path: Path, stack: Stack,
                                                          fresh_db: Callable[..., str]) -> None:
     """No connectors: two tables filled alike, then tampered; small segments force real bisection
@@ -143,14 +155,7 @@ def test_deep_on_composite_keys_and_differing_collations(tmp_path: Path, stack: 
     execute(stack.dsn(dst), "DELETE FROM grades WHERE (org, student) IN ((1, 's1'), (5, 'S2000'));"
                             "UPDATE grades SET score = score + 1 WHERE (org, student) = (3, 's1011');"
                             "INSERT INTO grades VALUES (9, 'new', NULL, NULL, NULL)")
-    (tmp_path / "defs").mkdir()
-    (tmp_path / "defs" / "src.yaml").write_text(
-        f"cluster: c\ndatabase: {src}\nenvs: [local]\norgs: [manabie]\n"
-        f"pipelines:\n  - source_table: grades\n    sinks: [{{database: {dst}}}]\n")
-    (tmp_path / "hephaestus.yaml").write_text(
-        "clusters: {c: {connectors: c}}\ndatabases:\n" + "".join(
-            f"  {db}: {{dsn: 'host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}'}}\n"
-            for db in (src, dst)))
+    pair_project(tmp_path, stack, src, dst, "grades")
     options = RunOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=10))
     report = run_accuracy(load_project(tmp_path / "hephaestus.yaml"), load_definitions(tmp_path / "defs"), options)
     (result,) = report.results
@@ -161,3 +166,57 @@ def test_deep_on_composite_keys_and_differing_collations(tmp_path: Path, stack: 
     assert result.diff.extra.keys == ((9, "new"),)
     assert result.diff.different.keys == ((3, "s1011"),)
     assert result.diff.queries > 4, "small segments must have made it bisect"
+
+
+NATIVE_DDL = """CREATE TABLE kinds (id int PRIMARY KEY, b boolean, i2 smallint, i8 bigint, n numeric, t text,
+    v varchar(20), c char(5), d date, tm time, ts timestamp, tz timestamptz, u uuid, by bytea, j jsonb,
+    f float8, widened {widened})"""
+NATIVE_FILL = """INSERT INTO kinds SELECT g, g % 2 = 0, g % 100, g::bigint * 1000000007, g / 7.0, 't' || g, 'v' || g, 'c' || g % 10,
+    date '2026-01-01' + g, time '00:00' + g * interval '1 s', timestamp '2026-01-01' + g * interval '1 ms',
+    timestamptz '2026-01-01 00:00+09' + g * interval '1 ms', md5(g::text)::uuid, decode(md5(g::text), 'hex'),
+    jsonb_build_object('g', g, 'tags', jsonb_build_array('a', g)), g / 3.0, g FROM generate_series(1, 600) g"""
+# One row per column changed in the sink (the key is the row's id), and changes PostgreSQL's
+# equality calls no change: numeric scale, char padding, jsonb key order.
+NATIVE_CHANGES = {
+    "b": "b = NOT b", "i2": "i2 = i2 + 1", "i8": "i8 = i8 + 1", "n": "n = n + 0.0000001", "t": "t = t || ' '",
+    "v": "v = upper(v)", "c": "c = 'x'", "d": "d = d + 1", "tm": "tm = tm + interval '1 us'",
+    "ts": "ts = ts + interval '1 us'", "tz": "tz = tz + interval '1 us'",
+    "u": "u = '00000000-0000-0000-0000-000000000000'", "by": "by = by || '\\x00'::bytea",
+    "j": "j = j || '{\"x\": 1}'", "f": "f = f + 1e-9", "widened": "widened = widened + 1"}
+
+
+def test_deep_hashes_values_natively_and_finds_a_change_in_every_type(tmp_path: Path, stack: Stack,
+                                                                        fresh_db: Callable[..., str]) -> None:
+    """Columns of one built-in type on both sides hash as values (hash_record_extended), the
+    others (float8, int widened to bigint) as text: every kind of change is still found, by key."""
+    import psycopg
+
+    from hephaestus.accuracy import db as accuracy_db, run
+
+    src, dst = fresh_db("auth"), fresh_db("auth")
+    execute(stack.dsn(src), NATIVE_DDL.format(widened="int"))
+    execute(stack.dsn(dst), NATIVE_DDL.format(widened="bigint"))
+    for db in (src, dst):
+        execute(stack.dsn(db), NATIVE_FILL)
+    with psycopg.connect(stack.dsn(src)) as a, psycopg.connect(stack.dsn(dst)) as b:
+        assert run._hashes(accuracy_db.hash_probe(a), accuracy_db.hash_probe(b)) == (False, True), "the native path is under test"
+    pair_project(tmp_path, stack, src, dst, "kinds")
+
+    def deep() -> Any:
+        options = RunOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=100))
+        (result,) = run_accuracy(load_project(tmp_path / "hephaestus.yaml"), load_definitions(tmp_path / "defs"),
+                                 options).results
+        assert result.error is None, result.error
+        return result
+
+    assert deep().verdict == "match"
+    execute(stack.dsn(dst), "UPDATE kinds SET n = n::numeric(40, 30) WHERE id = 1; UPDATE kinds SET c = c || ' ' "
+                            "WHERE id = 2; UPDATE kinds SET j = jsonb_build_object('tags', j->'tags', 'g', j->'g')")
+    assert deep().verdict == "match", "equal values by PostgreSQL's equality are no difference"
+    changed = {}
+    for i, (column, assignment) in enumerate(NATIVE_CHANGES.items()):
+        changed[10 + i * 37] = column
+        execute(stack.dsn(dst), f"UPDATE kinds SET {assignment} WHERE id = {10 + i * 37}")
+    result = deep()
+    assert result.verdict == "mismatch" and result.diff.different.keys == tuple((k,) for k in sorted(changed)), (
+        "missed: " + ", ".join(c for k, c in changed.items() if (k,) not in result.diff.different.keys))

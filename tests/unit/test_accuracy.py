@@ -20,7 +20,7 @@ from hephaestus.accuracy.model import (
     TableResult,
     judge,
 )
-from hephaestus.errors import InputError
+from hephaestus.errors import HephaestusError, InputError
 from hephaestus.generator.definitions import load_definitions
 from hephaestus.generator.model import AccuracySpec, TableRef, TenantFilter
 from tests.loopback import slack_receiver
@@ -199,6 +199,35 @@ def test_an_unreachable_database_is_an_error_row_and_exit_1(project: Project, tm
     assert result.code == 1
     (row,) = json.loads(result.out)["tables"]
     assert row["verdict"] == "error" and "cannot connect to database bob" in row["error"]
+
+
+@pytest.mark.parametrize("failing", ["bob", "auth"])
+def test_when_one_side_cannot_connect_the_other_connection_is_closed(failing: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sides connect at once: the one that made it must not leak (a cron run per hour
+    would exhaust max_connections), and the failure is this table's error row."""
+    from hephaestus.accuracy import db, run
+
+    opened: list[Closable] = []
+
+    def connect(dsn: str, database: str) -> Closable:
+        if database == failing:
+            raise HephaestusError(f"cannot connect to database {database}: refused")
+        opened.append(Closable())
+        return opened[-1]
+
+    monkeypatch.setattr(db, "connect", connect)
+    job = run._Job(pair(), "dsn-bob", "dsn-auth", (), run.RunOptions())
+    result = run.compare(job)
+    assert result.verdict == "error" and result.error == f"cannot connect to database {failing}: refused"
+    assert len(opened) == 1 and opened[0].closed
+
+
+class Closable:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def test_an_unset_password_variable_fails_before_connecting(project: Project, tmp_path: Path) -> None:

@@ -13,7 +13,10 @@ import pytest
 from hephaestus.accuracy.bisect import DeepOptions, deep_diff, parts
 from hephaestus.accuracy.model import Counts, Key
 from hephaestus.accuracy.queries import FULL, Range, TableQuery, bucket, checkpoints, checksums
-from hephaestus.generator.model import TableRef
+from hephaestus.accuracy.db import TableInfo
+from hephaestus.accuracy.model import Endpoint, Filters, TablePair
+from hephaestus.accuracy.run import table_queries
+from hephaestus.generator.model import AccuracySpec, TableRef
 
 
 class MemorySide:
@@ -143,6 +146,8 @@ def test_parts_cover_the_range_with_open_ends() -> None:
 
 # --- SQL shapes (rendered without a connection) -------------------------------------------------
 
+PAIR = TablePair(Endpoint("a", TableRef("public", "t")), Endpoint("b", TableRef("public", "t")), False, None,
+                 AccuracySpec(), "a.yaml:1 at pipelines[0].sinks[0]")
 QUERY = TableQuery(TableRef("public", "users"), ("org", "user_id"), ("org", "user_id", "name"),
                    "name LIKE 'a%'", frozenset({"user_id"}))
 
@@ -163,6 +168,38 @@ def test_checksums_hash_the_text_of_compared_columns_and_escape_percent_in_filte
     assert params == [1, "a"]
     portable = checksums(replace(QUERY, md5=True), FULL, [])[0].as_string(None)
     assert "('x' || substr(md5(ROW(" in portable and "::bit(60)::bigint" in portable
+
+
+def test_native_columns_hash_as_values_in_one_record_and_the_others_as_text() -> None:
+    sql = checksums(replace(QUERY, native=frozenset({"org", "name"})), FULL, [])[0].as_string(None)
+    assert 'sum(hash_record_extended(ROW("org", "user_id"::text, "name"), 0))' in sql
+    portable = checksums(replace(QUERY, native=frozenset({"org"}), md5=True), FULL, [])[0].as_string(None)
+    assert "hash_record_extended" not in portable, "the portable hash never mixes in native hashes"
+
+
+def _info(types: dict[str, str], collations: dict[str, str | None] | None = None) -> TableInfo:
+    return TableInfo(tuple(types), collations or {c: None for c in types}, ("id",), types)
+
+
+@pytest.mark.parametrize(("src", "dst", "record", "native"), [
+    ({"id": "integer", "t": "text"}, {"id": "integer", "t": "text"}, True, {"id", "t"}),
+    ({"id": "integer", "t": "text"}, {"id": "bigint", "t": "text"}, True, {"t"}),  # widened: by text
+    ({"id": "integer", "f": "double precision"}, {"id": "integer", "f": "double precision"}, True, {"id"}),
+    ({"id": "integer", "j": "json"}, {"id": "integer", "j": "json"}, True, {"id"}),  # json has no hash
+    ({"id": "integer", "t": "text"}, {"id": "integer", "t": "text"}, False, set()),  # the servers disagree
+])
+def test_a_column_hashes_natively_only_when_both_sides_share_a_hashable_type(
+        src: dict[str, str], dst: dict[str, str], record: bool, native: set[str]) -> None:
+    a, b = table_queries(PAIR, _info(src), _info(dst), Filters('', ''), True, md5=False, record=record)
+    assert a.native == b.native == native
+
+
+def test_text_of_differing_collations_hashes_as_text() -> None:
+    types = {"id": "integer", "t": "text"}
+    a, _ = table_queries(PAIR, _info(types, {"id": None, "t": "C"}), _info(types, {"id": None, "t": "en_US.utf8"}),
+                         Filters('', ''), True, record=True)
+    assert a.native == {"id"}
+    assert table_queries(PAIR, _info(types), _info(types), Filters('', ''), True, md5=True, record=True)[0].native == set()
 
 
 def test_checkpoints_read_every_step_th_key_in_key_order() -> None:
