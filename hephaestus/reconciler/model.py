@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import fnmatch
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,27 @@ class Live:
 
 
 
+# Keys no diff looks at unless the project says otherwise (`policy.ignore_keys` adds to these;
+# the reference's `ignorableField` list, in spirit): what a server or platform adds to a stored
+# config and git never holds, so a difference in them would restart the connector every run.
+# `name` is not here: Connect adds it to every config it returns, and it is always left out.
+DEFAULT_IGNORE_KEYS: tuple[str, ...] = (
+    "__internal.*",  # keys some Connect platforms and operators write beside the user's
+)
+
+
 def comparable(config: Mapping[str, str], ignore: frozenset[str]) -> dict[str, str]:
-    """The config as it should be compared: `name` (Connect adds it) and ignorable keys out."""
-    return {k: v for k, v in config.items() if k != "name" and k not in ignore}
+    """The config as it should be compared: `name` and ignored keys (exact, or a glob with `*`) out."""
+    skip = _ignored(ignore)
+    return {k: v for k, v in config.items() if k != "name" and not skip(k)}
+
+
+@lru_cache(maxsize=16)
+def _ignored(ignore: frozenset[str]) -> Callable[[str], bool]:
+    """One predicate per ignore list (a fleet compares thousands of configs against it)."""
+    exact = frozenset(k for k in ignore if "*" not in k)
+    globs = [k for k in ignore if "*" in k]
+    if not globs:
+        return exact.__contains__
+    pattern = re.compile("|".join(fnmatch.translate(g) for g in sorted(globs)))
+    return lambda key: key in exact or pattern.match(key) is not None

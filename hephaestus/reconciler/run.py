@@ -24,6 +24,7 @@ from hephaestus.reconciler.audit import Journal
 from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, is_ksqldb_managed, plan
+from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS
 from hephaestus.secrets import REDACTOR
 
 
@@ -51,7 +52,7 @@ class RunOptions:
 
 def policy_of(project: Project, force: bool) -> Policy:
     p = project.policy
-    return Policy(frozenset(p.get("ignore_keys", ())), p.get("max_deletes", 10),
+    return Policy(frozenset((*DEFAULT_IGNORE_KEYS, *p.get("ignore_keys", ()))), p.get("max_deletes", 10),
                   p.get("max_delete_share", 0.5), force)
 
 

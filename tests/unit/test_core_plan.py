@@ -3,6 +3,8 @@ never diffs (mutation-tested core)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hephaestus.reconciler.plan import (
@@ -195,6 +197,31 @@ def test_diff_is_sorted_and_empty_when_equal() -> None:
     assert diff({"b": "1", "a": "1"}, {"a": "1", "b": "1"}) == ()
     assert diff({"b": "1", "a": "2"}, {"c": "3", "a": "1"}) == (
         KeyChange("a", "2", "1"), KeyChange("b", "1", None), KeyChange("c", None, "3"))
+
+
+@pytest.mark.parametrize(("ignore", "key", "ignored"), [
+    ({"__internal.*"}, "__internal.owner", True),
+    ({"__internal.*"}, "x__internal.owner", False),  # a glob matches the whole key
+    ({"transforms.*.negate"}, "transforms.filter.negate", True),
+    ({"transforms.*.negate"}, "transforms.filter.type", False),
+    ({"a.b"}, "a_b", False),  # `.` is a dot, not any character
+    ({"a.b", "c.*"}, "a.b", True),
+])
+def test_an_ignored_key_is_an_exact_name_or_a_glob(ignore: set[str], key: str, ignored: bool) -> None:
+    desired = {"a": Desired("a", cfg(**{key: "new"}))}
+    live = {"a": Live("a", cfg(**{key: "old"}))}
+    (step,) = plan("x", desired, live, Policy(ignore_keys=frozenset(ignore))).steps
+    assert (step.action == "unchanged") is ignored
+
+
+def test_a_server_added_internal_key_is_ignored_by_default(tmp_path: Path) -> None:
+    from hephaestus.project import Project
+    from hephaestus.reconciler.run import policy_of
+
+    policy = policy_of(Project(str(tmp_path / "p.yaml"), {}, {}, {}), False)
+    desired = {"a": Desired("a", cfg())}
+    live = {"a": Live("a", cfg(**{"__internal.created.by": "operator"}))}
+    assert plan("x", desired, live, policy).in_sync
 
 
 def test_ignored_keys_never_make_an_update() -> None:

@@ -107,7 +107,7 @@ def slack(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, str]]:
 
 def test_policy_and_apply_options_defaults() -> None:
     project = Project("p.yaml", {}, {}, {})
-    assert policy_of(project, False) == Policy(frozenset(), 10, 0.5, False)
+    assert policy_of(project, False) == Policy(frozenset({"__internal.*"}), 10, 0.5, False)
     assert policy_of(project, True).force is True
     assert apply_options_of(project) == ApplyOptions(
         concurrency=4, ready=ReadyOptions(timeout_s=180.0, stable_s=10.0), progress=None, initial_state="RUNNING")
@@ -120,7 +120,7 @@ def test_policy_and_apply_options_from_the_project_file() -> None:
               "write_concurrency": 3,
               "ready_timeout_s": 30.0, "stability_window_s": 2.0, "initial_state": "PAUSED"}
     project = Project("p.yaml", {}, {}, policy)
-    assert policy_of(project, False) == Policy(frozenset({"x.managed", "y"}), 3, 0.25, False)
+    assert policy_of(project, False) == Policy(frozenset({"__internal.*", "x.managed", "y"}), 3, 0.25, False)
 
     def progress(result: StepResult, done: int, total: int) -> None:
         pass
