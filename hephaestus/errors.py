@@ -27,3 +27,8 @@ class InputErrors(HephaestusError):
     def __init__(self, errors: list[InputError]):
         self.errors = errors
         super().__init__("\n".join(str(e) for e in errors))
+
+
+def first_line(exc: BaseException) -> str:
+    """A driver's error in one line (psycopg's carry a DETAIL and a HINT below it)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -119,6 +119,7 @@ class Project:
     # The deployment's name in the ownership record: deployments sharing a state database
     # (and a Connect cluster) must each have their own.
     name: str = "default"
+    audit_database: str | None = None  # `audit: {database: NAME}`: the trail in PostgreSQL (wins over audit_log)
 
     def dsn(self, database: str, what: str = "hephaestus") -> str:
         """The DSN of a database named in `databases:`, its password resolved if referenced."""
@@ -203,6 +204,7 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         databases={n: _database(n, d) for n, d in data.get("databases", {}).items()},
         policy=data.get("policy", {}),
         audit_log=base / data["audit_log"] if "audit_log" in data else None,
+        audit_database=data.get("audit", {}).get("database"),
         heal=data.get("heal", {}),
         lock=data.get("lock", {}),
         base=base,

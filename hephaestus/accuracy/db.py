@@ -11,7 +11,7 @@ import psycopg
 from hephaestus.accuracy import queries
 from hephaestus.accuracy.model import Key
 from hephaestus.accuracy.queries import Query, Range, TableQuery
-from hephaestus.errors import HephaestusError
+from hephaestus.errors import HephaestusError, first_line
 from hephaestus.generator.model import TableRef
 from hephaestus.project import Project
 
@@ -62,10 +62,6 @@ def connect(dsn: str, database: str) -> Connection:
     conn.read_only = True
     conn.execute(_SESSION)
     return conn
-
-
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from hephaestus.accuracy.bisect import DeepOptions, deep_diff
 from hephaestus.accuracy.db import Connection, PgSide, TableInfo
 from hephaestus.accuracy.model import Counts, Filters, KeyDiff, Report, TablePair, TableResult, judge
 from hephaestus.accuracy.queries import NATIVE_TYPES, TableQuery
-from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.errors import HephaestusError, InputError, InputErrors, first_line
 from hephaestus.generator.model import Definition
 from hephaestus.project import Project
 
@@ -93,7 +93,7 @@ def compare(job: _Job) -> TableResult:
     except HephaestusError as exc:
         result = TableResult(job.pair, "error", error=str(exc))
     except psycopg.Error as exc:
-        result = TableResult(job.pair, "error", error=db.first_line(exc))
+        result = TableResult(job.pair, "error", error=first_line(exc))
     return replace(result, seconds=round(time.monotonic() - start, 3))
 
 

@@ -1,8 +1,10 @@
-"""Append-only JSONL audit log: the intent before each write, the outcome after (edge: a file).
+"""Append-only audit log: the intent before each write, the outcome after (edge: a JSONL file,
+or the table `hephaestus_audit` of the project's `audit: {database: …}`).
 
 Intent first, so a run killed between the two still leaves a trace of what it set out to do;
 a log that cannot be written stops the run before its first write, since an unaudited
-change is exactly what an audit log exists to rule out.
+change is exactly what an audit log exists to rule out. In a pod, a file sits on a volume
+that may die with it: the database keeps the trail where the Helm chart's jobs all see it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hephaestus.errors import HephaestusError
+from hephaestus.errors import HephaestusError, first_line
+from hephaestus.lock import create_table
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step, comparable
 from hephaestus.secrets import REDACTOR, mask_config
@@ -35,15 +38,34 @@ def config_hash(config: Mapping[str, str] | None) -> str | None:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+TABLE = ("CREATE TABLE IF NOT EXISTS hephaestus_audit (id bigserial PRIMARY KEY, "
+         "ts timestamptz NOT NULL DEFAULT now(), run_id text NOT NULL, cluster text NOT NULL, "
+         "connector text, entry jsonb NOT NULL)")
+
+
 class Journal:
-    """The audit records of one cluster in one run; `path` None keeps no log."""
+    """The audit records of one cluster in one run: into the database of `dsn` when given, else
+    the file `path`; neither keeps no log. Close it (or use `with`) to end its connection."""
 
     def __init__(self, path: Path | None, run_id: str, cluster: str,
-                 before: Mapping[str, Mapping[str, str]]) -> None:
+                 before: Mapping[str, Mapping[str, str]], dsn: str | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self.cluster = cluster
         self.before = before
+        self.dsn = dsn
+        self._conn: Any = None
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def check(self) -> None:
         """Raise AuditUnavailable unless the log can be appended to (called before any write)."""
@@ -71,6 +93,9 @@ class Journal:
         }
 
     def _append(self, entries: list[dict[str, Any]]) -> None:
+        if self.dsn is not None:
+            self._insert(entries)
+            return
         if self.path is None:
             return
         text = REDACTOR("".join(json.dumps(e, sort_keys=True) + "\n" for e in entries))
@@ -80,3 +105,23 @@ class Journal:
                 f.write(text)
         except OSError as exc:
             raise AuditUnavailable(f"audit log {self.path} cannot be written: {exc.strerror or exc}") from exc
+
+    def _insert(self, entries: list[dict[str, Any]]) -> None:
+        assert self.dsn is not None
+        """One row per entry, redacted as the file's lines are; one connection per journal
+        (steps run on several threads: the lock serialises them on it)."""
+        import psycopg  # only a deployment auditing to a database pays for the import
+        from psycopg.types.json import Jsonb
+
+        rows = [json.loads(REDACTOR(json.dumps(e, sort_keys=True))) for e in entries]
+        try:
+            with _lock:
+                if self._conn is None:
+                    self._conn = psycopg.connect(self.dsn, connect_timeout=10, autocommit=True,
+                                                 application_name="hephaestus audit")
+                    create_table(self._conn, TABLE)
+                for r in rows:
+                    self._conn.execute("INSERT INTO hephaestus_audit (run_id, cluster, connector, entry) "
+                                       "VALUES (%s, %s, %s, %s)", [r["run_id"], r["cluster"], r["connector"], Jsonb(r)])
+        except psycopg.Error as exc:
+            raise AuditUnavailable(f"audit table hephaestus_audit cannot be written: {first_line(exc)}") from exc

@@ -126,16 +126,26 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
     invalid = apply.validate_all(client, p, options.apply.concurrency)
     if invalid:
         return replace(base, invalid=invalid)
-    journal = Journal(ctx.project.audit_log, ctx.run_id, cluster.name, {n: c.config for n, c in live.items()})
     try:
-        journal.check()
-        if ctx.hooks:
-            ctx.hooks.prepare(cluster, p)
-    except HephaestusError as exc:  # an unwritable audit log, a failed publication update …
+        journal = _journal(ctx, live)
+    except HephaestusError as exc:  # the audit database is not in the project file
         return replace(base, error=f"nothing applied: {exc}")
-    results = apply.execute(client, p, options.apply, journal)
-    errors = [apply.record_outcomes(journal, p, results), _record_ownership(ctx, p, results)]
+    with journal:
+        try:
+            journal.check()
+            if ctx.hooks:
+                ctx.hooks.prepare(cluster, p)
+        except HephaestusError as exc:  # an unwritable audit log, a failed publication update …
+            return replace(base, error=f"nothing applied: {exc}")
+        results = apply.execute(client, p, options.apply, journal)
+        errors = [apply.record_outcomes(journal, p, results), _record_ownership(ctx, p, results)]
     return replace(base, applied=True, results=results, error="; ".join(e for e in errors if e))
+
+
+def _journal(ctx: _Ctx, live: dict[str, Live]) -> Journal:
+    project, cluster = ctx.project, ctx.cluster
+    dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
+    return Journal(project.audit_log, ctx.run_id, cluster.name, {n: c.config for n, c in live.items()}, dsn)
 
 
 def _strangers(cluster: Cluster, desired: dict[str, Desired], held: frozenset[str], live: dict[str, Live],

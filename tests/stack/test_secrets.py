@@ -1,10 +1,11 @@
 """Secrets on the real stack: a sink whose database password in the Connect secrets file is
 wrong really fails (the stack's PostgreSQL checks that one role's password), its trace is
-reported, and no output of reconcile or heal — nor Slack, nor the audit log — shows the
-password."""
+reported, and no output of reconcile or heal — nor Slack, nor the audit trail (here in
+PostgreSQL, `audit: {database: …}`) — shows the password."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from tests.loopback import slack_receiver
 from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, _rewrite_secrets, execute
+from tests.stack.support import ConnectClient, Stack, _rewrite_secrets, execute, read_rows
 from tests.stack.test_faults import edit_project
 
 ROLE = "heph_password_user"
@@ -38,7 +39,7 @@ def test_a_wrong_password_fails_the_sink_and_no_output_shows_it(fleet: Fleet, st
         f"{auth}_password={WRONG}" if line.startswith(f"{auth}_password=") else line for line in lines])
     # hephaestus may read the workers' secrets file here: what it holds is masked everywhere.
     edit_project(fleet, clusters={"platforms": {**_cluster(fleet), "secrets_file": str(stack.secrets_file)}},
-                 heal={"restart_wait_s": 3, "state": {"file": "heal.json"}})
+                 heal={"restart_wait_s": 3, "state": {"file": "heal.json"}}, audit={"database": fleet.dbs["bob"]})
     execute(stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-1', 'a')")
     with slack_receiver() as slack:
         monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
@@ -51,7 +52,11 @@ def test_a_wrong_password_fails_the_sink_and_no_output_shows_it(fleet: Fleet, st
             outputs.append(fleet.cli("-v", *args, "--project", str(fleet.root / "hephaestus.yaml"))[1])
         texts = slack.texts()
     assert texts and "Caused by" in "".join(texts), texts
-    audit = (fleet.root / "audit.jsonl").read_text()
+    rows = read_rows(stack.dsn(fleet.dbs["bob"]), "SELECT run_id, cluster, connector, entry FROM hephaestus_audit")
+    assert {(r[3]["action"], r[3]["outcome"]) for r in rows} >= {("create", "intent"), ("create", "failed")}, rows
+    assert all(r[0] == r[3]["run_id"] and r[1] == r[3]["cluster"] == "platforms" for r in rows)
+    assert not (fleet.root / "audit.jsonl").exists(), "the database wins over audit_log"
+    audit = json.dumps([r[3] for r in rows])
     for channel in (*outputs, *texts, audit):
         assert WRONG not in channel
 

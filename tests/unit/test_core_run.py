@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -567,3 +568,24 @@ def test_both_an_audit_and_an_ownership_failure_are_reported(tmp_path: Path, mon
     (out,) = w.run()
     assert out.error == ("audit log x cannot be written; "
                          "applied, but the ownership record was not updated: ownership record: disk full")
+
+
+def test_an_audit_database_missing_from_the_project_stops_the_cluster_before_any_write(tmp_path: Path) -> None:
+    w = World(tmp_path, "c")
+    w.project = replace(w.project, audit_database="nowhere")
+    w.git("c", "a", cfg())
+    (out,) = w.run()
+    assert out.error.startswith("nothing applied: database 'nowhere' is not in p.yaml") and not out.applied
+    assert "a" not in w.doubles["c"].connectors
+
+
+def test_an_unreachable_audit_database_stops_the_cluster_before_any_write(tmp_path: Path) -> None:
+    from hephaestus.project import Database
+
+    w = World(tmp_path, "c")
+    w.project = replace(w.project, audit_database="audit",
+                        databases={"audit": Database("audit", "host=127.0.0.1 port=9 dbname=audit connect_timeout=2", None)})
+    w.git("c", "a", cfg())
+    (out,) = w.run()
+    assert out.error.startswith("nothing applied: audit table hephaestus_audit cannot be written:"), out.error
+    assert "a" not in w.doubles["c"].connectors

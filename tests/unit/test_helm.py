@@ -36,6 +36,7 @@ HOOKS = {
     4: ("4-validate", "validate_kafka_connectors"),
     5: ("5-migrate-ksql", "migrate_ksql"),
     6: ("6-sync-datawarehouse", "upsert_kafka_connect"),
+    7: ("7-validate-datawarehouse", "validate_kafka_connectors"),
 }
 
 # Non-default values: every knob that changes what is rendered, secrets by reference only.
@@ -113,9 +114,13 @@ def helm_run(helm: str, *args: str) -> subprocess.CompletedProcess[str]:
                                          "HELM_CONFIG_HOME": "/tmp", "HELM_DATA_HOME": "/tmp"})
 
 
+# The one decision the chart makes the user take (where state lives), taken: throwaway state.
+EPHEMERAL = ("--set", "state.ephemeral=true")
+
+
 def render(helm: str, *args: str, release: str = "deploy") -> list[dict[str, Any]]:
     result = helm_run(helm, "template", release, str(CHART), "--namespace", "data",
-                      "--kube-version", RENDER_KUBE_VERSION, *args)
+                      "--kube-version", RENDER_KUBE_VERSION, *EPHEMERAL, *args)
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -190,7 +195,7 @@ def cron(docs: list[dict[str, Any]], suffix: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("values", ["default", "custom"])
 def test_helm_lint_strict_passes(helm: str, custom_values: Path, values: str) -> None:
-    extra = ["-f", str(custom_values)] if values == "custom" else []
+    extra = ["-f", str(custom_values)] if values == "custom" else list(EPHEMERAL)
     result = helm_run(helm, "lint", "--strict", str(CHART), "--kube-version", RENDER_KUBE_VERSION, *extra)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 chart(s) failed" in result.stdout
@@ -223,7 +228,12 @@ def test_the_rendered_project_file_loads_as_hephaestus_yaml(default: list[dict[s
     assert project.clusters
     for cluster in project.clusters.values():
         assert cluster.connectors.is_absolute()
-    assert project.audit_log == Path("/var/lib/hephaestus/audit.jsonl")
+    if values == "default":  # no state database: files on the (declared throwaway) volume
+        assert (project.audit_log, project.audit_database) == (Path("/var/lib/hephaestus/audit.jsonl"), None)
+        assert project.heal["state"] == {"file": "/var/lib/hephaestus/heal-state.json"}
+    else:  # heal.state.database names one: the audit trail goes there too
+        assert (project.audit_log, project.audit_database) == (None, "lmsdwh")
+        assert project.heal["state"] == {"database": "lmsdwh"}
     # The ownership record's deployment name: stable per release, unless the values name one.
     assert project.name == "data.deploy"
 
@@ -231,11 +241,11 @@ def test_the_rendered_project_file_loads_as_hephaestus_yaml(default: list[dict[s
 # --- the deploy hooks ----------------------------------------------------------------------
 
 def test_default_hooks_upsert_validate_then_sync_the_warehouse(default: list[dict[str, Any]]) -> None:
-    """No ksqlDB server by default: steps 2 and 5 are left out, 3, 4, 6 run in that order."""
+    """No ksqlDB server by default: steps 2 and 5 are left out, 3, 4, 6, 7 run in that order."""
     order = hooks(default)
     assert [d["metadata"]["name"] for d in order] == [
         "deploy-hephaestus-3-upsert-kafka-connect", "deploy-hephaestus-4-validate",
-        "deploy-hephaestus-6-sync-datawarehouse"]
+        "deploy-hephaestus-6-sync-datawarehouse", "deploy-hephaestus-7-validate-datawarehouse"]
     assert [argv(d) for d in order] == [
         ["hephaestus", "job", "run", "upsert_kafka_connect", "--cluster", "platforms",
          "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
@@ -243,6 +253,8 @@ def test_default_hooks_upsert_validate_then_sync_the_warehouse(default: list[dic
          "--deployCustomSinkConnector"],
         ["hephaestus", "job", "run", "upsert_kafka_connect", "--cluster", "lmsdwh",
          "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
+        ["hephaestus", "job", "run", "validate_kafka_connectors", "--cluster", "lmsdwh",
+         "--deployCustomSinkConnector"],  # every cluster is validated, the warehouse after its sync
     ]
     for job in order:
         annotations = job["metadata"]["annotations"]
@@ -250,11 +262,11 @@ def test_default_hooks_upsert_validate_then_sync_the_warehouse(default: list[dic
         assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation"
 
 
-def test_all_five_reference_hooks_in_order_when_ksqldb_is_set(helm: str) -> None:
+def test_the_reference_hooks_and_the_warehouse_validate_in_order_when_ksqldb_is_set(helm: str) -> None:
     docs = render(helm, "--set", "ksqldb.lmsdwh.url=http://ksqldb-lmsdwh:8088")
     order = hooks(docs)
     weights = [int(d["metadata"]["annotations"]["helm.sh/hook-weight"]) for d in order]
-    assert weights == [2, 3, 4, 5, 6]
+    assert weights == [2, 3, 4, 5, 6, 7]
     for job, weight in zip(order, weights, strict=True):
         suffix, name = HOOKS[weight]
         assert job["metadata"]["name"] == f"deploy-hephaestus-{suffix}"
@@ -268,22 +280,24 @@ def test_custom_hooks_scope_clusters_and_take_their_args(custom: list[dict[str, 
     order = hooks(custom)
     names = [d["metadata"]["name"] for d in order]
     assert names == ["heph-2-init-ksql", "heph-3-upsert-kafka-connect", "heph-4-validate",
-                     "heph-5-migrate-ksql", "heph-6-sync-datawarehouse"]
-    upsert, validate, sync = order[1], order[2], order[4]
+                     "heph-5-migrate-ksql", "heph-6-sync-datawarehouse", "heph-7-validate-datawarehouse"]
+    upsert, validate, sync, validate_dwh = order[1], order[2], order[4], order[5]
     assert argv(upsert)[3:] == ["upsert_kafka_connect", "--cluster", "platforms", "--deployCustomSinkConnector"]
     assert argv(validate)[3:] == ["validate_kafka_connectors", "--cluster", "platforms",
                                   "--deployCustomSinkConnector", "-o", "markdown"]
     assert argv(sync)[3:] == ["upsert_kafka_connect", "--cluster", "kec", "--cluster", "lms"]
+    assert argv(validate_dwh)[3:] == ["validate_kafka_connectors", "--cluster", "kec", "--cluster", "lms"]
     for job in order:
         annotations = job["metadata"]["annotations"]
         assert annotations["helm.sh/hook"] == "post-install,post-upgrade,post-rollback"
         assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
-    assert [d["spec"]["backoffLimit"] for d in order] == [2, 2, 0, 2, 2]
-    assert [d["spec"]["activeDeadlineSeconds"] for d in order] == [600, 1800, 600, 600, 3600]
+    assert [d["spec"]["backoffLimit"] for d in order] == [2, 2, 0, 2, 2, 2]
+    assert [d["spec"]["activeDeadlineSeconds"] for d in order] == [600, 1800, 600, 600, 3600, 600]
 
 
 def test_disabled_jobs_are_not_rendered(helm: str) -> None:
     docs = render(helm, "--set", "hooks.validate.enabled=false", "--set", "hooks.syncDatawarehouse.enabled=false",
+                  "--set", "hooks.validateDatawarehouse.enabled=false", "--set", "databases.bob.dsn=dbname=bob",
                   "--set", "cronJobs.dwhAccuracy.enabled=false", "--set", "ksqldb.lmsdwh.url=http://k:8088",
                   "--set", "hooks.migrateKsql.enabled=false")
     assert [d["metadata"]["name"] for d in hooks(docs)] == [
@@ -299,7 +313,8 @@ def test_without_warehouse_clusters_there_is_no_step_6_and_only_warehouses_no_st
         ["validate_kafka_connectors", "--cluster", "lmsdwh", "--cluster", "platforms",
          "--deployCustomSinkConnector"]]
     only = render(helm, "--set", "clusters.platforms=null")
-    assert [d["metadata"]["name"] for d in hooks(only)] == ["deploy-hephaestus-6-sync-datawarehouse"]
+    assert [d["metadata"]["name"] for d in hooks(only)] == ["deploy-hephaestus-6-sync-datawarehouse",
+                                                            "deploy-hephaestus-7-validate-datawarehouse"]
 
 
 def test_the_project_file_exists_before_the_hooks_run(default: list[dict[str, Any]]) -> None:
@@ -323,6 +338,43 @@ def test_validate_leaves_custom_sinks_out_when_the_upsert_does(helm: str) -> Non
     assert argv(validate)[3:] == ["validate_kafka_connectors", "--cluster", "platforms"]
 
 
+# --- where state lives ---------------------------------------------------------------------
+
+def test_without_a_state_database_or_claim_the_chart_refuses_ephemeral_state(helm: str) -> None:
+    result = helm_run(helm, "template", "deploy", str(CHART))
+    assert result.returncode != 0
+    for way_out in ("lock.database", "state.existingClaim", "state.ephemeral: true"):
+        assert way_out in result.stderr
+
+
+def test_a_state_database_keeps_the_audit_trail_and_heal_state(helm: str) -> None:
+    result = helm_run(helm, "template", "deploy", str(CHART), "--namespace", "data", "--set", "lock.database=bob",
+                      "--set", "databases.bob.dsnSecret.name=dsn", "--set", "databases.bob.dsnSecret.key=bob")
+    assert result.returncode == 0, result.stderr
+    project = project_file([d for d in yaml.safe_load_all(result.stdout) if d])
+    assert project["audit"] == {"database": "bob"} and "audit_log" not in project
+    assert project["heal"]["state"] == {"database": "bob"} and project["lock"] == {"database": "bob"}
+
+
+def test_a_claim_keeps_them_as_files(helm: str) -> None:
+    result = helm_run(helm, "template", "deploy", str(CHART), "--set", "state.existingClaim=heph-state")
+    assert result.returncode == 0, result.stderr
+    project = project_file([d for d in yaml.safe_load_all(result.stdout) if d])
+    assert project["audit_log"] == "/var/lib/hephaestus/audit.jsonl"
+    assert project["heal"]["state"] == {"file": "/var/lib/hephaestus/heal-state.json"}
+
+
+def test_each_hook_may_choose_its_own_events(helm: str) -> None:
+    docs = render(helm, "--set", "hooks.validate.events={post-install}",
+                  "--set", "hooks.upsertKafkaConnect.events={post-install,post-upgrade,post-rollback}")
+    events = {d["metadata"]["name"]: d["metadata"]["annotations"]["helm.sh/hook"] for d in hooks(docs)}
+    assert events == {"deploy-hephaestus-3-upsert-kafka-connect": "post-install,post-upgrade,post-rollback",
+                      "deploy-hephaestus-4-validate": "post-install",
+                      "deploy-hephaestus-6-sync-datawarehouse": "post-install,post-upgrade",
+                      "deploy-hephaestus-7-validate-datawarehouse": "post-install,post-upgrade"}
+    assert "/hooks/validate/events/0" in render_error(helm, *EPHEMERAL, "--set", "hooks.validate.events={pre-install}")
+
+
 # --- the schedules ---------------------------------------------------------------------------
 
 def test_heal_runs_every_ten_minutes_and_never_overlaps(default: list[dict[str, Any]]) -> None:
@@ -331,11 +383,16 @@ def test_heal_runs_every_ten_minutes_and_never_overlaps(default: list[dict[str, 
     assert heal["spec"]["concurrencyPolicy"] == "Forbid"
     assert heal["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] < 600
     assert argv(heal) == ["hephaestus", "job", "run", "heal"]
-    accuracy = cron(default, "dwh-accuracy")
+    assert "timeZone" not in heal["spec"]
+
+
+def test_accuracy_runs_nightly_once_databases_are_configured(default: list[dict[str, Any]], helm: str) -> None:
+    """With no databases every run would exit 1: the CronJob waits for them."""
+    assert [d["metadata"]["name"] for d in of_kind(default, "CronJob")] == ["deploy-hephaestus-heal"]
+    accuracy = cron(render(helm, "--set", "databases.bob.dsn=dbname=bob"), "dwh-accuracy")
     assert accuracy["spec"]["schedule"] == "30 2 * * *"
     assert accuracy["spec"]["concurrencyPolicy"] == "Forbid"
     assert argv(accuracy) == ["hephaestus", "job", "run", "dwh_accuracy", "--env", "local", "--org", "manabie"]
-    assert "timeZone" not in heal["spec"]
 
 
 def test_custom_schedules_time_zone_and_args(custom: list[dict[str, Any]]) -> None:
@@ -400,7 +457,7 @@ def test_names_fit_kubernetes_limits_with_the_longest_release_name(helm: str) ->
     for doc in docs:
         limit = 52 if doc["kind"] == "CronJob" else 63
         assert len(doc["metadata"]["name"]) <= limit, doc["metadata"]["name"]
-    assert len({d["metadata"]["name"] for d in hooks(docs)}) == 5
+    assert len({d["metadata"]["name"] for d in hooks(docs)}) == 6
 
 
 # --- secrets: references only ----------------------------------------------------------------
