@@ -41,7 +41,7 @@ class ReadyOptions:
     # rebalance by 3 s), fetches and writes its first batch within ~5 s of starting; twice
     # that catches it with margin, and the window runs once for all connectors of a wave.
     stable_s: float = 10.0
-    poll_s: float = 1.0  # the longest pause between two listings
+    poll_s: float = 0.5  # the longest pause between two listings (1 s made a wave up to 1 s late)
     # The first pause: a connector written a moment ago is often RUNNING within a tenth of a
     # second; pauses then double up to poll_s (a listing of hundreds costs tens of ms).
     first_poll_s: float = 0.1

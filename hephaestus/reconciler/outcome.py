@@ -26,12 +26,14 @@ class ClusterOutcome:
     results: tuple[StepResult, ...] = ()
     error: str = ""  # the cluster could not be read or reconciled at all
     followups: tuple[StepResult, ...] = ()  # e.g. incremental-snapshot signals
+    prepared: tuple[StepResult, ...] = ()  # database steps before the writes (publication changes)
     requests: int = 0  # HTTP requests this run sent to the cluster (writes: non-GET, not validate)
     writes: int = 0
 
     @property
     def failed(self) -> bool:
-        return bool(self.error or self.invalid or any(not r.ok for r in (*self.results, *self.followups)))
+        return bool(self.error or self.invalid or
+                    any(not r.ok for r in (*self.prepared, *self.results, *self.followups)))
 
     @property
     def refused(self) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from hephaestus.reconciler import renames
+from hephaestus.reconciler import publications, renames
 from hephaestus.reconciler.model import Desired, Live, comparable
 
 __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
@@ -70,6 +70,7 @@ class Plan:
     health: tuple[Unhealthy, ...] = ()  # managed connectors not running as they should
     adopt: tuple[str, ...] = ()  # in git and live but not yet owned: recorded as owned by an apply
     warnings: tuple[str, ...] = ()
+    publications: tuple[publications.Change, ...] = ()  # applied before the connector writes
 
     def of(self, *actions: Action) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.action in actions)
@@ -80,7 +81,7 @@ class Plan:
 
     @property
     def in_sync(self) -> bool:
-        return not self.writes
+        return not self.writes and not self.publications
 
     @property
     def healthy(self) -> bool:

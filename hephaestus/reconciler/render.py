@@ -24,8 +24,9 @@ def summary(plan: Plan) -> str:
     c = plan.counts()
     renames = f"{c['rename']} to rename, " if c["rename"] else ""
     adopt = f", {len(plan.adopt)} to adopt" if plan.adopt else ""
+    pubs = f", {len(plan.publications)} publications to change" if plan.publications else ""
     return (f"{c['create']} to create, {c['update']} to update, {renames}{c['delete']} to delete, "
-            f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged{adopt}")
+            f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged{adopt}{pubs}")
 
 
 def _value(key: str, value: str | None) -> str:
@@ -67,7 +68,7 @@ def text(outcomes: Sequence[ClusterOutcome], style: Style = plain) -> str:
 def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
     if o.plan is None:
         return [style(f"error: {o.error}", "error")]
-    lines: list[str] = []
+    lines = [style(f"~ {ch.describe()}", "update") for ch in o.plan.publications]
     for step in o.plan.steps:
         if step.action != "unchanged":
             lines += [style(line, step.action) for line in _step_lines(step)]
@@ -84,7 +85,7 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
     if o.invalid:
         lines.append(style("nothing applied: fix the invalid configs first", "error"))
     lines += [style(f"{'ok' if r.ok else 'FAILED'} {r.action} {r.name}: {r.detail}", "unchanged" if r.ok else "error")
-              for r in (*o.results, *o.followups)]
+              for r in (*o.prepared, *o.results, *o.followups)]
     if o.error:
         lines.append(style(f"error: {o.error}", "error"))
     return lines
@@ -104,7 +105,9 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         "warnings": list(plan.warnings) if plan else [],
         "steps": [_step_dict(s) for s in plan.steps] if plan else [],
         "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
-        "results": [vars(r) for r in (*o.results, *o.followups)],
+        "publications": [{"database": ch.database, "publication": ch.publication, "add": list(ch.add),
+                          "drop": list(ch.drop), "for": list(ch.connectors)} for ch in plan.publications] if plan else [],
+        "results": [vars(r) for r in (*o.prepared, *o.results, *o.followups)],
         "requests": o.requests,
         "writes": o.writes,
     }
@@ -145,6 +148,8 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
             out.append("**unhealthy:**\n")
             out += [f"- {md_code(u.name)}: {md_text(u.reason)}" for u in o.plan.health]
             out.append("")
+        out += [f"- publication {md_code(ch.name)}: {md_text(ch.describe().split(': ', 1)[1])}"
+                for ch in o.plan.publications]
         changed = [s for s in o.plan.steps if s.action != "unchanged"]
         if changed:
             out.append("| | action | connector | details |\n|---|---|---|---|")

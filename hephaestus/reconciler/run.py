@@ -19,7 +19,7 @@ from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock, new_run_id
 from hephaestus import ownership
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, health
+from hephaestus.reconciler import apply, health, pubdb, publications
 from hephaestus.reconciler.audit import Journal
 from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
@@ -118,8 +118,9 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
     scope = Scope(owned, held, _strangers(cluster, desired, held, live, owned))
     p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, options)
     _learn_secrets(client, p, desired, live)
-    base = ClusterOutcome(cluster.name, cluster.url, p)
-    if options.dry_run or p.refused:
+    p, problems = _publications(ctx.project, p, desired, live)
+    base = ClusterOutcome(cluster.name, cluster.url, p, invalid=problems)
+    if options.dry_run or p.refused or problems:
         return base
     if p.in_sync:  # adopting what git declares writes the record only, never Connect
         return replace(base, error=_record_ownership(ctx, p, ()))
@@ -135,11 +136,48 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
             journal.check()
             if ctx.hooks:
                 ctx.hooks.prepare(cluster, p)
-        except HephaestusError as exc:  # an unwritable audit log, a failed publication update …
+        except HephaestusError as exc:  # an unwritable audit log, a source not ready for a snapshot …
             return replace(base, error=f"nothing applied: {exc}")
+        prepared = _alter_publications(ctx.project, p)
+        if not all(r.ok for r in prepared):
+            return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
         results = apply.execute(client, p, options.apply, journal)
         errors = [apply.record_outcomes(journal, p, results), _record_ownership(ctx, p, results)]
-    return replace(base, applied=True, results=results, error="; ".join(e for e in errors if e))
+    return replace(base, applied=True, prepared=prepared, results=results, error="; ".join(e for e in errors if e))
+
+
+def _publications(project: Project, p: Plan, desired: dict[str, Desired],
+                  live: dict[str, Live]) -> tuple[Plan, publications.Problems]:
+    """The plan with the publication changes its sources need, read from each source database
+    the project names (one it does not name is left alone, with a warning)."""
+    found = publications.sources(desired, live)
+    state: dict[tuple[str, str], publications.Published] = {}
+    warnings: list[str] = []
+    problems: publications.Problems = {}
+    for database, pub in sorted({(s.database, s.publication) for s in found}):
+        users = [s.connector for s in found if (s.database, s.publication) == (database, pub)]
+        if database not in project.databases:
+            warnings.append(f"publication {pub} of database {database} not checked ({', '.join(users)}): "
+                            f"add {database} to the project's databases for publication upkeep")
+            continue
+        try:
+            state[(database, pub)] = pubdb.read(project.dsn(database, "publication upkeep"), database, pub)
+        except HephaestusError as exc:
+            problems.update({u: {"publication.name": (f"cannot read publication {pub}: {exc}",)} for u in users})
+    changes, wrong = publications.upkeep(found, state)
+    return replace(p, publications=changes, warnings=(*p.warnings, *warnings)), {**problems, **wrong}
+
+
+def _alter_publications(project: Project, p: Plan) -> tuple[StepResult, ...]:
+    """Each planned change, in order, stopping at the first that fails (nothing after it runs)."""
+    done: list[StepResult] = []
+    for ch in p.publications:
+        try:
+            pubdb.alter(project.dsn(ch.database, "publication upkeep"), ch)
+        except HephaestusError as exc:
+            return (*done, StepResult(ch.name, "publication", False, str(exc)))
+        done.append(StepResult(ch.name, "publication", True, ch.describe().split(": ", 1)[1], wrote=True))
+    return tuple(done)
 
 
 def _journal(ctx: _Ctx, live: dict[str, Live]) -> Journal:

@@ -76,21 +76,6 @@ def _has_primary_key(conn: psycopg.Connection[tuple[object, ...]], table: str) -
     return conn.execute(query, [str(_ident(table).as_string(conn))]).fetchone() is not None
 
 
-@_db_errors("adding tables to the publication")
-def ensure_published(conn: psycopg.Connection[tuple[object, ...]], publication: str,
-                     tables: Sequence[str]) -> list[str]:
-    """Add tables missing from the publication (we own it: autocreate is disabled). Returns added."""
-    if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", [publication]).fetchone() is None:
-        raise HephaestusError(f"publication {publication} does not exist in the source database")
-    rows = conn.execute("SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s",
-                        [publication]).fetchall()
-    present = {str(r[0]) for r in rows}
-    added = [t for t in tables if t not in present]
-    for table in added:
-        conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(sql.Identifier(publication), _ident(table)))
-    return added
-
-
 @_db_errors("reading the replication slot")
 def slot_pid(conn: psycopg.Connection[tuple[object, ...]], slot: str) -> int | None:
     row = conn.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", [slot]).fetchone()

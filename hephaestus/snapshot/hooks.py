@@ -1,9 +1,10 @@
 """Incremental snapshots around a reconcile (`--send-incremental-snapshot`).
 
 Before the writes: for every updated source whose table.include.list gained tables, check the
-tables (exist, primary key, signal table), then add them to the publication — Debezium streams
-nothing for a table outside it. After the writes: once the updated source runs and a *new*
-walsender holds its slot, insert one execute-snapshot signal for the new tables only.
+tables (exist, primary key, signal table). Every reconcile then adds them to the publication
+(reconciler.publications), before the connector update. After the writes: once the updated
+source runs and a *new* walsender holds its slot, insert one execute-snapshot signal for the
+new tables only.
 """
 
 from __future__ import annotations
@@ -47,9 +48,6 @@ class SnapshotHooks:
 
     def prepare(self, cluster: Cluster, plan: Plan) -> None:
         pending = [self._check(step, tables) for step in plan.steps if (tables := new_tables(step))]
-        for p in pending:  # all checked first: nothing changes if any source is not ready
-            with db.connect(p.dsn) as conn:
-                db.ensure_published(conn, p.ref.publication, p.tables)
         with self._lock:
             self._pending[cluster.name] = pending
 

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hephaestus.errors import HephaestusError
+from hephaestus.reconciler.sources import POSTGRES_SOURCE as POSTGRES_SOURCE  # re-exported
+from hephaestus.reconciler.sources import captured as captured
+from hephaestus.reconciler.sources import qualified as qualified
 
-POSTGRES_SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
 SIGNAL_ID_MAX = 42  # the signal table's id is VARCHAR(42)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -58,15 +60,6 @@ def stop_snapshot(source_id: str, tables: Sequence[str]) -> Signal:
     if tables:
         data["data-collections"] = list(tables)
     return Signal(signal_id(source_id), "stop-snapshot", json.dumps(data))
-
-
-def qualified(table: str) -> str:
-    """`users` → `public.users` (Debezium's PostgreSQL data-collection form)."""
-    return table if "." in table else f"public.{table}"
-
-
-def captured(config: Mapping[str, str]) -> list[str]:
-    return [qualified(t.strip()) for t in config.get("table.include.list", "").split(",") if t.strip()]
 
 
 def newly_captured(before: Mapping[str, str] | None, after: Mapping[str, str]) -> list[str]:

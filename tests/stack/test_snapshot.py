@@ -133,3 +133,48 @@ def test_table_without_primary_key_refused(users_only: Fleet, stack: Stack) -> N
     execute(bob, "CREATE TABLE nopk (a int)")
     with db.connect(bob) as conn, pytest.raises(HephaestusError, match="has no primary key"):
         db.check_tables(conn, ["public.nopk"], "public.dbz_signals", "debezium_publication")
+
+
+def published(fleet: Fleet) -> set[str]:
+    rows = read_rows(fleet.stack.dsn(fleet.dbs["bob"]),
+                     "SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = 'debezium_publication'")
+    return {str(r[0]) for r in rows}
+
+
+def test_every_reconcile_keeps_the_publication_in_step_with_the_include_lists(users_only: Fleet) -> None:
+    """No --send-incremental-snapshot: a table added to the include list is published before the
+    source update (and its new rows stream); one removed is unpublished, its data untouched; a
+    table published by hand stays; a publication without the signal table stops the apply."""
+    fleet = users_only
+    bob = fleet.stack.dsn(fleet.dbs["bob"])
+    assert "public.students" not in published(fleet)
+    add_students_pipeline(fleet)
+    code, report = fleet.reconcile("--dry-run", "--exit-code")
+    assert code == 2 and report["clusters"][0]["publications"] == [{
+        "database": fleet.dbs["bob"], "publication": "debezium_publication", "add": ["public.students"], "drop": [],
+        "for": [fleet.name("platforms", "source_connector")]}], report
+    assert "public.students" not in published(fleet), "a dry run changes nothing"
+
+    code, report = fleet.reconcile()
+    assert code == 0, json.dumps(report, indent=1)
+    (pub,) = [r for r in report["clusters"][0]["results"] if r["action"] == "publication"]
+    assert pub["ok"] and pub["detail"].startswith("add public.students")
+    assert "public.students" in published(fleet)
+    execute(bob, "INSERT INTO students (student_id, current_grade) VALUES ('s-new', 3)")
+    fatima = fleet.stack.dsn(fleet.dbs["fatima"])
+    wait_until(lambda: read_rows(fatima, "SELECT 1 FROM students WHERE student_id = 's-new'"), timeout=120,
+               message="a row inserted after the reconcile streams to fatima")
+
+    definition = fleet.definition("bob")
+    definition["pipelines"] = [p for p in definition["pipelines"] if p["source_table"] != "students"]
+    fleet.write_definition("bob", definition)
+    fleet.generate()
+    code, report = fleet.reconcile()
+    assert code == 0, json.dumps(report, indent=1)
+    assert published(fleet) == {"public.users", "public.locations", "public.dbz_signals"}, \
+        "students unpublished; locations (published by the migration, captured by no source) kept"
+    assert read_rows(bob, "SELECT count(*) FROM students")[0][0] == 51, "unpublishing drops no data"
+
+    execute(bob, "ALTER PUBLICATION debezium_publication DROP TABLE dbz_signals")
+    code, out = fleet.cli("reconcile", "--project", str(fleet.root / "hephaestus.yaml"), "--dry-run")
+    assert code == 1 and "ALTER PUBLICATION debezium_publication ADD TABLE public.dbz_signals;" in out, out

@@ -128,3 +128,24 @@ def test_markdown_and_slack_escape_what_comes_from_the_cluster() -> None:
     assert len(re.findall(r"(?<!\\)\|", row)) == 5
     assert render.md_text("[a](http://e) <i>") == "\\[a\\]\\(http\\://e\\) \\<i\\>"
     assert escape("<!channel> `a`&") == "&lt;!channel&gt; 'a'&amp;"
+
+
+def test_publication_changes_show_first_in_text_json_and_markdown() -> None:
+    from dataclasses import replace
+
+    from hephaestus.reconciler.outcome import StepResult
+    from hephaestus.reconciler.publications import Change
+
+    change = Change("bob", "pub", ("public.t",), ("public.[x](http://evil)",), ("src",))
+    p = replace(plan("c", {}, {}, Policy()), publications=(change,))
+    out = ClusterOutcome("c", "u", p, prepared=(StepResult("bob/pub", "publication", True, "add public.t", True),))
+    lines = render.text([out]).splitlines()
+    assert lines[1] == "  ~ publication bob/pub: add public.t; drop public.[x](http://evil) (for src)"
+    assert "0 unchanged, 1 publications to change" in render.text([out])
+    assert "  ok publication bob/pub: add public.t" in lines
+    data = json.loads(render.as_json([out]))["clusters"][0]
+    assert data["publications"] == [{"database": "bob", "publication": "pub", "add": ["public.t"],
+                                     "drop": ["public.[x](http://evil)"], "for": ["src"]}]
+    md = render.markdown([out])
+    assert "- publication `bob/pub`: add public\\.t" in md and "](http" not in md
+    assert not p.in_sync, "a publication change is drift"

@@ -147,7 +147,7 @@ def test_runs_config_compares_copies_of_the_connector_config() -> None:
 
 
 def test_option_defaults() -> None:
-    assert ReadyOptions() == ReadyOptions(timeout_s=180.0, stable_s=10.0, poll_s=1.0, stale_s=5.0, first_poll_s=0.1)
+    assert ReadyOptions() == ReadyOptions(timeout_s=180.0, stable_s=10.0, poll_s=0.5, stale_s=5.0, first_poll_s=0.1)
     assert Target("a") == Target("a", frozenset({"RUNNING"}), None)
 
 

@@ -56,6 +56,7 @@ class World:
 
     def git(self, cluster: str, name: str, config: dict[str, str], kind: str = "sink") -> None:
         path = self.project.clusters[cluster].connectors / kind / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"name": name, "config": config}))
 
     def client(self, cluster: Cluster) -> ConnectClient:
@@ -589,3 +590,15 @@ def test_an_unreachable_audit_database_stops_the_cluster_before_any_write(tmp_pa
     (out,) = w.run()
     assert out.error.startswith("nothing applied: audit table hephaestus_audit cannot be written:"), out.error
     assert "a" not in w.doubles["c"].connectors
+
+
+def test_a_source_whose_database_is_not_in_the_project_gets_a_warning_not_a_publication_change(
+        tmp_path: Path) -> None:
+    w = World(tmp_path, "c")
+    w.git("c", "src", {"connector.class": "io.debezium.connector.postgresql.PostgresConnector", "topic.prefix": "bob",
+                       "publication.name": "pub", "table.include.list": "public.users"}, kind="source")
+    w.git("c", "a", cfg())
+    (out,) = w.run(RunOptions(dry_run=True))
+    assert out.plan is not None and out.plan.publications == ()
+    assert ("publication pub of database bob not checked (src): add bob to the project's databases for "
+            "publication upkeep") in out.plan.warnings

@@ -107,7 +107,7 @@ def test_a_failing_source_database_is_one_error_line(world: World, monkeypatch: 
 def test_every_db_step_wraps_psycopg_errors() -> None:
     conn: Any = FailingConnection(psycopg.OperationalError("gone\naway"))
     steps: list[Callable[[], object]] = [
-        lambda: db.check_tables(conn, ["t"], "public.s", "p"), lambda: db.ensure_published(conn, "p", ["t"]),
+        lambda: db.check_tables(conn, ["t"], "public.s", "p"),
         lambda: db.slot_pid(conn, "s"), lambda: db.wait_slot_active(conn, "s", 0.0),
         lambda: db.insert_signal(conn, "public.s", execute_snapshot("bob", ["public.t"]))]
     for step in steps:

@@ -1,0 +1,111 @@
+"""Publication upkeep (pure): what each source database's publication must gain or lose so
+that every Debezium PostgreSQL source in git streams exactly what its table.include.list names.
+
+Sources are generated with `publication.autocreate.mode=disabled` (the reference created
+publications by SQL migration), so Debezium never touches the publication: a table added to an
+include list streams nothing until someone adds it there. Every reconcile plans that:
+
+- add every captured table the publication lacks (before the connector update that captures it);
+- drop a table only when this run removes it from a source's include list and no other source
+  in git on the same publication still captures it; dropping never touches the table's data,
+  and a table someone published by hand is never dropped;
+- refuse, naming the DDL, a publication that does not exist or lacks a source's signal table
+  (Debezium would silently ignore every signal) — hephaestus does not create either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from hephaestus.reconciler.model import Desired, Live
+from hephaestus.reconciler.sources import POSTGRES_SOURCE, captured, source_ref
+
+Problems = dict[str, dict[str, tuple[str, ...]]]  # connector -> key -> messages (as config/validate)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source connector in git as its publication sees it."""
+
+    connector: str
+    database: str
+    publication: str
+    signal_table: str
+    tables: frozenset[str]
+    dropped: frozenset[str] = frozenset()  # captured live, no longer in git's include list
+
+
+@dataclass(frozen=True)
+class Published:
+    """A publication as the database holds it."""
+
+    exists: bool
+    tables: frozenset[str] = frozenset()
+    all_tables: bool = False  # FOR ALL TABLES: every table is in it, nothing to add or drop
+
+
+@dataclass(frozen=True)
+class Change:
+    database: str
+    publication: str
+    add: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+    connectors: tuple[str, ...] = ()  # the sources it is for
+
+    @property
+    def name(self) -> str:
+        return f"{self.database}/{self.publication}"
+
+    def describe(self) -> str:
+        parts = ([f"add {', '.join(self.add)}"] if self.add else []) + ([f"drop {', '.join(self.drop)}"] if self.drop else [])
+        return f"publication {self.name}: {'; '.join(parts)} (for {', '.join(self.connectors)})"
+
+
+def sources(desired: Mapping[str, Desired], live: Mapping[str, Live]) -> list[Source]:
+    """Every PostgreSQL source in git, with what this run drops from its include list."""
+    found = []
+    for name, d in sorted(desired.items()):
+        if d.config.get("connector.class") != POSTGRES_SOURCE:
+            continue
+        ref = source_ref(name, d.config)
+        tables = frozenset(captured(d.config))
+        before = frozenset(captured(live[name].config)) if name in live else frozenset()
+        found.append(Source(name, ref.database, ref.publication, ref.signal_table, tables, before - tables))
+    return found
+
+
+def upkeep(found: Iterable[Source], state: Mapping[tuple[str, str], Published]) -> tuple[tuple[Change, ...], Problems]:
+    """The changes, and the problems that stop the cluster's apply; publications absent from
+    `state` (not readable here) are left alone."""
+    groups: dict[tuple[str, str], list[Source]] = {}
+    for s in found:
+        groups.setdefault((s.database, s.publication), []).append(s)
+    changes, problems = [], {}
+    for key, group in sorted(groups.items()):
+        if key in state:
+            change, wrong = _one(key, group, state[key])
+            changes += [change] if change.add or change.drop else []
+            problems.update(wrong)
+    return tuple(changes), problems
+
+
+def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Change, Problems]:
+    database, publication = key
+    wanted = frozenset().union(*(s.tables for s in group))
+    if not pub.exists:
+        tables = ", ".join(sorted(wanted | {s.signal_table for s in group}))
+        message = (f"publication {publication} does not exist in database {database}: create it with "
+                   f"CREATE PUBLICATION {publication} FOR TABLE {tables};")
+        missing: Problems = {s.connector: {"publication.name": (message,)} for s in group}
+        return Change(database, publication), missing
+    problems: Problems = {s.connector: {"signal.data.collection": (
+        f"signal table {s.signal_table} is not in publication {publication} of database {database}: Debezium "
+        f"ignores every signal until it is; run ALTER PUBLICATION {publication} ADD TABLE {s.signal_table};",)}
+        for s in group if s.signal_table and not pub.all_tables and s.signal_table not in pub.tables}
+    if pub.all_tables:
+        return Change(database, publication), problems
+    dropped = frozenset().union(*(s.dropped for s in group)) - wanted - {s.signal_table for s in group}
+    add, drop = sorted(wanted - pub.tables), sorted(dropped & pub.tables)
+    users = tuple(s.connector for s in group if s.tables & set(add) or s.dropped & set(drop))
+    return Change(database, publication, tuple(add), tuple(drop), users), problems

@@ -1,0 +1,43 @@
+"""What a Debezium PostgreSQL source connector's config says about its database (pure): which
+database, slot, publication, signal table and tables it captures. Reconcile (publication
+upkeep) and the snapshot jobs read sources the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hephaestus.errors import HephaestusError
+from hephaestus.secrets import is_placeholder
+
+POSTGRES_SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    connector: str
+    database: str
+    slot: str
+    publication: str
+    signal_table: str
+
+
+def qualified(table: str) -> str:
+    """`users` → `public.users` (Debezium's PostgreSQL data-collection form)."""
+    return table if "." in table else f"public.{table}"
+
+
+def captured(config: Mapping[str, str]) -> list[str]:
+    return [qualified(t.strip()) for t in config.get("table.include.list", "").split(",") if t.strip()]
+
+
+def source_ref(name: str, config: Mapping[str, str]) -> SourceRef:
+    """The database is `database.dbname`, or — when that is a `${file:…}` placeholder only
+    Connect can resolve — `topic.prefix`, which the generator sets to the database name."""
+    dbname = config.get("database.dbname", "")
+    database = config.get("topic.prefix", "") if not dbname or is_placeholder(dbname) else dbname
+    if not database:
+        raise HephaestusError(f"{name}: cannot tell its database (no literal database.dbname, no topic.prefix)")
+    return SourceRef(name, database, config.get("slot.name", "debezium"),
+                     config.get("publication.name", "dbz_publication"),
+                     qualified(config.get("signal.data.collection", "")))
