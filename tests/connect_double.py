@@ -18,6 +18,8 @@ tests/stack/test_smoke.py):
   400 unless the connector is STOPPED, else 200 + message (partitions not named are kept).
 - `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs` (each with
   its `definition.type`); `GET /connector-plugins/C/config`: the ConfigKeyInfo list.
+- `GET /health` (KIP-1017, Connect 3.9+, `HealthResource`): 200 `{"status": "healthy", …}` once
+  the worker has started, 503 `{"status": "starting", …}` before (`starting` counts those).
 Errors are Connect's `{"error_code", "message"}` JSON.
 """
 
@@ -66,6 +68,7 @@ class ConnectDouble:
         self.log: list[tuple[str, str]] = []  # (method, path) of every request that got here
         self.on_start: dict[str, list[str]] = {}  # name -> task state script after each start
         self.plugin_keys: dict[str, str] = {}  # config key -> ConfigDef type, for every plugin
+        self.starting = 0  # GET /health answers 503 this many more times
         self._lock = threading.Lock()
 
     # --- what tests read -------------------------------------------------------------
@@ -95,6 +98,8 @@ class ConnectDouble:
     def _route(self, request: httpx.Request) -> httpx.Response:
         parts = [unquote(p) for p in request.url.raw_path.decode().split("?")[0].split("/")[1:]]
         m = request.method
+        if parts == ["health"]:
+            return self._health()
         if parts[0] == "connector-plugins" and parts[-1] == "validate":
             configs = [{"definition": {"name": k, "type": t}, "value": {"name": k, "errors": []}}
                        for k, t in self.plugin_keys.items()]
@@ -149,6 +154,13 @@ class ConnectDouble:
         for o in body["offsets"]:
             c.offsets = [x for x in c.offsets if x["partition"] != o["partition"]] + [o]
         return httpx.Response(200, json={"message": "The offsets for this connector have been altered successfully"})
+
+    def _health(self) -> httpx.Response:
+        if self.starting:
+            self.starting -= 1
+            return httpx.Response(503, json={"status": "starting", "message": "Worker is still starting up."})
+        return httpx.Response(200, json={"status": "healthy",
+                                         "message": "Worker has completed startup and is ready to handle requests."})
 
     def _list(self, request: httpx.Request) -> httpx.Response:
         expand = request.url.params.get_list("expand")

@@ -7,6 +7,7 @@ bodies and config values are never logged nor put in messages.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from hephaestus.connect.errors import (
     ConnectConflict,
     ConnectError,
     ConnectorNotFound,
+    ConnectUnavailable,
     NonStringConfigValue,
 )
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
@@ -80,6 +82,7 @@ class ConnectClient:
         self._edge = Edge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
         self._http.event_hooks["request"] = [self._edge.on_request]
         self._secret_keys: dict[str, frozenset[str]] = {}
+        self._started = False
 
     @property
     def requests(self) -> int:
@@ -101,8 +104,35 @@ class ConnectClient:
 
     # --- reads -------------------------------------------------------------------------
 
+    # A restarted worker finishes starting (joins its group, reads the config topic) within
+    # seconds to a minute; longer than this, the run reports it rather than wait on.
+    STARTUP_TIMEOUT_S = 120.0
+    STARTUP_POLL_S = 1.0
+
+    def wait_started(self) -> None:
+        """Connect 3.9+ answers `GET /health` 200 once the worker has finished starting and 503
+        before (KIP-1017). A worker still starting may list only part of its fleet: a plan made
+        from that would create what exists and miss what to delete. Waits for it, at most
+        STARTUP_TIMEOUT_S. A 404 is a Connect without the endpoint (before 3.9); any other
+        answer, or none, is left to the request that follows to report."""
+        deadline = time.monotonic() + self.STARTUP_TIMEOUT_S
+        while not self._started:
+            try:
+                response = self._http.get("/health")
+            except httpx.TransportError:
+                return
+            self._started = response.status_code != 503
+            if not self._started and time.monotonic() >= deadline:
+                said = response.text[:200]
+                raise ConnectUnavailable(f"the worker is still starting after {self.STARTUP_TIMEOUT_S:.0f} s "
+                                         f"(GET /health: {said})", self._edge.where(Request("GET", "/health")))
+            if not self._started:
+                time.sleep(self.STARTUP_POLL_S)  # polling a condition, bounded by the deadline above
+
     def fleet(self) -> dict[str, LiveConnector]:
-        """Every connector with config and status, in ONE request, keyed by name."""
+        """Every connector with config and status, in ONE listing, keyed by name, once the
+        worker has finished starting (wait_started)."""
+        self.wait_started()
         req = Request("GET", "/connectors", params=(("expand", "info"), ("expand", "status")))
         found = self._shaped(req, parse.fleet)
         for c in found.values():

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from hephaestus.errors import HephaestusError, first_line
 from hephaestus.reconciler.publications import Change, Published
 
 
-def read(dsn: str, database: str, publication: str) -> Published:
+def read(dsn: str, database: str, publication: str, named: Iterable[str]) -> Published:
+    """The publication's tables, and which of the `named` tables (captured, signal) do not exist."""
+    names = sorted(named)
     with _connect(dsn, database) as conn:
+        absent = frozenset(str(r[0]) for r in conn.execute(
+            "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(format('%%I.%%I', split_part(t, '.', 1), "
+            "split_part(t, '.', 2))) IS NULL", [names]).fetchall())
         row = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", [publication]).fetchone()
         if row is None:
-            return Published(False)
+            return Published(False, absent=absent)
         tables = conn.execute("SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s",
                               [publication]).fetchall()
-    return Published(True, frozenset(str(t[0]) for t in tables), bool(row[0]))
+    return Published(True, frozenset(str(t[0]) for t in tables), bool(row[0]), absent)
 
 
 def alter(dsn: str, change: Change) -> None:

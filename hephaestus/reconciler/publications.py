@@ -10,7 +10,8 @@ include list streams nothing until someone adds it there. Every reconcile plans 
   in git on the same publication still captures it; dropping never touches the table's data,
   and a table someone published by hand is never dropped;
 - refuse, naming the DDL, a publication that does not exist or lacks a source's signal table
-  (Debezium would silently ignore every signal) — hephaestus does not create either.
+  (Debezium would silently ignore every signal) — hephaestus does not create either — and a
+  captured table the database lacks (ALTER PUBLICATION would fail half-way through an apply).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from hephaestus.reconciler.model import Desired, Live
-from hephaestus.reconciler.sources import POSTGRES_SOURCE, captured, source_ref
+from hephaestus.reconciler.sources import POSTGRES_SOURCE, SIGNAL_TABLE_DDL, captured, source_ref
 
 Problems = dict[str, dict[str, tuple[str, ...]]]  # connector -> key -> messages (as config/validate)
 
@@ -43,6 +44,7 @@ class Published:
     exists: bool
     tables: frozenset[str] = frozenset()
     all_tables: bool = False  # FOR ALL TABLES: every table is in it, nothing to add or drop
+    absent: frozenset[str] = frozenset()  # tables the sources name that the database lacks
 
 
 @dataclass(frozen=True)
@@ -99,13 +101,27 @@ def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Cha
                    f"CREATE PUBLICATION {publication} FOR TABLE {tables};")
         missing: Problems = {s.connector: {"publication.name": (message,)} for s in group}
         return Change(database, publication), missing
-    problems: Problems = {s.connector: {"signal.data.collection": (
-        f"signal table {s.signal_table} is not in publication {publication} of database {database}: Debezium "
-        f"ignores every signal until it is; run ALTER PUBLICATION {publication} ADD TABLE {s.signal_table};",)}
-        for s in group if s.signal_table and not pub.all_tables and s.signal_table not in pub.tables}
+    problems = {s.connector: p for s in group if (p := _source_problems(s, pub))}
     if pub.all_tables:
         return Change(database, publication), problems
     dropped = frozenset().union(*(s.dropped for s in group)) - wanted - {s.signal_table for s in group}
-    add, drop = sorted(wanted - pub.tables), sorted(dropped & pub.tables)
+    add, drop = sorted(wanted - pub.tables - pub.absent), sorted(dropped & pub.tables)
     users = tuple(s.connector for s in group if s.tables & set(add) or s.dropped & set(drop))
     return Change(database, publication, tuple(add), tuple(drop), users), problems
+
+
+def _source_problems(s: Source, pub: Published) -> dict[str, tuple[str, ...]]:
+    found: dict[str, tuple[str, ...]] = {}
+    absent = sorted(s.tables & pub.absent)
+    if absent:
+        found["table.include.list"] = (f"{', '.join(absent)} not in database {s.database}: create "
+                                       f"{'them' if len(absent) > 1 else 'it'} or take {'them' if len(absent) > 1 else 'it'} out of the definition",)
+    if s.signal_table in pub.absent:
+        found["signal.data.collection"] = (f"signal table {s.signal_table} does not exist in database {s.database}; "
+                                           "create it with " + SIGNAL_TABLE_DDL.format(table=s.signal_table,
+                                                                                       publication=s.publication),)
+    elif s.signal_table and not pub.all_tables and s.signal_table not in pub.tables:
+        found["signal.data.collection"] = (
+            f"signal table {s.signal_table} is not in publication {s.publication} of database {s.database}: Debezium "
+            f"ignores every signal until it is; run ALTER PUBLICATION {s.publication} ADD TABLE {s.signal_table};",)
+    return found

@@ -156,12 +156,13 @@ def _publications(project: Project, p: Plan, desired: dict[str, Desired],
     problems: publications.Problems = {}
     for database, pub in sorted({(s.database, s.publication) for s in found}):
         users = [s.connector for s in found if (s.database, s.publication) == (database, pub)]
+        named = {t for s in found if s.connector in users for t in (*s.tables, s.signal_table) if t}
         if database not in project.databases:
             warnings.append(f"publication {pub} of database {database} not checked ({', '.join(users)}): "
                             f"add {database} to the project's databases for publication upkeep")
             continue
         try:
-            state[(database, pub)] = pubdb.read(project.dsn(database, "publication upkeep"), database, pub)
+            state[(database, pub)] = pubdb.read(project.dsn(database, "publication upkeep"), database, pub, named)
         except HephaestusError as exc:
             problems.update({u: {"publication.name": (f"cannot read publication {pub}: {exc}",)} for u in users})
     changes, wrong = publications.upkeep(found, state)
@@ -227,7 +228,7 @@ def _record_ownership(ctx: _Ctx, p: Plan, results: tuple[StepResult, ...]) -> st
 def _learn_secrets(client: ConnectClient, p: Plan, desired: dict[str, Desired], live: dict[str, Live]) -> None:
     """Teach the redactor what this plan may show: ask the live plugins which keys are
     PASSWORD-typed (once per class, and only for classes with a diff or an unhealthy
-    connector whose trace is shown: a no-op stays one request), then every secret value of
+    connector whose trace is shown: a no-op stays one listing), then every secret value of
     the desired configs, and of the live ones again only if a plugin named new secret keys
     (fleet() learnt them under the keys known then). Name patterns still apply when a plugin
     cannot be asked."""

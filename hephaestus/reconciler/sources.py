@@ -11,6 +11,8 @@ from hephaestus.errors import HephaestusError
 from hephaestus.secrets import is_placeholder
 
 POSTGRES_SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
+SIGNAL_TABLE_DDL = ("CREATE TABLE {table} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
+                    "data VARCHAR(2048)); ALTER PUBLICATION {publication} ADD TABLE {table};")
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 
 from hephaestus.errors import HephaestusError
 from hephaestus.reconciler.sources import POSTGRES_SOURCE as POSTGRES_SOURCE  # re-exported
+from hephaestus.reconciler.sources import SIGNAL_TABLE_DDL as SIGNAL_TABLE_DDL
 from hephaestus.reconciler.sources import captured as captured
 from hephaestus.reconciler.sources import qualified as qualified
 
 SIGNAL_ID_MAX = 42  # the signal table's id is VARCHAR(42)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-SIGNAL_TABLE_DDL = ("CREATE TABLE {table} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
-                    "data VARCHAR(2048)); ALTER PUBLICATION {publication} ADD TABLE {table};")
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,7 @@ def test_after_the_budget_without_an_answer_calls_fail_without_a_request() -> No
     for _ in range(20):
         with pytest.raises(ClusterUnreachable, match="unknown: cluster unreachable"):
             client.create("a", CONFIG)
-    assert client.requests == sent == 3
+    assert client.requests == sent == 4  # /health (refused: left to the listing), then 3 listing attempts
 
 
 def test_the_breaker_opens_only_after_the_budget_without_any_answer() -> None:

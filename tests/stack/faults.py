@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from tests.stack.support import STACK_SRC, Stack, connect_answers, wait_until
 
 # [ts] INFO 127.0.0.1 - - [date] "PUT /connectors/x/config HTTP/1.1" 200 123 "" "ua" 17 (…RestServer)
@@ -61,10 +63,14 @@ def kill_worker(stack: Stack, worker: int = 1) -> None:
 
 
 def restart_stack(stack: Stack) -> None:
-    """`dev/stack/up` starts what is missing and returns when Connect answers with its plugins."""
+    """`dev/stack/up` starts what is missing and returns when Connect answers with its plugins;
+    then wait until the worker says it has started (`GET /health`): before that its listings
+    may lack connectors, and what a test reads from them would be wrong."""
     subprocess.run([str(STACK_SRC / "up")], check=True, capture_output=True, timeout=300,
                    env={**os.environ, "HEPH_STACK_CONNECTS": "2" if stack.connect2_url else "1"})
     assert connect_answers(stack.connect_url)
+    wait_until(lambda: httpx.get(stack.connect_url + "/health", timeout=5).status_code == 200, timeout=180,
+               message="the restarted worker has started")
 
 
 def hephaestus(*args: str, cwd: Path) -> subprocess.Popen[str]:

@@ -101,7 +101,7 @@ def test_kill_9_mid_delete_then_rerun_deletes_the_rest(bob: Fleet, stack: Stack,
     restart_stack(stack)
     code, report, err = run_reconcile(bob)
     assert code == 0, (report, err)
-    assert not set(gone) & set(connect.names())
+    assert not set(gone) & set(connect.names()), report
     assert set(connect.names()) >= set(sinks[2:])
     assert run_reconcile(bob)[1]["clusters"][0]["writes"] == 0
 

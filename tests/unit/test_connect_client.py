@@ -16,6 +16,7 @@ import httpx
 import pytest
 import tenacity
 
+from tests.connect_double import ConnectDouble
 from hephaestus.connect import (
     ConnectClient,
     ConnectConflict,
@@ -47,13 +48,18 @@ SINK_CONFIG = {
 
 
 class Script:
-    """Answers each request with the next step, and records what was asked."""
+    """Answers each request with the next step, and records what was asked. `GET /health` is
+    answered as a started worker does (200) and not recorded: a script is about the rest."""
 
     def __init__(self, *steps: Step) -> None:
         self.steps = list(steps)
         self.seen: list[httpx.Request] = []
+        self.health = 0
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/health":
+            self.health += 1
+            return httpx.Response(200, json={"status": "healthy", "message": "Worker has completed startup"})
         self.seen.append(request)
         assert self.steps, f"unexpected request {request.method} {request.url}"
         step = self.steps.pop(0)
@@ -133,8 +139,8 @@ def test_fleet_reads_config_and_status_in_one_request() -> None:
     script = Script(httpx.Response(200, json=fleet_body()))
     with client(script) as connect:
         fleet = connect.fleet()
-        assert (connect.requests, connect.writes) == (1, 0)
-    assert script.calls == [("GET", "/connectors?expand=info&expand=status")]
+        assert (connect.requests, connect.writes) == (2, 0)  # GET /health, then the one listing
+    assert script.calls == [("GET", "/connectors?expand=info&expand=status")] and script.health == 1
     assert list(fleet) == ["bob-source", "no-status", "users-sink"]
     sink = fleet["users-sink"]
     assert sink == LiveConnector("users-sink", "sink", "RUNNING", "10.0.0.1:8083", None,
@@ -286,8 +292,8 @@ def test_counters_count_every_request_and_the_writes() -> None:
     connect.fleet()
     connect.put_config("users-sink", SINK_CONFIG)
     connect.validate(SINK, SINK_CONFIG)
-    # The retried PUT counts twice; validation changes nothing, so it is not a write.
-    assert (connect.requests, connect.writes) == (4, 2)
+    # /health once; the retried PUT counts twice; validation changes nothing, so it is not a write.
+    assert (connect.requests, connect.writes) == (5, 2)
 
 
 # --- what is retried, and what is not ----------------------------------------------------
@@ -344,7 +350,7 @@ def test_connection_errors_are_retried_up_to_the_bound() -> None:
     connect = client(script, attempts=4)
     with pytest.raises(ConnectUnavailable) as caught:
         connect.fleet()
-    assert connect.requests == 4
+    assert connect.requests == 5  # the scripted /health answered, then 4 refused listings
     message = str(caught.value)
     assert "'dwh'" in message and "http://connect.test:8083" in message
     assert "Connection refused" in message and caught.value.status_code is None
@@ -531,3 +537,46 @@ def test_default_backoff_doubles_from_half_a_second_up_to_eight() -> None:
         waits.append(retrying.wait(state))
     assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
     assert RetryPolicy().attempts == 6
+
+
+# --- a worker still starting -----------------------------------------------------------------
+
+
+def double_client(double: ConnectDouble) -> ConnectClient:
+    return ConnectClient("http://connect.test:8083", name="dwh", transport=httpx.MockTransport(double),
+                         retry=RetryPolicy.immediate(), poll_s=0.0)
+
+
+def test_the_fleet_is_listed_only_once_the_worker_has_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restarted worker lists a partial fleet until it has read its config topic: planning
+    from that would create what exists and miss what to delete (seen on the real stack)."""
+    monkeypatch.setattr(ConnectClient, "STARTUP_POLL_S", 0.0)
+    double = ConnectDouble()
+    double.add("a", SINK_CONFIG)
+    double.starting = 3
+    with double_client(double) as connect:
+        assert list(connect.fleet()) == ["a"]
+        assert double.log == [("GET", "/health")] * 4 + [("GET", "/connectors")]
+        connect.fleet()
+    assert double.log[5:] == [("GET", "/connectors")], "a worker seen started is not asked again"
+
+
+def test_a_worker_that_never_finishes_starting_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ConnectClient, "STARTUP_POLL_S", 0.0)
+    monkeypatch.setattr(ConnectClient, "STARTUP_TIMEOUT_S", 0.0)
+    double = ConnectDouble()
+    double.starting = 10
+    with double_client(double) as connect, pytest.raises(ConnectUnavailable) as caught:
+        connect.fleet()
+    assert "the worker is still starting after 0 s" in str(caught.value) and '"status":"starting"' in str(caught.value)
+    assert ("GET", "/connectors") not in double.log
+
+
+@pytest.mark.parametrize("answer", [httpx.Response(404, text="<html>Not Found</html>"),
+                                    httpx.Response(500, json={"error_code": 500, "message": "x"})])
+def test_a_connect_without_the_health_endpoint_is_listed_at_once(answer: httpx.Response) -> None:
+    """Before 3.9 there is no /health: 404 (Jetty's page). Other answers are the listing's to report."""
+    double = ConnectDouble(lambda r, d: answer if r.url.path == "/health" else None)
+    double.add("a", SINK_CONFIG)
+    with double_client(double) as connect:
+        assert list(connect.fleet()) == ["a"]

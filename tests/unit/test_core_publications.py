@@ -84,3 +84,15 @@ def test_each_publication_is_its_own_change_for_the_sources_that_need_it() -> No
     changes, _ = upkeep([source("a", "public.users"), source("b", "public.sig"), other], state)
     assert changes == (Change("bob", "pub", ("public.users",), (), ("a",)), Change("eureka", "pub", ("public.x",), (), ("c",)))
     assert changes[0].describe() == "publication bob/pub: add public.users (for a)"
+
+
+def test_a_captured_table_or_signal_table_the_database_lacks_stops_the_apply() -> None:
+    state = {KEY: Published(True, frozenset({"public.users"}), absent=frozenset({"public.t", "public.sig"}))}
+    changes, problems = upkeep([source("a", "public.users", "public.t")], state)
+    assert changes == (), "an absent table is never added (the ALTER would fail half-way)"
+    assert problems["a"]["table.include.list"] == (
+        "public.t not in database bob: create it or take it out of the definition",)
+    (signal,) = problems["a"]["signal.data.collection"]
+    assert signal.startswith("signal table public.sig does not exist in database bob; create it with CREATE TABLE "
+                             "public.sig (id VARCHAR(42) PRIMARY KEY") and signal.endswith(
+        "ALTER PUBLICATION pub ADD TABLE public.sig;")
