@@ -36,7 +36,9 @@ class Checker:
         import fastjsonschema
 
         if self._fast is None:
-            self._fast = fastjsonschema.compile(self.schema)
+            # use_default off: fastjsonschema would write each schema `default` into the document,
+            # and a check must never change what it checks (compat: reference lost its defaults).
+            self._fast = fastjsonschema.compile(self.schema, use_default=False)
         try:
             self._fast(data)
         except fastjsonschema.JsonSchemaException:

@@ -118,8 +118,25 @@ def _line(doc: YamlDoc, field: str) -> int | None:
     return doc.line_of(parts)
 
 
+# `compat: reference`: the defaults under which the reference system's configs come out (its
+# repo map: Debezium 2.4.1, snapshot.mode never, Avro with a registry on every CDC topic, the
+# Confluent JDBC sink without a DLQ, no notifications). Anything written in the file wins.
+_COMPAT = {"debezium_version": "2.4", "converter": {"format": "avro"},
+           "source": {"snapshot_mode": "never", "notifications": False},
+           "sink_defaults": {"flavour": "confluent", "dlq": False}}
+
+
+def _with_compat(data: dict[str, Any]) -> dict[str, Any]:
+    if data.get("compat") != "reference":
+        return data
+    merged = {**_COMPAT, **data}
+    for key in ("converter", "source", "sink_defaults"):
+        merged[key] = {**_COMPAT[key], **data.get(key, {})}  # type: ignore[dict-item]
+    return merged
+
+
 def _build(doc: YamlDoc) -> Definition:
-    data = doc.data
+    data = _with_compat(doc.data)
     defaults = data.get("sink_defaults", {})
     version = tuple(int(p) for p in data.get("debezium_version", "3.6").split("."))
     conv = data.get("converter", {})
@@ -136,6 +153,7 @@ def _build(doc: YamlDoc) -> Definition:
         source=_source(data.get("source", {}), option_values(doc, ["source", "options"])),
         pipelines=tuple(_pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])),
         lines=_lines(doc),
+        compat=data.get("compat", ""),
     )
 
 

@@ -102,6 +102,7 @@ class Definition:
     source: SourceSpec
     pipelines: tuple[Pipeline, ...]
     lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+    compat: str = ""  # "reference": the reference system's exact configs (see definitions._COMPAT)
 
     def line(self, path: str) -> int | None:
         """Line of a field path in the definition file (None when unknown)."""

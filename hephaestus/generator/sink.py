@@ -64,7 +64,8 @@ def _confluent(d: Definition, source_table: TableRef, sink: SinkSpec,
         "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
         **debezium.unwrap_keys(d.debezium_version, sink.delete),
         "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
-        "transforms.route.regex": r"([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)",
+        "transforms.route.regex": "([^.]+).([^.]+).([^.]+).([^.]+).([^.]+)" if d.compat == "reference"
+                                  else r"([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)",
         "transforms.route.replacement": "$5",
     }
     if sink.table != TableRef("public", source_table.table):

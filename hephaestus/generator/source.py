@@ -38,7 +38,7 @@ def source_config(d: Definition, s: Scope) -> dict[str, str]:
         "heartbeat.action.query": _heartbeat_query(src.heartbeat_table),
         "signal.data.collection": str(src.signal_table),
         "incremental.snapshot.chunk.size": str(src.snapshot_chunk_size),
-        **_route(s),
+        **_route(s, d.compat == "reference"),
         **converters(d),
         **_notifications(d, s),
     }
@@ -52,12 +52,13 @@ def _heartbeat_query(table: TableRef) -> str:
             "ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at")
 
 
-def _route(s: Scope) -> dict[str, str]:
-    # db.schema.table -> env.org.db.schema.table; dots escaped (the reference's were not).
+def _route(s: Scope, reference: bool) -> dict[str, str]:
+    # db.schema.table -> env.org.db.schema.table; dots escaped (the reference's were not, and
+    # compat keeps its string: another string is a config change, so a restart).
     return {
         "transforms": "route",
         "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
-        "transforms.route.regex": r"([^.]+)\.([^.]+)\.([^.]+)",
+        "transforms.route.regex": "([^.]+).([^.]+).([^.]+)" if reference else r"([^.]+)\.([^.]+)\.([^.]+)",
         "transforms.route.replacement": f"{s.env}.{s.org}.$1.$2.$3",
     }
 

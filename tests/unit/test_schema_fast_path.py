@@ -64,11 +64,15 @@ def test_fast_valid_implies_jsonschema_valid(package: str, name: str, source: Pa
     where = data.draw(st.sampled_from(paths(doc)))
     mutated = mutate(doc, where, data.draw(ODD), data.draw(st.sampled_from(["replace", "delete", "add"])))
     full = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(mutated))
+    before = copy.deepcopy(mutated)
     assert Checker(schema).valid(mutated) is (not full), (where, full[:1])
+    assert mutated == before, "a check never changes what it checks (no schema defaults written in)"
 
 
 @pytest.mark.parametrize(("package", "name", "source"), SCHEMAS, ids=lambda v: getattr(v, "name", str(v)))
 def test_the_examples_pass_both(package: str, name: str, source: Path) -> None:
     schema = packaged_schema(package, name)
     doc = example(source)
+    before = copy.deepcopy(doc)
     assert Checker(schema).valid(doc) and not list(Checker(schema).iter_errors(doc))
+    assert doc == before, "a check never changes what it checks (no schema defaults written in)"
