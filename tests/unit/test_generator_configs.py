@@ -189,3 +189,15 @@ def test_renamed_target_table(project: Project, table: str) -> None:
     slug = table.replace(".", "_")
     sink = configs[f"local_manabie_bob_to_auth_users_as_{slug}_sink_connector"]
     assert sink["collection.name.format"] == table
+
+
+def test_a_capture_only_table_is_in_the_source_with_no_sink(project: Project) -> None:
+    """`sinks: []`: captured for ksqlDB (the data-warehouse stack), replicated nowhere."""
+    for f in project.definitions.glob("*.yaml"):
+        f.unlink()
+    project.write_definition("bob.yaml", MINIMAL.format(extra="", sink_extra="") + "  - source_table: students\n    sinks: []\n")
+    result = project.generate()
+    assert result.code == 0, result.err
+    configs = {json.loads(b)["name"]: json.loads(b)["config"] for b in project.files().values()}
+    assert configs["local_manabie_bob_source_connector"]["table.include.list"] == "public.students,public.users"
+    assert sorted(configs) == ["local_manabie_bob_source_connector", "local_manabie_bob_to_auth_users_sink_connector"]
