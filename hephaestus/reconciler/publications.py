@@ -87,12 +87,12 @@ def upkeep(found: Iterable[Source], state: Mapping[tuple[str, str], Published]) 
     for key, group in sorted(groups.items()):
         if key in state:
             change, wrong = _one(key, group, state[key])
-            changes += [change] if change.add or change.drop else []
+            changes += [change] if change else []
             problems.update(wrong)
     return tuple(changes), problems
 
 
-def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Change, Problems]:
+def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Change | None, Problems]:
     database, publication = key
     wanted = frozenset().union(*(s.tables for s in group))
     if not pub.exists:
@@ -100,12 +100,14 @@ def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Cha
         message = (f"publication {publication} does not exist in database {database}: create it with "
                    f"CREATE PUBLICATION {publication} FOR TABLE {tables};")
         missing: Problems = {s.connector: {"publication.name": (message,)} for s in group}
-        return Change(database, publication), missing
+        return None, missing
     problems = {s.connector: p for s in group if (p := _source_problems(s, pub))}
     if pub.all_tables:
-        return Change(database, publication), problems
+        return None, problems
     dropped = frozenset().union(*(s.dropped for s in group)) - wanted - {s.signal_table for s in group}
     add, drop = sorted(wanted - pub.tables - pub.absent), sorted(dropped & pub.tables)
+    if not add and not drop:
+        return None, problems
     users = tuple(s.connector for s in group if s.tables & set(add) or s.dropped & set(drop))
     return Change(database, publication, tuple(add), tuple(drop), users), problems
 

@@ -96,3 +96,24 @@ def test_a_captured_table_or_signal_table_the_database_lacks_stops_the_apply() -
     assert signal.startswith("signal table public.sig does not exist in database bob; create it with CREATE TABLE "
                              "public.sig (id VARCHAR(42) PRIMARY KEY") and signal.endswith(
         "ALTER PUBLICATION pub ADD TABLE public.sig;")
+
+
+def test_a_change_describes_what_it_adds_and_drops_for_whom() -> None:
+    assert Change("bob", "pub", (), ("public.x",), ("a",)).describe() == "publication bob/pub: drop public.x (for a)"
+    both = Change("bob", "pub", ("public.a", "public.b"), ("public.x", "public.y"), ("a", "b"))
+    assert both.describe() == "publication bob/pub: add public.a, public.b; drop public.x, public.y (for a, b)"
+
+
+def test_several_absent_tables_are_named_together() -> None:
+    state = {KEY: Published(True, frozenset({"public.sig"}), absent=frozenset({"public.t", "public.u"}))}
+    _, problems = upkeep([source("a", "public.t", "public.u")], state)
+    assert problems == {"a": {"table.include.list": (
+        "public.t, public.u not in database bob: create them or take them out of the definition",)}}
+
+
+def test_a_source_that_does_not_tell_its_database_is_named() -> None:
+    from hephaestus.errors import HephaestusError
+
+    config = {"connector.class": POSTGRES_SOURCE, "table.include.list": "users"}
+    with pytest.raises(HephaestusError, match="^src: cannot tell its database"):
+        sources({"src": Desired("src", config)}, {})
