@@ -602,3 +602,88 @@ def test_a_source_whose_database_is_not_in_the_project_gets_a_warning_not_a_publ
     assert out.plan is not None and out.plan.publications == ()
     assert ("publication pub of database bob not checked (src): add bob to the project's databases for "
             "publication upkeep") in out.plan.warnings
+
+
+# --- publication upkeep, as the run orchestrates it (the SQL itself: tests/stack/test_snapshot.py)
+
+POSTGRES = "io.debezium.connector.postgresql.PostgresConnector"
+
+
+@pytest.fixture
+def upkeep_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[World, list[Any]]:
+    """A source of bob capturing public.users and public.t; bob's publication lacks public.t.
+    `calls` records each publication read and change, with the Connect writes made before it."""
+    from hephaestus.project import Database
+    from hephaestus.reconciler import run as run_mod
+    from hephaestus.reconciler.publications import Published
+
+    w = World(tmp_path, "c")
+    w.project = replace(w.project, databases={"bob": Database("bob", "dbname=bob", None)})
+    w.git("c", "src", {"connector.class": POSTGRES, "topic.prefix": "bob", "publication.name": "pub",
+                       "signal.data.collection": "public.sig", "table.include.list": "public.users,public.t"},
+          kind="source")
+    w.git("c", "a", cfg())
+    calls: list[Any] = []
+
+    def read(dsn: str, database: str, publication: str, named: Any) -> Published:
+        calls.append(("read", dsn, database, publication, sorted(named)))
+        return Published(True, frozenset({"public.users", "public.sig"}))
+
+    def alter(dsn: str, change: Any) -> None:
+        calls.append(("alter", dsn, change, len(w.doubles["c"].writes())))
+
+    monkeypatch.setattr(run_mod.pubdb, "read", read)
+    monkeypatch.setattr(run_mod.pubdb, "alter", alter)
+    return w, calls
+
+
+def test_publication_changes_are_applied_before_any_connector_write(upkeep_world: tuple[World, list[Any]]) -> None:
+    from hephaestus.reconciler.publications import Change
+
+    w, calls = upkeep_world
+    (out,) = w.run()
+    change = Change("bob", "pub", ("public.t",), (), ("src",))
+    assert calls == [("read", "dbname=bob", "bob", "pub", ["public.sig", "public.t", "public.users"]),
+                     ("alter", "dbname=bob", change, 0)], "read, then altered with no Connect write before it"
+    assert out.prepared == (StepResult("bob/pub", "publication", True, "add public.t (for src)", True),)
+    assert out.applied and not out.failed and {"src", "a"} <= set(w.doubles["c"].connectors)
+
+
+def test_a_dry_run_plans_the_publication_change_and_runs_none(upkeep_world: tuple[World, list[Any]]) -> None:
+    w, calls = upkeep_world
+    (out,) = w.run(RunOptions(dry_run=True))
+    assert [c[0] for c in calls] == ["read"] and out.prepared == () and not out.applied
+    assert out.plan is not None and [ch.add for ch in out.plan.publications] == [("public.t",)]
+    assert out.drift
+
+
+def test_a_failed_publication_change_writes_nothing_to_connect(upkeep_world: tuple[World, list[Any]],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from hephaestus.reconciler import run as run_mod
+
+    w, _ = upkeep_world
+
+    def refuse(dsn: str, change: Any) -> None:
+        raise HephaestusError("database bob: permission denied for publication pub")
+
+    monkeypatch.setattr(run_mod.pubdb, "alter", refuse)
+    (out,) = w.run()
+    assert out.prepared == (StepResult("bob/pub", "publication", False,
+                                       "database bob: permission denied for publication pub"),)
+    assert out.error == "nothing written to Connect: a publication change failed" and out.failed
+    assert w.doubles["c"].writes() == [] and not out.applied
+
+
+def test_a_publication_that_cannot_be_read_stops_that_source_naming_why(upkeep_world: tuple[World, list[Any]],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from hephaestus.reconciler import run as run_mod
+
+    w, _ = upkeep_world
+
+    def unreadable(dsn: str, database: str, publication: str, named: Any) -> Any:
+        raise HephaestusError("database bob: connection refused")
+
+    monkeypatch.setattr(run_mod.pubdb, "read", unreadable)
+    (out,) = w.run()
+    assert out.invalid == {"src": {"publication.name": ("cannot read publication pub: database bob: connection refused",)}}
+    assert w.doubles["c"].writes() == [] and not out.applied and out.failed
