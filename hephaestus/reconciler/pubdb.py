@@ -33,10 +33,11 @@ def alter(dsn: str, change: Change) -> None:
         for verb, tables in (("ADD", change.add), ("DROP", change.drop)):
             if tables:
                 conn.execute(sql.SQL("ALTER PUBLICATION {} " + verb + " TABLE {}").format(
-                    pub, sql.SQL(", ").join(_table(t) for t in tables)))
+                    pub, sql.SQL(", ").join(table_ident(t) for t in tables)))
 
 
-def _table(name: str) -> Any:
+def table_ident(name: str) -> Any:
+    """`users` or `public.users` as the quoted identifier `"public"."users"` (also for snapshots)."""
     from psycopg import sql
 
     schema, _, table = name.rpartition(".")

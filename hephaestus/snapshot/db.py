@@ -11,6 +11,7 @@ import psycopg
 from psycopg import sql
 
 from hephaestus.errors import HephaestusError
+from hephaestus.reconciler.pubdb import table_ident as _ident
 from hephaestus.snapshot.signal import SIGNAL_TABLE_DDL, Signal
 
 
@@ -33,15 +34,6 @@ def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise HephaestusError(f"source database: {what} failed: {_one_line(exc)}") from exc
         return call
     return decorate
-
-
-def _split(table: str) -> tuple[str, str]:
-    schema, _, name = table.rpartition(".")
-    return schema or "public", name
-
-
-def _ident(table: str) -> sql.Composed:
-    return sql.SQL(".").join(map(sql.Identifier, _split(table)))
 
 
 def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:
