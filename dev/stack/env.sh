@@ -42,12 +42,14 @@ HEPH_STACK_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${HEPH_KAFKA_HEAP:=-Xms256m -Xmx512m}"
 
 # --- Kafka Connect 4.4 (distributed) ---------------------------------------------------------
-# How many Connect clusters to run on the one broker: 1 (default) or 2. The second has its own
-# group.id and internal topics and listens on HEPH_CONNECT2_PORT (multi-cluster reconcile tests).
+# How many Connect clusters to run on the one broker: 1 (default), 2 or 3. Each has its own
+# group.id and internal topics; the second listens on HEPH_CONNECT2_PORT (multi-cluster
+# reconcile tests), the third on HEPH_CONNECT3_PORT (the data-warehouse stack, cluster kec).
 : "${HEPH_STACK_CONNECTS:=1}"
 : "${HEPH_CONNECT_HOST:=127.0.0.1}"
 : "${HEPH_CONNECT_PORT:=28083}"
 : "${HEPH_CONNECT2_PORT:=28084}"
+: "${HEPH_CONNECT3_PORT:=28085}"
 : "${HEPH_CONNECT_HEAP:=-Xms256m -Xmx768m}"
 
 # --- timeouts (seconds) ----------------------------------------------------------------------
@@ -78,6 +80,6 @@ export HEPH_STACK_SRC HEPH_STACK_DIR \
   HEPH_GROOVY_VERSION HEPH_LOG4J_VERSION \
   HEPH_PG_BIN HEPH_PG_HOST HEPH_PG_PORT HEPH_PG_USER HEPH_PG_PASSWORD HEPH_PG_OS_USER \
   HEPH_KAFKA_HOST HEPH_KAFKA_PORT HEPH_KAFKA_CONTROLLER_PORT HEPH_KAFKA_HEAP \
-  HEPH_STACK_CONNECTS HEPH_CONNECT_HOST HEPH_CONNECT_PORT HEPH_CONNECT2_PORT HEPH_CONNECT_HEAP \
+  HEPH_STACK_CONNECTS HEPH_CONNECT_HOST HEPH_CONNECT_PORT HEPH_CONNECT2_PORT HEPH_CONNECT3_PORT HEPH_CONNECT_HEAP \
   HEPH_STACK_START_TIMEOUT HEPH_STACK_STOP_TIMEOUT HEPH_JAVA \
   HEPH_STACK_RUN HEPH_STACK_LOGS HEPH_KAFKA_LIB HEPH_CONNECT_LIB HEPH_STACK_PLUGINS HEPH_PG_DATA HEPH_SECRETS_FILE

@@ -213,7 +213,13 @@ heph_java_stop() {
 }
 
 # Connect component name for cluster number $1 and its REST port.
-heph_connect_port() { if [[ $1 == 1 ]]; then printf '%s' "$HEPH_CONNECT_PORT"; else printf '%s' "$HEPH_CONNECT2_PORT"; fi; }
+heph_connect_port() {
+  case $1 in
+    1) printf '%s' "$HEPH_CONNECT_PORT" ;;
+    2) printf '%s' "$HEPH_CONNECT2_PORT" ;;
+    *) printf '%s' "$HEPH_CONNECT3_PORT" ;;
+  esac
+}
 heph_connect_url() { printf 'http://%s:%s' "$HEPH_CONNECT_HOST" "$(heph_connect_port "$1")"; }
 
 # Connect is ready when its REST API serves requests that need the herder and both Debezium

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import psycopg
+from psycopg import sql
 
 from hephaestus.accuracy import queries
 from hephaestus.accuracy.model import Key
@@ -82,6 +83,19 @@ def inspect(conn: Connection, database: str, table: TableRef) -> TableInfo:
                      tuple(str(r[0]) for r in key), {str(r[0]): str(r[1]) for r in rows})
 
 
+def inspect_expectation(conn: Connection, database: str, query: str) -> TableInfo:
+    """The columns an expectation's SELECT returns, read from an empty run of it (types and
+    collations unknown: its rows hash by their text form)."""
+    # The newline ends a trailing `-- comment` of the query before the parenthesis.
+    cur = conn.execute(sql.SQL("SELECT * FROM ({}\n) AS heph_expected LIMIT 0").format(
+        sql.SQL(query.replace("%", "%%"))), [])
+    names = tuple(c.name for c in cur.description or ())
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise HephaestusError(f"the expectation on {database} returns column(s) {', '.join(twice)} more than once")
+    return TableInfo(names, {n: None for n in names}, ())
+
+
 def _opt(value: object) -> str | None:
     return None if value is None else str(value)
 
@@ -147,7 +161,10 @@ class PgSide:
         return [tuple(r) for r in self._fetch(queries.checkpoints(self.query, rng, step))]
 
     def sampled_cuts(self, parts: int, rows: int) -> list[Key]:
-        """About `parts - 1` cut points of the whole table from a page sample (~500 rows a part)."""
+        """About `parts - 1` cut points of the whole table from a page sample (~500 rows a part);
+        none for an expectation (a query has no pages to sample: the caller cuts exactly)."""
+        if self.query.expect:
+            return []
         keys = [tuple(r) for r in self._fetch(queries.sampled_keys(self.query, min(100.0, 5e4 * parts / max(rows, 1))))]
         if len(keys) < parts:
             return []

@@ -15,7 +15,8 @@ EXIT_FOR = {"error": 1, "mismatch": 2}
 @dataclass(frozen=True)
 class Endpoint:
     database: str
-    table: TableRef
+    table: TableRef  # for an expectation: expect.<sink table>, a name for reports and metrics
+    query: str = ""  # an expectation (`accuracy.expect`): a SELECT compared instead of a table
 
     def __str__(self) -> str:
         return f"{self.database}.{self.table}"

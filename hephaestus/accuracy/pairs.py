@@ -7,16 +7,33 @@ from fnmatch import fnmatchcase
 
 from hephaestus.accuracy.model import Endpoint, Filters, TablePair
 from hephaestus.errors import InputError
-from hephaestus.generator.model import Definition
+from hephaestus.generator.model import Definition, SinkSpec, TableRef
 
 SOFT_DELETE_COLUMN = "deleted_at"
+EXPECT = "expect"  # the schema part of an expectation's name in reports: expect.<sink table>
 
 
 def table_pairs(defs: Sequence[Definition]) -> list[TablePair]:
-    """Every pipeline sink of every definition, in definition order."""
-    return [TablePair(Endpoint(d.database, p.source_table), Endpoint(s.database, s.table), s.delete,
-                      s.tenant_filter, s.accuracy, _origin(d, s.path))
-            for d in defs for p in d.pipelines for s in p.sinks]
+    """Every pipeline sink of every definition, in definition order; a topic sink (ksqlDB's
+    output) only with an expectation, the one thing its table can be compared with."""
+    return [pair for d in defs for pair in (*_table_pairs(d), *_topic_pairs(d))]
+
+
+def _table_pairs(d: Definition) -> list[TablePair]:
+    return [TablePair(_source(d, p.source_table, s), Endpoint(s.database, s.table), s.delete,
+                      s.tenant_filter, s.accuracy, _origin(d, s.path)) for p in d.pipelines for s in p.sinks]
+
+
+def _topic_pairs(d: Definition) -> list[TablePair]:
+    # The tenant filter was applied by the sink to ksqlDB's rows: the expectation says its own.
+    return [TablePair(_source(d, s.table, s), Endpoint(s.database, s.table), s.delete, None, s.accuracy,
+                      _origin(d, s.path)) for t in d.topics for s in t.sinks if s.accuracy.expect]
+
+
+def _source(d: Definition, table: TableRef, sink: SinkSpec) -> Endpoint:
+    if sink.accuracy.expect:
+        return Endpoint(d.database, TableRef(EXPECT, table.table), sink.accuracy.expect)
+    return Endpoint(d.database, table)
 
 
 def _origin(d: Definition, path: str) -> str:

@@ -44,9 +44,12 @@ class TableQuery:
     collate_c: frozenset[str] = frozenset()  # text keys ordered in "C" (sides' collations differ)
     md5: bool = False  # the portable hash (see the module's doc)
     native: frozenset[str] = frozenset()  # columns hashed as values, not as text (ditto)
+    expect: str = ""  # a SELECT standing in for the table (an expectation)
 
     @property
     def relation(self) -> sql.Composable:
+        if self.expect:  # `%` in the query (LIKE 'a%') must not read as a placeholder
+            return sql.SQL("({}\n) AS heph_expected").format(sql.SQL(self.expect.replace("%", "%%")))
         return sql.Identifier(self.table.schema, self.table.table)
 
     def key_exprs(self) -> list[sql.Composable]:

@@ -87,7 +87,8 @@ def _json_row(r: TableResult) -> dict[str, Any]:
 
 
 def _side(end: Endpoint, rows: int | None, where: str) -> dict[str, Any]:
-    return {"database": end.database, "table": str(end.table), "filter": where, "rows": rows}
+    side = {"database": end.database, "table": str(end.table), "filter": where, "rows": rows}
+    return {**side, "expect": end.query} if end.query else side
 
 
 def _json_diff(r: TableResult) -> dict[str, Any] | None:

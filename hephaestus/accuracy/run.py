@@ -129,13 +129,16 @@ def _compare(job: _Job, source: Connection, sink: Connection) -> TableResult:
 
     def source_side() -> tuple[str | None, int | None, TableInfo, db.Probe | None]:
         slot = pairs.pick_slot(pair.source.database, job.slots, db.slots(source))
-        return (slot, db.slot_lag(source, slot) if slot else None,
-                db.inspect(source, pair.source.database, pair.source.table), db.hash_probe(source) if deep else None)
+        info = (db.inspect_expectation(source, pair.source.database, pair.source.query) if pair.source.query
+                else db.inspect(source, pair.source.database, pair.source.table))
+        return slot, db.slot_lag(source, slot) if slot else None, info, db.hash_probe(source) if deep else None
 
     def sink_side() -> tuple[TableInfo, db.Probe | None]:
         return db.inspect(sink, pair.sink.database, pair.sink.table), db.hash_probe(sink) if deep else None
 
     (slot, lag_before, src, src_probe), (dst, dst_probe) = concurrently(source_side, sink_side)
+    if pair.source.query:
+        src = keyed_expectation(pair, src, dst)
     filters = pairs.filters(pair, src.columns, dst.columns)
     md5, record = _hashes(src_probe, dst_probe) if src_probe and dst_probe else (False, False)
     a, b = table_queries(pair, src, dst, filters, deep, md5, record)
@@ -143,6 +146,15 @@ def _compare(job: _Job, source: Connection, sink: Connection) -> TableResult:
     lag = _worst(lag_before, db.slot_lag(source, slot) if slot else None)
     verdict, allowed = judge(pair.spec, counts, diff, lag)
     return TableResult(pair, verdict, counts, filters, slot, lag, allowed, diff)
+
+
+def keyed_expectation(pair: TablePair, src: TableInfo, dst: TableInfo) -> TableInfo:
+    """An expectation's rows are keyed as the sink table is: its result must hold that key."""
+    missing = [k for k in dst.primary_key if k not in src.columns]
+    if missing:
+        raise HephaestusError(f"the expectation for {pair.sink} returns no {', '.join(missing)} "
+                              f"(the primary key of {pair.sink.table})")
+    return replace(src, primary_key=dst.primary_key)
 
 
 def _measure(source: PgSide, sink: PgSide, options: RunOptions) -> tuple[Counts, KeyDiff | None]:
@@ -179,7 +191,7 @@ def table_queries(pair: TablePair, src: TableInfo, dst: TableInfo, filters: Filt
     collate = frozenset(k for k in key if None not in (src.collations.get(k), dst.collations.get(k))
                         and src.collations.get(k) != dst.collations.get(k))
     native = frozenset(c for c in columns if _native(c, src, dst)) if record and not md5 else frozenset()
-    return (TableQuery(pair.source.table, key, columns, filters.source, collate, md5, native),
+    return (TableQuery(pair.source.table, key, columns, filters.source, collate, md5, native, pair.source.query),
             TableQuery(pair.sink.table, key, columns, filters.sink, collate, md5, native))
 
 

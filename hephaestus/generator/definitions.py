@@ -18,6 +18,7 @@ from hephaestus.generator.model import (
     SourceSpec,
     TableRef,
     TenantFilter,
+    TopicPipeline,
 )
 from hephaestus.generator.snapshots import too_long
 from hephaestus.jsonschemas import Checker
@@ -59,11 +60,11 @@ def load_definitions(directory: Path) -> list[Definition]:
 
 def parse_definition(doc: YamlDoc) -> Definition:
     """Schema-check one parsed file, then build the Definition."""
-    schema_errors = schema_errors_of(doc, _validator()) or _long_names(doc)
+    schema_errors = schema_errors_of(doc, _validator()) or _long_names(doc) or _shapes(doc)
     if schema_errors:
         raise InputErrors(schema_errors)
     definition = _build(doc)
-    problems = debezium.check_definition(definition)
+    problems = debezium.check_definition(definition) + _topic_deletes(definition)
     if problems:
         # cap_message: a message may quote a value the schema leaves unbounded (snapshot_mode).
         raise InputErrors([InputError(doc.file, cap_message(msg), field=f, line=_line(doc, f)) for f, msg in problems])
@@ -89,7 +90,8 @@ def _names(data: dict[str, Any]) -> Iterator[tuple[list[PathElem], str]]:
             yield ["source", key], data["source"][key]
     yield from _sink_names(["sink_defaults"], data.get("sink_defaults", {}))
     for i, pipeline in enumerate(data["pipelines"]):
-        yield ["pipelines", i, "source_table"], pipeline["source_table"]
+        if "source_table" in pipeline:
+            yield ["pipelines", i, "source_table"], pipeline["source_table"]
         for j, sink in enumerate(pipeline["sinks"]):
             yield from _sink_names(["pipelines", i, "sinks", j], sink)
 
@@ -103,6 +105,33 @@ def _sink_names(path: list[PathElem], sink: dict[str, Any]) -> Iterator[tuple[li
             yield [*path, key], sink[key]
     if "tenant_filter" in sink:
         yield [*path, "tenant_filter", "field"], sink["tenant_filter"]["field"]
+
+
+def _shapes(doc: YamlDoc) -> list[InputError]:
+    """What the schema leaves to code, for messages that say what to write: a pipeline reads
+    a table or a topic, and a topic's sinks name their table and never delete."""
+    return [InputError(doc.file, msg, field=format_path(path), line=doc.line_of(path))
+            for i, p in enumerate(doc.data["pipelines"]) for path, msg in _shape(p, ["pipelines", i])]
+
+
+def _shape(p: dict[str, Any], at: list[PathElem]) -> Iterator[tuple[list[PathElem], str]]:
+    if ("source_table" in p) == ("source_topic" in p):
+        yield at, ("a pipeline reads either source_table (a captured table) or source_topic "
+                   "(a topic ksqlDB writes)" + (", not both" if "source_table" in p else ""))
+        return
+    if "source_table" in p:
+        yield from (([*at, k], f"{k} belongs to a source_topic pipeline") for k in ("key", "columns") if k in p)
+        return
+    yield from (([*at, k], f"missing required key {k!r}: the topic's fields") for k in ("key", "columns") if k not in p)
+    for j, sink in enumerate(p["sinks"]):
+        if "table" not in sink:
+            yield [*at, "sinks", j], "missing required key 'table': a topic sink names the warehouse table"
+
+
+def _topic_deletes(d: Definition) -> list[tuple[str, str]]:
+    # Also when `delete: true` comes from sink_defaults: the sink would drop deletes silently.
+    return [(f"{s.path}.delete", "a topic sink upserts by the value's key fields (record_value): "
+             "deletes cannot reach the table; set delete: false") for t in d.topics for s in t.sinks if s.delete]
 
 
 def _validator() -> Checker:
@@ -151,9 +180,12 @@ def _build(doc: YamlDoc) -> Definition:
         secrets_file=data.get("secrets_file", "/config/kafka-connect-config.properties"),
         converter=Converter(conv.get("format", "json"), conv.get("schema_registry_url")),
         source=_source(data.get("source", {}), option_values(doc, ["source", "options"])),
-        pipelines=tuple(_pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])),
+        pipelines=tuple(_pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])
+                        if "source_topic" not in p),
         lines=_lines(doc),
         compat=data.get("compat", ""),
+        topics=tuple(_topic(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])
+                     if "source_topic" in p),
     )
 
 
@@ -161,7 +193,7 @@ def _lines(doc: YamlDoc) -> dict[str, int]:
     """Lines of the fields that checks after the schema (fan-out, snapshots) may name."""
     paths: list[list[str | int]] = [["database"], ["cluster"]]
     for i, p in enumerate(doc.data["pipelines"]):
-        paths.append(["pipelines", i, "source_table"])
+        paths += [["pipelines", i, k] for k in ("source_table", "source_topic", "key", "columns")]
         for j, _ in enumerate(p["sinks"]):
             paths += [["pipelines", i, "sinks", j, k] for k in ("database", "table")]
             paths.append(["pipelines", i, "sinks", j])
@@ -184,14 +216,25 @@ def _source(raw: dict[str, Any], options: dict[str, str]) -> SourceSpec:
 
 def _pipeline(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> Pipeline:
     source_table = TableRef.parse(raw["source_table"])
+    return Pipeline(source_table, _sinks(doc, raw, index, defaults, source_table), f"pipelines[{index}]")
+
+
+def _topic(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> TopicPipeline:
+    # A topic sink names its table (checked after the schema): there is no source table to copy.
+    sinks = _sinks(doc, raw, index, defaults, TableRef("public", ""))
+    return TopicPipeline(raw["source_topic"], tuple(raw.get("key", ())), tuple(raw.get("columns", ())),
+                         sinks, f"pipelines[{index}]")
+
+
+def _sinks(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any],
+           source_table: TableRef) -> tuple[SinkSpec, ...]:
     default_options = option_values(doc, ["sink_defaults", "options"])
-    sinks = tuple(
+    return tuple(
         _sink({**defaults, **s, "accuracy": {**defaults.get("accuracy", {}), **s.get("accuracy", {})}},
               {**default_options, **option_values(doc, ["pipelines", index, "sinks", j, "options"])},
               source_table, f"pipelines[{index}].sinks[{j}]")
         for j, s in enumerate(raw["sinks"])
     )
-    return Pipeline(source_table, sinks, f"pipelines[{index}]")
 
 
 def _sink(raw: dict[str, Any], options: dict[str, str], source_table: TableRef, path: str) -> SinkSpec:
@@ -213,7 +256,7 @@ def _sink(raw: dict[str, Any], options: dict[str, str], source_table: TableRef, 
 def _accuracy(raw: dict[str, Any]) -> AccuracySpec:
     tolerance = raw.get("tolerance", {})
     return AccuracySpec(raw.get("source_filter"), raw.get("sink_filter"),
-                        tolerance.get("rows", 0), float(tolerance.get("percent", 0)))
+                        tolerance.get("rows", 0), float(tolerance.get("percent", 0)), raw.get("expect"))
 
 
 def option_values(doc: YamlDoc, path: Sequence[PathElem]) -> dict[str, str]:

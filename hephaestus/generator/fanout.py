@@ -14,8 +14,9 @@ from hephaestus.generator.model import (
     SinkSpec,
     Snapshot,
     TableSchema,
+    TopicPipeline,
 )
-from hephaestus.generator.sink import sink_config
+from hephaestus.generator.sink import sink_config, topic_sink_config
 from hephaestus.generator.source import source_config
 
 
@@ -39,8 +40,15 @@ def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Co
     shared = _shared_columns(d, snapshots)  # once per sink, not once per env × org
     for scope in naming.scopes(d):
         name = naming.source_name(d, scope)
-        yield Connector(d.cluster, "source", name, source_config(d, scope),
-                        Origin(d.file, "database", d.line("database")), scope.file_stem(name))
+        if d.pipelines:  # a definition of topic sinks only captures nothing
+            yield Connector(d.cluster, "source", name, source_config(d, scope),
+                            Origin(d.file, "database", d.line("database")), scope.file_stem(name))
+        for t in d.topics:
+            for sink in t.sinks:
+                name = naming.topic_sink_name(d, scope, sink)
+                config = topic_sink_config(d, scope, t, sink, shared[sink.path])
+                origin = Origin(d.file, sink.path, d.line(sink.path))
+                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name))
         for p in d.pipelines:
             pk = snapshots[d.database].tables[p.source_table].primary_key
             for sink in p.sinks:
@@ -59,6 +67,10 @@ def _shared_columns(d: Definition, snapshots: Mapping[str, Snapshot]) -> dict[st
         for sink in p.sinks:
             there = set(snapshots[sink.database].tables[sink.table].column_names)
             out[sink.path] = tuple(c for c in src.column_names if c in there)
+    for t in d.topics:  # the topic's fields the table has; PostgreSQL folds unquoted names
+        for sink in t.sinks:
+            there = set(snapshots[sink.database].tables[sink.table].column_names)
+            out[sink.path] = tuple(c for c in t.columns if c.lower() in there)
     return out
 
 
@@ -75,17 +87,40 @@ def _check_tables(d: Definition, snapshots: Mapping[str, Snapshot]) -> list[Inpu
                                f"table {p.source_table} not in {source.file}"))
             continue
         errors += [e for s in p.sinks for e in _check_sink(d, p, s, src, snapshots)]
+    errors += [e for t in d.topics for s in t.sinks for e in _check_topic_sink(d, t, s, snapshots)]
     return errors
+
+
+def _check_topic_sink(d: Definition, t: TopicPipeline, sink: SinkSpec,
+                      snapshots: Mapping[str, Snapshot]) -> list[InputError]:
+    dst, errors = _sink_table(d, sink, snapshots)
+    if dst is None:
+        return errors
+    key = {k.lower() for k in t.key}
+    if key != set(dst.primary_key):
+        return [_err(d, f"{t.path}.key", f"the topic's key ({', '.join(t.key)}) is not the primary key of "
+                     f"{sink.database}.{sink.table} ({', '.join(dst.primary_key) or 'none'})")]
+    missing = key - {c.lower() for c in t.columns}
+    if missing:
+        return [_err(d, f"{t.path}.columns", f"key field(s) {', '.join(sorted(missing))} missing from columns")]
+    return []
+
+
+def _sink_table(d: Definition, sink: SinkSpec, snapshots: Mapping[str, Snapshot]) -> tuple[TableSchema | None, list[InputError]]:
+    snap = snapshots.get(sink.database)
+    if snap is None:
+        return None, [_err(d, f"{sink.path}.database", f"no schema snapshot for database {sink.database!r}")]
+    dst = snap.tables.get(sink.table)
+    if dst is None:
+        return None, [_err(d, f"{sink.path}.table", f"table {sink.table} not in {snap.file}")]
+    return dst, []
 
 
 def _check_sink(d: Definition, p: Pipeline, sink: SinkSpec, src: TableSchema,
                 snapshots: Mapping[str, Snapshot]) -> list[InputError]:
-    snap = snapshots.get(sink.database)
-    if snap is None:
-        return [_err(d, f"{sink.path}.database", f"no schema snapshot for database {sink.database!r}")]
-    dst = snap.tables.get(sink.table)
+    dst, errors = _sink_table(d, sink, snapshots)
     if dst is None:
-        return [_err(d, f"{sink.path}.table", f"table {sink.table} not in {snap.file}")]
+        return errors
     if not src.primary_key:
         return [_err(d, f"{p.path}.source_table", f"{p.source_table} has no primary key: "
                      "an upsert sink needs one")]

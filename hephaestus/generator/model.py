@@ -47,6 +47,9 @@ class AccuracySpec:
     sink_filter: str | None = None
     tolerance_rows: int = 0
     tolerance_percent: float = 0.0
+    # A SELECT on the definition's database whose rows the sink table must hold: for a table
+    # another system builds (ksqlDB), which no one source table equals.
+    expect: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,24 @@ class Pipeline:
     source_table: TableRef
     sinks: tuple[SinkSpec, ...]
     path: str
+
+
+@dataclass(frozen=True)
+class TopicPipeline:
+    """Sinks fed by a topic another system writes (ksqlDB's output), not by a captured table.
+
+    `key` and `columns` are the record's field names as written (ksqlDB upper-cases them); the
+    warehouse table's columns match them case-insensitively, as PostgreSQL folds unquoted names.
+    """
+
+    topic: str  # may hold {env} and {org}
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    sinks: tuple[SinkSpec, ...]
+    path: str
+
+    def topic_in(self, env: str, org: str) -> str:
+        return self.topic.replace("{env}", env).replace("{org}", org)
 
 
 @dataclass(frozen=True)
@@ -103,6 +124,7 @@ class Definition:
     pipelines: tuple[Pipeline, ...]
     lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
     compat: str = ""  # "reference": the reference system's exact configs (see definitions._COMPAT)
+    topics: tuple[TopicPipeline, ...] = ()  # pipelines with `source_topic:` (the warehouse stack)
 
     def line(self, path: str) -> int | None:
         """Line of a field path in the definition file (None when unknown)."""

@@ -51,6 +51,12 @@ def sink_name(d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec) -
     return f"{s.prefix}_{d.database}_to_{sink.database}_{source_table.slug}{target}_sink_connector"
 
 
+def topic_sink_name(d: Definition, s: Scope, sink: SinkSpec) -> str:
+    """`…_kec_to_kec_dwh_fact_invoice_sink_connector`: a topic sink is named by its cluster
+    (the topic has no source table) and its target, which one cluster writes once."""
+    return f"{s.prefix}_{d.cluster.replace('-', '_')}_to_{sink.database}_{sink.table.slug}_sink_connector"
+
+
 def secret(d: Definition, database: str, key: str) -> str:
     """A FileConfigProvider placeholder: Connect resolves it, git never holds the value."""
     return f"${{file:{d.secrets_file}:{database}_{key}}}"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hephaestus.generator import debezium, naming
-from hephaestus.generator.model import Definition, SinkSpec, TableRef, TenantFilter
+from hephaestus.generator.model import Definition, SinkSpec, TableRef, TenantFilter, TopicPipeline
 from hephaestus.generator.naming import Scope
 from hephaestus.generator.source import converters
 
@@ -26,6 +28,65 @@ def sink_config(d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec,
         **_dlq(sink, naming.sink_name(d, s, source_table, sink)),
     }
     config.update(sink.options)
+    return config
+
+
+def topic_sink_config(d: Definition, s: Scope, t: TopicPipeline, sink: SinkSpec,
+                      fields: tuple[str, ...]) -> dict[str, str]:
+    """A sink of a topic ksqlDB writes: flat rows (no Debezium envelope, so no unwrap), keyed by
+    the value's fields (ksqlDB's KAFKA key format is raw bytes, read as a string), no deletes."""
+    if sink.tenant_filter:  # the field as the record spells it (ksqlDB upper-cases names)
+        spelled = next((c for c in t.columns if c.lower() == sink.tenant_filter.field), sink.tenant_filter.field)
+        sink = replace(sink, tenant_filter=TenantFilter(spelled, sink.tenant_filter.values))
+    config = {
+        "tasks.max": "1",
+        "topics": t.topic_in(s.env, s.org),
+        "insert.mode": "upsert",
+        "delete.enabled": "false",
+        **(_confluent_topic if sink.flavour == "confluent" else _debezium_topic)(d, t, sink, fields),
+        **converters(d),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        **_dlq(sink, naming.topic_sink_name(d, s, sink)),
+    }
+    for key in ("key.converter.schemas.enable", "key.converter.schema.registry.url"):
+        config.pop(key, None)
+    config.update(sink.options)
+    return config
+
+
+def _debezium_topic(d: Definition, t: TopicPipeline, sink: SinkSpec, fields: tuple[str, ...]) -> dict[str, str]:
+    config = {
+        "connector.class": DEBEZIUM_SINK,
+        "connection.url": naming.secret(d, sink.database, "url"),
+        "connection.username": naming.secret(d, sink.database, "username"),
+        "connection.password": naming.secret(d, sink.database, "password"),
+        "primary.key.mode": "record_value",
+        "primary.key.fields": ",".join(t.key),
+        "schema.evolution": "none",
+        "collection.name.format": _target(sink.table),
+        "field.include.list": ",".join(fields),
+    }
+    if sink.tenant_filter:
+        config.update(_groovy_filter(sink.tenant_filter, flat=True))
+    return config
+
+
+def _confluent_topic(d: Definition, t: TopicPipeline, sink: SinkSpec, fields: tuple[str, ...]) -> dict[str, str]:
+    config = {
+        "connector.class": CONFLUENT_SINK,
+        "connection.url": naming.secret(d, sink.database, "url"),
+        "pk.mode": "record_value",
+        "pk.fields": ",".join(t.key),
+        "auto.create": "false",
+        "auto.evolve": "false",
+        "fields.whitelist": ",".join(fields),
+        "table.name.format": _target(sink.table),
+        # Confluent's sink quotes names as written: an upper-case ksqlDB field would miss the
+        # folded (lower-case) column.
+        "quote.sql.identifiers": "never",
+    }
+    if sink.tenant_filter:
+        config.update({"transforms": "tenant", **_jsonpath_filter(sink.tenant_filter)})
     return config
 
 
@@ -79,10 +140,12 @@ def _target(table: TableRef) -> str:
     return table.table if table.schema == "public" else str(table)
 
 
-def _groovy_filter(f: TenantFilter) -> dict[str, str]:
+def _groovy_filter(f: TenantFilter, flat: bool = False) -> dict[str, str]:
     # Deletes carry the row in `before`; tombstones (null value) pass so deletes stay whole.
+    # A flat row (a topic sink's) holds the field itself.
     values = ", ".join(f"'{v}'" for v in f.values)
-    condition = f"value == null || [{values}].contains((value.after ?: value.before)?.{f.field})"
+    row = "value" if flat else "(value.after ?: value.before)"
+    condition = f"value == null || [{values}].contains({row}?.{f.field})"
     return {
         "transforms": "tenant",
         "transforms.tenant.type": "io.debezium.transforms.Filter",

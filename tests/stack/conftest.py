@@ -53,9 +53,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.stack)
 
 
-def _run_up(*args: str) -> None:
+def _run_up(*args: str, connects: int | None = None) -> None:
+    env = {**os.environ, "HEPH_STACK_CONNECTS": str(connects)} if connects else None
     proc = subprocess.run(
         [str(STACK_SRC / "up"), *args],
+        env=env,
         capture_output=True,
         text=True,
         timeout=UP_TIMEOUT_S,
@@ -85,6 +87,17 @@ def stack2(stack: Stack) -> Stack:
     fresh = Stack.from_env()
     assert fresh.connect2_url is not None, "dev/stack/up --second-connect left no second cluster"
     return dataclasses.replace(stack, connect2_url=fresh.connect2_url)
+
+
+@pytest.fixture(scope="session")
+def stack3(stack2: Stack) -> Stack:
+    """The stack with a third Connect cluster, the data-warehouse stack's (started on first use)."""
+    if stack2.connect3_url is not None:
+        return stack2
+    _run_up(connects=3)
+    fresh = Stack.from_env()
+    assert fresh.connect3_url is not None, "HEPH_STACK_CONNECTS=3 dev/stack/up left no third cluster"
+    return dataclasses.replace(stack2, connect3_url=fresh.connect3_url)
 
 
 @pytest.fixture
@@ -132,3 +145,9 @@ def connect(stack: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectClien
 def connect2(stack2: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectClient]:
     assert stack2.connect2_url is not None
     yield from _tracked_client(stack2.connect2_url)
+
+
+@pytest.fixture
+def connect3(stack3: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectClient]:
+    assert stack3.connect3_url is not None
+    yield from _tracked_client(stack3.connect3_url)

@@ -67,7 +67,7 @@ def restart_stack(stack: Stack) -> None:
     then wait until the worker says it has started (`GET /health`): before that its listings
     may lack connectors, and what a test reads from them would be wrong."""
     subprocess.run([str(STACK_SRC / "up")], check=True, capture_output=True, timeout=300,
-                   env={**os.environ, "HEPH_STACK_CONNECTS": "2" if stack.connect2_url else "1"})
+                   env={**os.environ, "HEPH_STACK_CONNECTS": str(stack.connects)})
     assert connect_answers(stack.connect_url)
     wait_until(lambda: httpx.get(stack.connect_url + "/health", timeout=5).status_code == 200, timeout=180,
                message="the restarted worker has started")

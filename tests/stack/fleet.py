@@ -31,7 +31,8 @@ class _NoAliases(yaml.SafeDumper):
 
 def dump_yaml(data: Any, sort_keys: bool = True) -> str:
     return yaml.dump(data, Dumper=_NoAliases, sort_keys=sort_keys)
-EXAMPLES = {"bob": ("bob", "auth", "eureka", "fatima"), "lmsdwh": ("lmsdwh", "tokyo_jprep_dwh")}
+EXAMPLES = {"bob": ("bob", "auth", "eureka", "fatima"), "lmsdwh": ("lmsdwh", "tokyo_jprep_dwh"),
+            "kec": ("invoicemgmt", "kec_dwh")}
 
 
 @dataclass
@@ -130,6 +131,8 @@ def _rewrite(definition: dict[str, Any], dbs: dict[str, str]) -> dict[str, Any]:
     for pipeline in definition["pipelines"]:
         for sink in pipeline["sinks"]:
             sink["database"] = dbs[sink["database"]]
+        if "source_topic" in pipeline:  # a topic of this test's own: the stack's broker is shared
+            pipeline["source_topic"] = pipeline["source_topic"].replace("{org}.", "{org}." + definition["database"] + ".")
     return definition
 
 

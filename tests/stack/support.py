@@ -67,11 +67,13 @@ class Stack:
     bootstrap: str
     connect_url: str
     connect2_url: str | None
+    connect3_url: str | None = None  # the data-warehouse (kec) cluster, HEPH_STACK_CONNECTS=3
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Stack:
         env = load_stack_env() if env is None else env
         connect2 = f"http://{env['HEPH_CONNECT_HOST']}:{env['HEPH_CONNECT2_PORT']}"
+        connect3 = f"http://{env['HEPH_CONNECT_HOST']}:{env['HEPH_CONNECT3_PORT']}"
         return cls(
             work_dir=Path(env["HEPH_STACK_DIR"]),
             secrets_file=Path(env["HEPH_SECRETS_FILE"]),
@@ -82,7 +84,13 @@ class Stack:
             bootstrap=f"{env['HEPH_KAFKA_HOST']}:{env['HEPH_KAFKA_PORT']}",
             connect_url=f"http://{env['HEPH_CONNECT_HOST']}:{env['HEPH_CONNECT_PORT']}",
             connect2_url=connect2 if connect_answers(connect2) else None,
+            connect3_url=connect3 if connect_answers(connect3) else None,
         )
+
+    @property
+    def connects(self) -> int:
+        """How many Connect clusters run (what `dev/stack/up` must keep running)."""
+        return 3 if self.connect3_url else 2 if self.connect2_url else 1
 
     def dsn(self, db: str) -> str:
         """libpq connection string for database `db` as the superuser."""

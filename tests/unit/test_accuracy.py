@@ -38,9 +38,12 @@ def test_every_pipeline_sink_is_a_pair_in_definition_order() -> None:
         "bob.public.users → auth.public.users", "bob.public.users → eureka.public.users",
         "bob.public.students → eureka.public.students", "bob.public.students → fatima.public.students",
         "bob.public.locations → fatima.public.locations",
+        "invoicemgmt.expect.fact_invoice → kec_dwh.public.fact_invoice",
         "lmsdwh.public.dim_user → tokyo_jprep_dwh.public.dim_user",
         "lmsdwh.public.fact_student_enrollment → tokyo_jprep_dwh.public.fact_student_enrollment"]
-    assert found[5].tenant_filter == TenantFilter("resource_path", ("-2147483645",))
+    assert found[6].tenant_filter == TenantFilter("resource_path", ("-2147483645",))
+    assert found[5].source.query.startswith("SELECT i.invoice_id") and not found[0].source.query
+    assert found[5].origin.endswith("kec.yaml:34 at pipelines[2].sinks[0]"), found[5].origin
     assert "bob.yaml:" in found[0].origin and found[0].origin.endswith("at pipelines[0].sinks[0]")
 
 
@@ -76,7 +79,7 @@ def test_tenant_filter_narrows_the_source_side_only() -> None:
 
 
 def test_slot_candidates_follow_env_org_and_the_clusters_select() -> None:
-    (bob, _) = load_definitions(REPO / "definitions")
+    (bob, _, _) = load_definitions(REPO / "definitions")
     assert len(pairs.slot_candidates(bob, None, None)) == 6
     assert pairs.slot_candidates(bob, "stag", "jprep") == ["stag_jprep_bob"]
     assert pairs.slot_candidates(bob, None, None, ["local_manabie_*"]) == ["local_manabie_bob"]

@@ -118,7 +118,7 @@ def test_every_missing_key_is_listed(project: Project) -> None:
     err = refused(project, "database: bob\npipelines:\n  - {}\n")
     for key in ("cluster", "envs", "orgs"):
         assert f"at {key}: missing required key '{key}'" in err
-    assert "pipelines[0].source_table: missing required key" in err
+    assert "at pipelines[0].sinks: missing required key 'sinks'" in err
     assert "pipelines[0].sinks: missing required key" in err
 
 
