@@ -251,10 +251,10 @@ def test_default_hooks_upsert_validate_then_sync_the_warehouse(default: list[dic
          "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
         ["hephaestus", "job", "run", "validate_kafka_connectors", "--cluster", "platforms",
          "--deployCustomSinkConnector"],
-        ["hephaestus", "job", "run", "upsert_kafka_connect", "--cluster", "lmsdwh",
+        ["hephaestus", "job", "run", "upsert_kafka_connect", "--cluster", "kec", "--cluster", "lmsdwh",
          "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
-        ["hephaestus", "job", "run", "validate_kafka_connectors", "--cluster", "lmsdwh",
-         "--deployCustomSinkConnector"],  # every cluster is validated, the warehouse after its sync
+        ["hephaestus", "job", "run", "validate_kafka_connectors", "--cluster", "kec", "--cluster", "lmsdwh",
+         "--deployCustomSinkConnector"],  # every cluster is validated, the warehouses after their sync
     ]
     for job in order:
         annotations = job["metadata"]["annotations"]
@@ -306,11 +306,11 @@ def test_disabled_jobs_are_not_rendered(helm: str) -> None:
 
 
 def test_without_warehouse_clusters_there_is_no_step_6_and_only_warehouses_no_step_3(helm: str) -> None:
-    plain = render(helm, "--set", "clusters.lmsdwh.warehouse=false")
+    plain = render(helm, "--set", "clusters.lmsdwh.warehouse=false", "--set", "clusters.kec.warehouse=false")
     assert [argv(d)[3:] for d in hooks(plain)] == [
-        ["upsert_kafka_connect", "--cluster", "lmsdwh", "--cluster", "platforms",
+        ["upsert_kafka_connect", "--cluster", "kec", "--cluster", "lmsdwh", "--cluster", "platforms",
          "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
-        ["validate_kafka_connectors", "--cluster", "lmsdwh", "--cluster", "platforms",
+        ["validate_kafka_connectors", "--cluster", "kec", "--cluster", "lmsdwh", "--cluster", "platforms",
          "--deployCustomSinkConnector"]]
     only = render(helm, "--set", "clusters.platforms=null")
     assert [d["metadata"]["name"] for d in hooks(only)] == ["deploy-hephaestus-6-sync-datawarehouse",
