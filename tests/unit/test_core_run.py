@@ -687,3 +687,15 @@ def test_a_publication_that_cannot_be_read_stops_that_source_naming_why(upkeep_w
     (out,) = w.run()
     assert out.invalid == {"src": {"publication.name": ("cannot read publication pub: database bob: connection refused",)}}
     assert w.doubles["c"].writes() == [] and not out.applied and out.failed
+
+
+def test_a_source_database_missing_from_the_project_does_not_stop_the_upkeep_of_the_next(
+        upkeep_world: tuple[World, list[Any]]) -> None:
+    """`aaa` sorts before bob and is not in the project: warned about, and bob still checked."""
+    w, calls = upkeep_world
+    w.git("c", "other", {"connector.class": POSTGRES, "topic.prefix": "aaa", "publication.name": "pub",
+                         "table.include.list": "public.x"}, kind="source")
+    (out,) = w.run(RunOptions(dry_run=True))
+    assert [c[:3] for c in calls] == [("read", "dbname=bob", "bob")]
+    assert out.plan is not None and [ch.database for ch in out.plan.publications] == ["bob"]
+    assert any(m.startswith("publication pub of database aaa not checked (other)") for m in out.plan.warnings)
