@@ -58,6 +58,7 @@ class Cluster:
     verify_tls: bool | str = True
     timeout_s: float = 30.0
     kafka_bootstrap: str | None = None
+    schema_registry_url: str | None = None  # decodes Avro records read from Kafka
     # The Connect workers' FileConfigProvider file, when mounted here too: its values (the
     # passwords behind `${file:…}` placeholders) are masked in every output, traces included.
     secrets_file: Path | None = None
@@ -228,6 +229,7 @@ def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:
         verify_tls=raw.get("ca_file", raw.get("verify_tls", True)),
         timeout_s=float(raw.get("timeout_s", 30.0)),
         kafka_bootstrap=raw.get("kafka_bootstrap"),
+        schema_registry_url=raw.get("schema_registry_url"),
         secrets_file=base / raw["secrets_file"] if "secrets_file" in raw else None,
     )
 

@@ -10,7 +10,7 @@ import importlib
 
 import click
 
-FEATURES = ("adopt", "snapshot", "heal", "accuracy", "ksql")
+FEATURES = ("adopt", "snapshot", "heal", "accuracy", "ksql", "dlq")
 
 
 def register(group: click.Group) -> None:

@@ -77,6 +77,12 @@ class Journal:
     def outcome(self, step: Step, result: StepResult) -> None:
         self._append([self._entry(step, "ok" if result.ok else "failed", result.detail)])
 
+    def event(self, connector: str, action: str, outcome: str, detail: str) -> None:
+        """An operation that is not a config write (a DLQ replay or purge, a dropped slot)."""
+        self._append([{"ts": datetime.now(timezone.utc).isoformat(timespec="seconds"), "run_id": self.run_id,
+                       "cluster": self.cluster, "connector": connector, "action": action,
+                       "outcome": outcome, "detail": detail}])
+
     def _entry(self, step: Step, outcome: str, detail: str) -> dict[str, Any]:
         return {
             "ts": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -1,0 +1,148 @@
+"""`hephaestus dlq list|show|replay|purge`: the sinks' dead-letter queues."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, project_option
+
+_json_opt = click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+_connector_opt = click.option("--connector", required=True, help="The sink whose dead-letter queue to use.")
+
+
+@click.group()
+def dlq() -> None:
+    """Dead-letter queues: what the sinks parked instead of failing."""
+
+
+@dlq.command("list")
+@project_option
+@cluster_option
+@_json_opt
+def dlq_list(project_file: Path, clusters: tuple[str, ...], output: str) -> None:
+    """Each sink's DLQ topic, depth and oldest record; exit 2 when any holds records."""
+    from hephaestus.dlq.run import find
+    from hephaestus.project import load_project
+
+    project = load_project(project_file)
+    found = [d for c in project.select(clusters) for d in find(c)]
+    if output == "json":
+        click.echo(json.dumps({"dlqs": [_dlq(d) for d in found]}, indent=2))
+    else:
+        for d in found:
+            oldest = f", oldest {_when(d.oldest_ms)}" if d.oldest_ms is not None else ""
+            click.echo(f"{d.cluster:12} {d.connector}: {d.depth} record(s) in {d.topic}{oldest}")
+        click.echo(f"{sum(1 for d in found if d.depth)} of {len(found)} dead-letter queue(s) hold records")
+    sys.exit(EXIT_DRIFT if any(d.depth for d in found) else EXIT_OK)
+
+
+def _dlq(d: Any) -> dict[str, Any]:
+    return {"cluster": d.cluster, "connector": d.connector, "topic": d.topic, "depth": d.depth,
+            "oldest": _when(d.oldest_ms) if d.oldest_ms is not None else None,
+            "partitions": [{"partition": s.partition, "start": s.start, "end": s.end} for s in d.spans]}
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
+
+
+@dlq.command("show")
+@project_option
+@cluster_option
+@_connector_opt
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@_json_opt
+def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limit: int, output: str) -> None:
+    """The parked records: Connect's error headers, key and value decoded, secrets masked."""
+    from hephaestus.dlq.model import errors_of, masked
+    from hephaestus.dlq.run import show
+
+    dlq_, shown = show(_cluster(project_file, clusters, connector), connector, limit)
+    rows: list[dict[str, Any]] = [{"partition": s.record.partition, "offset": s.record.offset,
+             "time": _when(s.record.timestamp_ms) if s.record.timestamp_ms is not None else None,
+             "error": errors_of(s.record), "key": {"format": s.key.kind, "value": masked(s.key.value)},
+             "value": {"format": s.value.kind, "value": masked(s.value.value)}} for s in shown]
+    if output == "json":
+        click.echo(json.dumps({"connector": connector, "topic": dlq_.topic, "depth": dlq_.depth, "records": rows},
+                              indent=2, default=str))
+        return
+    click.echo(f"{connector}: {dlq_.depth} record(s) in {dlq_.topic}; showing {len(rows)}")
+    for r in rows:
+        e = r["error"]
+        click.echo(f"- [{r['partition']}] offset {r['offset']} at {r['time']}: {e.get('stage', '?')} failed in "
+                   f"{e.get('class.name', '?')}: {e.get('exception.class.name', '')}: {e.get('exception.message', '')}")
+        click.echo(f"    from {e.get('topic', '?')}[{e.get('partition', '?')}] offset {e.get('offset', '?')}")
+        click.echo(f"    key ({r['key']['format']}): {json.dumps(r['key']['value'], default=str)}")
+        click.echo(f"    value ({r['value']['format']}): {json.dumps(r['value']['value'], default=str)}")
+
+
+def _cluster(project_file: Path, clusters: tuple[str, ...], connector: str) -> Any:
+    """The one cluster with the sink (found by its live config: `--cluster` narrows the search)."""
+    from hephaestus.dlq.run import find
+    from hephaestus.errors import HephaestusError
+    from hephaestus.project import load_project
+
+    project = load_project(project_file)
+    candidates = project.select(clusters)
+    for c in candidates:
+        try:
+            find(c, connector)
+        except HephaestusError:
+            continue
+        return c
+    raise HephaestusError(f"no cluster{'' if len(candidates) == 1 else 's'} "
+                          f"({', '.join(c.name for c in candidates)}) has a sink {connector} with a dead-letter queue")
+
+
+@dlq.command("replay")
+@project_option
+@cluster_option
+@_connector_opt
+@click.option("--until", type=click.IntRange(min=0), help="Replay up to this DLQ offset (inclusive).")
+@click.option("--dry-run", is_flag=True, help="Count what would be replayed; send nothing.")
+def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, until: int | None,
+               dry_run: bool) -> None:
+    """Send parked records back to their original topic and partition (keys and headers kept),
+    from where the last replay stopped; the sink's upsert then applies them."""
+    from hephaestus.dlq.run import replay
+    from hephaestus.errors import HephaestusError
+    from hephaestus.project import load_project
+
+    project = load_project(project_file)
+    result = replay(project, _cluster(project_file, clusters, connector), connector, until, dry_run)
+    if result.refused:
+        first = result.refused[0]
+        raise HephaestusError(f"nothing replayed: {len(result.refused)} record(s) cannot go back "
+                              f"(offset {first.record.offset}: {first.problem})")
+    targets = sorted({f"{r.topic}[{r.partition}]" for r in result.replays})
+    verb = "would replay" if dry_run else "replayed"
+    count = len(result.replays) if dry_run else result.sent
+    click.echo(f"{connector}: {verb} {count} record(s)" + (f" to {', '.join(targets)}" if targets else
+                                                           " (nothing parked since the last replay)"))
+
+
+@dlq.command("purge")
+@project_option
+@cluster_option
+@_connector_opt
+@click.option("--before", type=click.IntRange(min=0), required=True, help="Delete records below this offset.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def dlq_purge(project_file: Path, clusters: tuple[str, ...], connector: str, before: int, yes: bool) -> None:
+    """Delete parked records below an offset (after `dlq replay`, or once judged worthless)."""
+    from hephaestus.dlq.run import purge
+    from hephaestus.project import load_project
+
+    cluster = _cluster(project_file, clusters, connector)
+    if not yes:
+        click.confirm(f"Delete the records of {connector}'s dead-letter queue below offset {before}?", abort=True)
+    after = purge(load_project(project_file), cluster, connector, before)
+    click.echo(f"{connector}: {after.depth} record(s) left in {after.topic}")
+
+
+commands: list[click.Command] = [dlq]

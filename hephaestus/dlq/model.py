@@ -1,0 +1,100 @@
+"""What a DLQ holds, and what replaying a record means (pure).
+
+Connect's DLQ reporter (`errors.deadletterqueue.context.headers.enable=true`) writes each
+failed record as it was consumed, with headers `__connect.errors.{topic, partition, offset,
+connector.name, task.id, stage, class.name, exception.class.name, exception.message,
+exception.stacktrace}`. Replay sends the record back where it came from: the original topic
+and partition (so one key stays in one partition, whatever partitioner wrote it), with its
+key, value and own headers, the error headers left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hephaestus.kafka import Record, Span
+from hephaestus.secrets import REDACTOR, is_sensitive, MASK
+
+DLQ_KEY = "errors.deadletterqueue.topic.name"
+ERROR_HEADER = "__connect.errors."
+# Shown by `dlq show`; the stack trace is long and may quote row values: left out.
+SHOWN = ("stage", "class.name", "exception.class.name", "exception.message", "topic", "partition", "offset")
+
+
+@dataclass(frozen=True)
+class Dlq:
+    cluster: str
+    connector: str
+    topic: str
+    spans: tuple[Span, ...] = ()
+    oldest_ms: int | None = None  # the first record still held, by its timestamp
+
+    @property
+    def depth(self) -> int:
+        return sum(s.depth for s in self.spans)
+
+
+def dlq_topics(configs: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """Sink name → its DLQ topic, for every connector that names one."""
+    return {name: c[DLQ_KEY] for name, c in sorted(configs.items()) if c.get(DLQ_KEY, "").strip()}
+
+
+def errors_of(record: Record) -> dict[str, str]:
+    """The Connect error headers of a DLQ record, short names, values redacted."""
+    out = {}
+    for key, raw in record.headers:
+        if key.startswith(ERROR_HEADER) and key[len(ERROR_HEADER):] in SHOWN:
+            out[key[len(ERROR_HEADER):]] = REDACTOR(_text(raw))
+    return out
+
+
+def _text(raw: bytes | None) -> str:
+    return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Where one DLQ record goes back to, or why it cannot."""
+
+    record: Record
+    topic: str = ""
+    partition: int = -1
+    problem: str = ""
+
+
+def replay_of(record: Record) -> Replay:
+    headers = {k: _text(v) for k, v in record.headers if k.startswith(ERROR_HEADER)}
+    topic = headers.get(ERROR_HEADER + "topic", "")
+    partition = headers.get(ERROR_HEADER + "partition", "")
+    if not topic or not partition.isdigit():
+        return Replay(record, problem="no __connect.errors.topic/partition header: the sink's "
+                                      "errors.deadletterqueue.context.headers.enable was off when it was parked")
+    return Replay(record, topic, int(partition))
+
+
+def own_headers(record: Record) -> list[tuple[str, bytes]]:
+    """The record's headers as first produced (Connect's error headers removed)."""
+    return [(k, v or b"") for k, v in record.headers if not k.startswith(ERROR_HEADER)]
+
+
+def masked(value: Any) -> Any:
+    """A decoded key or value with the fields of secret-looking names masked (a row may carry a
+    password column); every string also passes the redactor."""
+    if isinstance(value, dict):
+        return {k: (MASK if is_sensitive(str(k)) and v is not None else masked(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    return REDACTOR(value) if isinstance(value, str) else value
+
+
+def start_positions(spans: Sequence[Span], committed: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """Where a replay starts in each partition: after what an earlier replay committed, never
+    before the log start (a purge may have moved it)."""
+    return {(s.topic, s.partition): max(s.start, committed.get((s.topic, s.partition), 0)) for s in spans}
+
+
+def end_positions(spans: Sequence[Span], until: int | None) -> dict[tuple[str, int], int]:
+    """Where it stops: each partition's end, or offset `until` (inclusive) when given."""
+    return {(s.topic, s.partition): s.end if until is None else min(s.end, until + 1) for s in spans}

@@ -1,0 +1,193 @@
+"""Kafka where hephaestus reads or writes it (edge: confluent-kafka's admin, consumer, producer).
+
+One place for the broker calls of `dlq`, `status` and the exporter, each batched: offsets of
+many partitions in one `list_offsets`, group positions requested together and awaited once.
+Every failure is a HephaestusError naming what was asked; librdkafka's own messages name only
+brokers and topics, never credentials (the bootstrap string holds none).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hephaestus.errors import HephaestusError
+
+TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Span:
+    """What one partition holds: offsets [start, end)."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def depth(self) -> int:
+        return max(self.end - self.start, 0)
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int | None
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(TIMEOUT_S * 1000)})
+
+
+def _wait(futures: Mapping[Any, Any], what: str) -> dict[Any, Any]:
+    from confluent_kafka import KafkaException
+
+    out = {}
+    for key, future in futures.items():
+        try:
+            out[key] = future.result(timeout=TIMEOUT_S)
+        except KafkaException as exc:
+            raise HephaestusError(f"Kafka: {what}: {exc.args[0].str() if exc.args else exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - a timeout or a closed client: name what was asked
+            raise HephaestusError(f"Kafka: {what}: {type(exc).__name__}: {exc}") from exc
+    return out
+
+
+def spans(bootstrap: str, topics: Sequence[str]) -> dict[str, tuple[Span, ...]]:
+    """Start and end offsets of every partition of `topics` (a missing topic: no partitions),
+    in one metadata call and one batched offsets call per end."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    admin = _admin(bootstrap)
+    try:
+        meta = admin.list_topics(timeout=TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - KafkaException on an unreachable cluster
+        raise HephaestusError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+    parts = [TopicPartition(t, p) for t in sorted(set(topics)) if t in meta.topics
+             for p in sorted(meta.topics[t].partitions)]
+    if not parts:
+        return {t: () for t in topics}
+    ends = [_wait(admin.list_offsets({tp: spec for tp in parts}, request_timeout=TIMEOUT_S), "list offsets")
+            for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]  # type: ignore[no-untyped-call]
+    found: dict[str, list[Span]] = {t: [] for t in topics}
+    for tp in parts:
+        start, end = (_offset_of(e, tp) for e in ends)
+        found[tp.topic].append(Span(tp.topic, tp.partition, start, end))
+    return {t: tuple(v) for t, v in found.items()}
+
+
+def _offset_of(results: dict[Any, Any], tp: Any) -> int:
+    for key, value in results.items():
+        if key.topic == tp.topic and key.partition == tp.partition:
+            return int(value.offset)
+    raise HephaestusError(f"Kafka: no offset for {tp.topic}[{tp.partition}]")
+
+
+def committed(bootstrap: str, groups: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
+    """Each consumer group's committed offsets by (topic, partition); an unknown group: {}."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    if not groups:
+        return {}
+    admin = _admin(bootstrap)
+    futures = {g: next(iter(admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                               request_timeout=TIMEOUT_S).values()))
+               for g in groups}
+    out: dict[str, dict[tuple[str, int], int]] = {}
+    for group, result in _wait(futures, "list consumer group offsets").items():
+        out[group] = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or () if tp.offset >= 0}
+    return out
+
+
+def commit(bootstrap: str, group: str, positions: Mapping[tuple[str, int], int]) -> None:
+    """Set `group`'s committed offsets (the group must have no active member)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    admin = _admin(bootstrap)
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in positions.items()])
+    _wait(admin.alter_consumer_group_offsets([request], request_timeout=TIMEOUT_S), f"commit offsets of {group}")
+
+
+def delete_before(bootstrap: str, positions: Mapping[tuple[str, int], int]) -> None:
+    """Delete every record below each partition's offset (the log start moves up to it)."""
+    from confluent_kafka import TopicPartition
+
+    admin = _admin(bootstrap)
+    parts = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
+    _wait(admin.delete_records(parts, request_timeout=TIMEOUT_S), "delete records")
+
+
+def read(bootstrap: str, froms: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int],
+         limit: int | None = None) -> Iterator[Record]:
+    """Records of each partition from its offset up to (not including) its end, partition after
+    partition; at most `limit` in all. Bounded: a partition that stops yielding ends the read."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    todo = {tp: o for tp, o in froms.items() if o < ends.get(tp, 0)}
+    if not todo:
+        return
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"hephaestus-read-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "enable.partition.eof": False})
+    try:
+        consumer.assign([TopicPartition(t, p, o) for (t, p), o in todo.items()])
+        yield from _drain(consumer, todo, ends, limit)
+    finally:
+        consumer.close()
+
+
+def _drain(consumer: Any, todo: dict[tuple[str, int], int], ends: Mapping[tuple[str, int], int],
+           limit: int | None) -> Iterator[Record]:
+    count, deadline = 0, time.monotonic() + TIMEOUT_S * 3
+    while todo and (limit is None or count < limit) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error() is not None:
+            raise HephaestusError(f"Kafka: reading {msg.topic()}: {msg.error().str()}")
+        tp = (msg.topic(), msg.partition())
+        if tp not in todo or msg.offset() >= ends[tp]:
+            continue
+        todo[tp] = msg.offset() + 1
+        if todo[tp] >= ends[tp]:
+            del todo[tp]
+        count += 1
+        deadline = time.monotonic() + TIMEOUT_S * 3
+        kind, ts = msg.timestamp()
+        yield Record(msg.topic(), msg.partition(), msg.offset(), ts if kind else None, msg.key(), msg.value(),
+                     tuple(msg.headers() or ()))
+
+
+def produce(bootstrap: str, records: Sequence[tuple[str, bytes | None, bytes | None, Sequence[tuple[str, bytes]]]]) -> int:
+    """Write (topic, key, value, headers) records with an idempotent producer (no duplicates
+    from its own retries, order kept per partition); every one acknowledged by all replicas,
+    else a HephaestusError saying how many were not."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                         "message.timeout.ms": int(TIMEOUT_S * 3000)})
+    failed: list[str] = []
+
+    def done(err: Any, msg: Any) -> None:
+        if err is not None:
+            failed.append(err.str())
+
+    for topic, key, value, headers in records:
+        producer.produce(topic, key=key, value=value, headers=list(headers), on_delivery=done)
+        producer.poll(0)
+    left = producer.flush(TIMEOUT_S * 3)
+    if failed or left:
+        raise HephaestusError(f"Kafka: {len(failed) + left} of {len(records)} records not acknowledged"
+                              + (f": {failed[0]}" if failed else ""))
+    return len(records)

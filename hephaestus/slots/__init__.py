@@ -1,0 +1,1 @@
+"""Logical replication slots of the source databases: WAL retained, owner, orphans."""

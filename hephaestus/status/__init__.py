@@ -1,0 +1,1 @@
+"""One view of the fleet: `hephaestus status` and the Prometheus exporter."""
