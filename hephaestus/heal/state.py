@@ -33,6 +33,7 @@ class StateStore(Protocol):
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None: ...
     def load(self, cluster: str) -> Records: ...
+    def peek(self, cluster: str) -> Records: ...
     def save(self, cluster: str, records: Records) -> None: ...
 
 
@@ -73,6 +74,11 @@ class FileStore:
 
     def load(self, cluster: str) -> Records:
         return {name: _record(raw) for name, raw in self._all().get(cluster, {}).items()}
+
+    def peek(self, cluster: str) -> Records:
+        """The records as last saved, without the heal lock (the file is replaced atomically):
+        for `status`, which must not wait for, or block, a heal run."""
+        return self.load(cluster)
 
     def save(self, cluster: str, records: Records) -> None:
         data = self._all()
@@ -134,6 +140,18 @@ class PgStore:
     def _db(self) -> psycopg.Connection[tuple[object, ...]]:
         assert self._conn is not None, "use the store as a context manager"
         return self._conn
+
+    def peek(self, cluster: str) -> Records:
+        """The records as last saved, on a connection of its own and without the heal lock."""
+        try:
+            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+                rows = conn.execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s",
+                                    [cluster]).fetchall()
+        except psycopg.errors.UndefinedTable:
+            return {}  # heal never ran against this database
+        except psycopg.Error as exc:
+            raise HephaestusError(f"heal state database: {exc}") from exc
+        return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
 
     def load(self, cluster: str) -> Records:
         rows = self._db().execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s",

@@ -59,4 +59,5 @@ def status(found: Located, connector: str, signal_id: str, timeout_s: float,
                               "notification.enabled.channels=sink (generated sources have it)")
     if not found.cluster.kafka_bootstrap:
         raise HephaestusError(f"cluster {found.cluster.name} has no kafka_bootstrap in the project file")
-    return notifications.read(found.cluster.kafka_bootstrap, topic, signal_id, timeout_s, wait)
+    return notifications.read(found.cluster.kafka_bootstrap, topic, signal_id, timeout_s, wait,
+                              found.cluster.schema_registry_url)

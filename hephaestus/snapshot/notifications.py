@@ -6,7 +6,6 @@ a back-fill silently did nothing (a table skipped as UNKNOWN_SCHEMA or NO_PRIMAR
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from hephaestus.errors import HephaestusError
+from hephaestus.records import SchemaRegistry, decode
 
 GOOD_SCAN = frozenset({"SUCCEEDED", "EMPTY"})
 
@@ -42,13 +42,15 @@ class SnapshotReport:
         return tuple(e for e in self.events if e.type == "TABLE_SCAN_COMPLETED" and e.status not in GOOD_SCAN)
 
 
-def parse(raw: bytes | None) -> Notification | None:
-    """One notification record (JSON converter, with or without the schema envelope)."""
-    if not raw:
+def parse(raw: bytes | None, registry: SchemaRegistry | None = None) -> Notification | None:
+    """One notification record: JSON (with or without the schema envelope) or Confluent Avro
+    (the reference's converters); anything else is not a notification of ours."""
+    decoded = decode(raw, registry)
+    if decoded.kind not in ("json", "avro") or not isinstance(decoded.value, dict):
         return None
-    value: dict[str, Any] = json.loads(raw)
+    value: dict[str, Any] = decoded.value
     value = value.get("payload", value) if "schema" in value else value
-    if value.get("aggregate_type") != "Incremental Snapshot":
+    if not isinstance(value, dict) or value.get("aggregate_type") != "Incremental Snapshot":
         return None
     extra = value.get("additional_data") or {}
     return Notification(str(value.get("id", "")), str(value.get("type", "")),
@@ -56,12 +58,23 @@ def parse(raw: bytes | None) -> Notification | None:
                         str(extra.get("status", "")))
 
 
-def read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_done: bool) -> SnapshotReport:
+def read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_done: bool,
+         registry_url: str | None = None) -> SnapshotReport:
     """Every notification of `signal_id` from the start of `topic`; with `until_done`, wait
-    (bounded) until the snapshot COMPLETED."""
+    (bounded) until the snapshot COMPLETED. Avro records are decoded with the registry."""
+    registry = SchemaRegistry(registry_url) if registry_url else None
+    try:
+        return _read(bootstrap, topic, signal_id, timeout_s, until_done, registry)
+    finally:
+        if registry is not None:
+            registry.close()
+
+
+def _read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_done: bool,
+          registry: SchemaRegistry | None) -> SnapshotReport:
     events: list[Notification] = []
     deadline = time.monotonic() + timeout_s
-    for note in _records(bootstrap, topic, deadline):
+    for note in _records(bootstrap, topic, deadline, registry):
         if note is not None and note.id == signal_id:
             events.append(note)
         report = SnapshotReport(signal_id, tuple(events))
@@ -70,7 +83,8 @@ def read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_don
     return SnapshotReport(signal_id, tuple(events))
 
 
-def _records(bootstrap: str, topic: str, deadline: float) -> Iterator[Notification | None]:
+def _records(bootstrap: str, topic: str, deadline: float,
+             registry: SchemaRegistry | None = None) -> Iterator[Notification | None]:
     """Yields notifications; None when caught up with the end of the topic."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"hephaestus-{uuid.uuid4().hex}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -87,7 +101,7 @@ def _records(bootstrap: str, topic: str, deadline: float) -> Iterator[Notificati
             elif err is not None:
                 raise HephaestusError(f"reading {topic}: {err.str()}")
             else:
-                yield parse(msg.value())
+                yield parse(msg.value(), registry)
     finally:
         consumer.close()
 

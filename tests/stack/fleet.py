@@ -60,6 +60,13 @@ class Fleet:
         self.write_definition("bob", definition)
         self.generate()
 
+    def edit_project(self, **changes: Any) -> None:
+        """Replace top-level sections of the project file (policy, lock, …)."""
+        path = self.root / "hephaestus.yaml"
+        doc = yaml.safe_load(path.read_text())
+        doc.update(changes)
+        path.write_text(dump_yaml(doc))
+
     def cli(self, *args: str) -> tuple[int, str]:
         code = run(list(args))
         out = self.capsys.readouterr()

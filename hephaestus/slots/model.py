@@ -1,0 +1,99 @@
+"""Replication slots judged (pure): who owns each, how much WAL it holds back, and whether that
+is a problem.
+
+A logical slot keeps every WAL segment from its `restart_lsn` on. A slot nobody reads (its
+connector stopped, deleted, or never created) grows until the source database's disk fills:
+the most common Debezium production incident. So a slot retaining WAL is a problem when it
+is over the limit, when it is inactive (no walsender) beyond a smaller limit, when no live
+connector names it (an orphan) beyond that limit, or when PostgreSQL already gave up on it
+(`wal_status = lost`: its connector can never resume).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Verdict = Literal["ok", "over_limit", "inactive", "orphan", "lost"]
+POSTGRES = "io.debezium.connector.postgresql.PostgresConnector"
+DEFAULT_MAX_RETAINED = 1 << 30  # 1 GiB, held by a slot that is being read
+DEFAULT_IDLE_MAX_RETAINED = 64 << 20  # 64 MiB, held by one nobody reads
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One row of `pg_replication_slots` of a database (logical slots only)."""
+
+    database: str
+    name: str
+    plugin: str
+    active: bool
+    retained_bytes: int | None  # current WAL position - restart_lsn
+    lag_bytes: int | None  # current WAL position - confirmed_flush_lsn
+    wal_status: str | None  # reserved, extended, unreserved, lost (PostgreSQL 13+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_retained: int = DEFAULT_MAX_RETAINED
+    idle_max_retained: int = DEFAULT_IDLE_MAX_RETAINED
+
+    @classmethod
+    def of(cls, policy: Mapping[str, Any]) -> Limits:
+        return cls(int(policy.get("slot_max_retained_bytes", DEFAULT_MAX_RETAINED)),
+                   int(policy.get("slot_idle_max_retained_bytes", DEFAULT_IDLE_MAX_RETAINED)))
+
+
+@dataclass(frozen=True)
+class Judged:
+    slot: Slot
+    owner: str | None  # "cluster/connector" naming the slot, None for an orphan
+    verdict: Verdict
+    reason: str
+
+
+def owners(configs: Mapping[str, Mapping[str, Mapping[str, str]]]) -> dict[str, list[str]]:
+    """Slot name → the live PostgreSQL sources naming it (`cluster/connector`), from each
+    cluster's configs."""
+    out: dict[str, list[str]] = {}
+    for cluster, by_name in sorted(configs.items()):
+        for name, config in sorted(by_name.items()):
+            if config.get("connector.class") == POSTGRES and config.get("slot.name"):
+                out.setdefault(config["slot.name"], []).append(f"{cluster}/{name}")
+    return out
+
+
+def judge(slot: Slot, owned_by: list[str], limits: Limits) -> Judged:
+    owner = ", ".join(owned_by) or None
+    held = slot.retained_bytes or 0
+    if slot.wal_status == "lost":
+        return Judged(slot, owner, "lost", "PostgreSQL removed WAL this slot needs: its connector cannot resume "
+                                           "(recreate it with a new snapshot)")
+    if held > limits.max_retained:
+        return Judged(slot, owner, "over_limit", f"retains {size(held)} (limit {size(limits.max_retained)})")
+    if owner is None and held > limits.idle_max_retained:
+        return Judged(slot, owner, "orphan", f"no live connector names it and it retains {size(held)}")
+    if not slot.active and held > limits.idle_max_retained:
+        return Judged(slot, owner, "inactive", f"nothing reads it and it retains {size(held)} "
+                                               f"(limit when idle {size(limits.idle_max_retained)})")
+    return Judged(slot, owner, "ok", "")
+
+
+def size(n: int) -> str:
+    value, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+
+
+def droppable(judged: Judged) -> str:
+    """Why a slot may not be dropped ("" when it may): never one a live connector names, never
+    an active one (a walsender is reading it)."""
+    if judged.owner is not None:
+        return f"{judged.owner} names it (delete or change that connector first)"
+    if judged.slot.active:
+        return "it is active: a walsender is reading it"
+    return ""

@@ -1,0 +1,106 @@
+"""`hephaestus slots` (edge: PostgreSQL for the slots, Connect for who names them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hephaestus.clients import connect_client
+from hephaestus.errors import HephaestusError, first_line
+from hephaestus.lock import new_run_id
+from hephaestus.project import Project
+from hephaestus.reconciler.audit import Journal
+from hephaestus.slots.model import Judged, Limits, Slot, judge, owners
+
+_SLOTS = """
+SELECT slot_name, plugin, active,
+       pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END,
+                       restart_lsn)::bigint,
+       pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END,
+                       confirmed_flush_lsn)::bigint,
+       to_jsonb(s) ->> 'wal_status'
+FROM pg_replication_slots s WHERE slot_type = 'logical' AND database = current_database() ORDER BY slot_name
+"""
+
+
+@dataclass(frozen=True)
+class SlotReport:
+    judged: tuple[Judged, ...]
+    errors: tuple[str, ...]  # a database or cluster that could not be read
+
+    @property
+    def problems(self) -> tuple[Judged, ...]:
+        return tuple(j for j in self.judged if j.verdict != "ok")
+
+
+def read_slots(dsn: str, database: str) -> list[Slot]:
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, connect_timeout=10, autocommit=True, application_name="hephaestus slots") as conn:
+            rows = conn.execute(_SLOTS).fetchall()
+    except psycopg.Error as exc:
+        raise HephaestusError(f"database {database}: {first_line(exc)}") from exc
+    return [Slot(database, str(r[0]), str(r[1]), bool(r[2]), _int(r[3]), _int(r[4]), None if r[5] is None else str(r[5]))
+            for r in rows]
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else max(int(str(value)), 0)
+
+
+def live_configs(project: Project) -> tuple[dict[str, dict[str, dict[str, str]]], list[str]]:
+    """Every cluster's live configs (one listing each): ownership is judged on the whole fleet."""
+    configs: dict[str, dict[str, dict[str, str]]] = {}
+    errors: list[str] = []
+    for cluster in project.clusters.values():
+        try:
+            with connect_client(cluster) as client:
+                configs[cluster.name] = {n: c.config for n, c in client.fleet().items()}
+        except HephaestusError as exc:
+            errors.append(f"cluster {cluster.name}: {exc}")
+    return configs, errors
+
+
+def report(project: Project, databases: Sequence[str] = (),
+           listed: tuple[dict[str, dict[str, dict[str, str]]], list[str]] | None = None) -> SlotReport:
+    """Every logical slot of the project's databases (or of `databases`), judged; `listed`: the
+    clusters' configs when already read. A cluster that cannot be listed makes ownership
+    unknowable: no slot is then called an orphan."""
+    configs, errors = live_configs(project) if listed is None else (listed[0], list(listed[1]))
+    named = owners(configs)
+    limits = Limits.of(project.policy)
+    judged: list[Judged] = []
+    for database in databases or sorted(project.databases):
+        try:
+            slots = read_slots(project.dsn(database, "slots"), database)
+        except HephaestusError as exc:
+            errors.append(str(exc))
+            continue
+        judged += [_unknowable(judge(s, named.get(s.name, []), limits), bool(errors)) for s in slots]
+    return SlotReport(tuple(judged), tuple(errors))
+
+
+def _unknowable(j: Judged, blind: bool) -> Judged:
+    if blind and j.verdict == "orphan":
+        return Judged(j.slot, j.owner, "inactive" if not j.slot.active else "ok",
+                      j.reason.replace("no live connector names it", "no connector of the readable clusters names it"))
+    return j
+
+
+def drop(project: Project, database: str, name: str, judged: Judged) -> None:
+    """Drop an orphan slot (the caller checked `droppable`), audited before and after."""
+    import psycopg
+
+    dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
+    with Journal(project.audit_log, new_run_id(), f"database {database}", {}, dsn) as journal:
+        journal.check()
+        detail = f"slot {name} of database {database} ({judged.reason or 'retaining no WAL'})"
+        journal.event(name, "slot-drop", "intent", detail)
+        try:
+            with psycopg.connect(project.dsn(database, "slots"), connect_timeout=10, autocommit=True) as conn:
+                conn.execute("SELECT pg_drop_replication_slot(%s)", [name])
+        except psycopg.Error as exc:
+            journal.event(name, "slot-drop", "failed", first_line(exc))
+            raise HephaestusError(f"slot {name} not dropped: {first_line(exc)}") from exc
+        journal.event(name, "slot-drop", "ok", detail)

@@ -1,0 +1,68 @@
+"""One connector's health as `status` shows it (pure): its state, what heal spent on it, what
+its DLQ holds, how far behind it is, and the problems that make it unhealthy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from hephaestus.kafka import Span
+
+
+@dataclass(frozen=True)
+class ConnectorView:
+    cluster: str
+    name: str
+    kind: str  # source, sink, unknown
+    state: str
+    tasks: tuple[tuple[int, str], ...]
+    restarts: int = 0  # what heal spent of its budget
+    budget: int = 0
+    dlq_depth: int | None = None  # sinks with a DLQ
+    consumer_lag: int | None = None  # sinks: records of their topics not yet committed
+    slot: str | None = None  # sources
+    slot_retained: int | None = None
+    slot_verdict: str | None = None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    cluster: str
+    url: str
+    connectors: tuple[ConnectorView, ...]
+    errors: tuple[str, ...] = ()  # what could not be read (the cluster, Kafka, a database)
+
+    @property
+    def unhealthy(self) -> tuple[ConnectorView, ...]:
+        return tuple(c for c in self.connectors if not c.healthy)
+
+
+def problems_of(v: ConnectorView) -> tuple[str, ...]:
+    found = [] if v.state == "RUNNING" else [f"connector {v.state}"]
+    found += [f"task {i} {state}" for i, state in v.tasks if state != "RUNNING"]
+    if v.state == "RUNNING" and not v.tasks:
+        found.append("no tasks")
+    if v.budget and v.restarts >= v.budget:
+        found.append(f"heal's restart budget exhausted ({v.restarts}/{v.budget})")
+    if v.dlq_depth:
+        found.append(f"{v.dlq_depth} record(s) in its dead-letter queue")
+    if v.slot_verdict not in (None, "ok"):
+        found.append(f"slot {v.slot} {v.slot_verdict}")
+    return tuple(found)
+
+
+def lag(topics: Sequence[str], spans: Mapping[str, Sequence[Span]], committed: Mapping[tuple[str, int], int]) -> int:
+    """Records of `topics` past the group's committed offsets (from the log start where the
+    group committed nothing)."""
+    return sum(max(s.end - max(committed.get((s.topic, s.partition), s.start), s.start), 0)
+               for t in topics for s in spans.get(t, ()))
+
+
+def topics_of(config: Mapping[str, str]) -> tuple[str, ...]:
+    """A sink's `topics` list (a `topics.regex` sink is not resolved: no lag is shown for it)."""
+    return tuple(t.strip() for t in config.get("topics", "").split(",") if t.strip())

@@ -1,0 +1,109 @@
+"""`hephaestus status`: every managed connector's health in one pass (edge: Connect, Kafka,
+PostgreSQL, heal's state).
+
+Bounded cost, whatever the fleet's size: per cluster one Connect listing, one Kafka metadata
+call, two batched offset calls and one group-offsets request per sink (sent together, awaited
+once); per project database one query of its slots; one read of heal's state per cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from hephaestus import kafka
+from hephaestus.clients import connect_client
+from hephaestus.connect.models import LiveConnector
+from hephaestus.dlq.model import dlq_topics
+from hephaestus.errors import HephaestusError, InputError
+from hephaestus.heal.run import config_of, store_for
+from hephaestus.project import Cluster, Project
+from hephaestus.slots.model import Limits, Slot, judge
+from hephaestus.slots.run import read_slots
+from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of, topics_of
+
+
+Listings = Mapping[str, Mapping[str, LiveConnector] | HephaestusError]
+
+
+def listings(clusters: Sequence[Cluster]) -> dict[str, dict[str, LiveConnector] | HephaestusError]:
+    """One Connect listing per cluster (what failed kept as the error), shared by status and
+    slots so that a check lists each cluster once."""
+    out: dict[str, dict[str, LiveConnector] | HephaestusError] = {}
+    for cluster in clusters:
+        try:
+            with connect_client(cluster) as client:
+                out[cluster.name] = client.fleet()
+        except HephaestusError as exc:
+            out[cluster.name] = exc
+    return out
+
+
+def fleet_status(project: Project, clusters: Sequence[Cluster], listed: Listings | None = None) -> list[ClusterView]:
+    listed = listings(clusters) if listed is None else listed
+    slots, errors = _slots(project)
+    return [_cluster(project, c, listed[c.name], slots, errors) for c in clusters]
+
+
+def _slots(project: Project) -> tuple[dict[str, Slot], list[str]]:
+    found: dict[str, Slot] = {}
+    errors: list[str] = []
+    for database in sorted(project.databases):
+        try:
+            found.update({s.name: s for s in read_slots(project.dsn(database, "status"), database)})
+        except HephaestusError as exc:
+            errors.append(str(exc))
+    return found, errors
+
+
+def _cluster(project: Project, cluster: Cluster, listed: Mapping[str, LiveConnector] | HephaestusError,
+             slots: Mapping[str, Slot], slot_errors: list[str]) -> ClusterView:
+    if isinstance(listed, HephaestusError):
+        return ClusterView(cluster.name, cluster.url, (), (f"cluster {cluster.name}: {listed}",))
+    live = {n: c for n, c in listed.items() if cluster.selects(n)}
+    errors = list(slot_errors)
+    limits = Limits.of(project.policy)
+    views = [_view(cluster.name, c, slots, limits) for _, c in sorted(live.items())]
+    views = _with_heal(project, cluster, views, errors)
+    views = _with_kafka(cluster, live, views, errors)
+    return ClusterView(cluster.name, cluster.url, tuple(replace(v, problems=problems_of(v)) for v in views),
+                       tuple(errors))
+
+
+def _view(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Limits) -> ConnectorView:
+    tasks = tuple((t.id, t.state) for t in c.tasks)
+    if c.type != "source" or not c.config.get("slot.name"):
+        return ConnectorView(cluster, c.name, c.type, c.state, tasks)
+    slot = slots.get(c.config["slot.name"])
+    # The connector names its slot, so it is no orphan; its size and activity still count.
+    return ConnectorView(cluster, c.name, c.type, c.state, tasks, slot=c.config["slot.name"],
+                         slot_retained=slot.retained_bytes if slot else None,
+                         slot_verdict=judge(slot, [c.name], limits).verdict if slot else None)
+
+
+def _with_heal(project: Project, cluster: Cluster, views: list[ConnectorView], errors: list[str]) -> list[ConnectorView]:
+    budget = config_of(project.heal).max_restarts
+    try:
+        records = store_for(project, None).peek(cluster.name)
+    except (HephaestusError, InputError) as exc:
+        errors.append(f"heal state: {exc}")
+        records = {}
+    return [replace(v, restarts=records[v.name].count if v.name in records else 0, budget=budget) for v in views]
+
+
+def _with_kafka(cluster: Cluster, live: Mapping[str, LiveConnector], views: list[ConnectorView],
+                errors: list[str]) -> list[ConnectorView]:
+    if not cluster.kafka_bootstrap:
+        return views
+    sinks = {n: c.config for n, c in live.items() if c.type == "sink"}
+    dlqs = dlq_topics(sinks)
+    topics = {n: topics_of(cfg) for n, cfg in sinks.items()}
+    try:
+        spans = kafka.spans(cluster.kafka_bootstrap, sorted({*dlqs.values(), *(t for ts in topics.values() for t in ts)}))
+        groups = kafka.committed(cluster.kafka_bootstrap, [f"connect-{n}" for n in sinks])
+    except HephaestusError as exc:
+        errors.append(f"kafka: {exc}")
+        return views
+    return [replace(v, dlq_depth=sum(s.depth for s in spans[dlqs[v.name]]) if v.name in dlqs else None,
+                    consumer_lag=lag(topics[v.name], spans, groups.get(f"connect-{v.name}", {})) if topics.get(v.name)
+                    else None) if v.name in sinks else v for v in views]

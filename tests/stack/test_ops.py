@@ -1,0 +1,136 @@
+"""Operations on the real stack: replication slots (a stopped source's slot filling up, then
+orphaned and dropped), `status` on a healthy fleet and with a FAILED task, and the exporter's
+/metrics carrying the same numbers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
+          capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    fleet.only_users_to_auth()
+    fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2,
+                               "slot_idle_max_retained_bytes": 16 * MIB})
+    assert fleet.reconcile()[0] == 0
+    yield fleet
+
+
+def run_json(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:
+    code, out = fleet.cli(*args, "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json")
+    assert "{" in out, out
+    return code, json.loads(out[out.index("{"):out.rindex("}") + 1])
+
+
+def our_slot(fleet: Fleet) -> dict[str, Any]:
+    code, doc = run_json(fleet, "slots")
+    (found,) = [s for s in doc["slots"] if s["slot"] == fleet.slot()]
+    return {**found, "exit": code}
+
+
+def test_a_stopped_sources_slot_is_reported_filling_then_orphaned_then_dropped(fleet: Fleet,
+                                                                              connect: ConnectClient) -> None:
+    source = fleet.name("platforms", "source_connector")
+    slot = our_slot(fleet)
+    assert slot["exit"] == 0 and slot["active"] and slot["owner"] == f"platforms/{source}", slot
+
+    connect.http.put(f"/connectors/{source}/stop").raise_for_status()
+    wait_until(lambda: not our_slot(fleet)["active"] or None, timeout=60, message="the slot inactive")
+    bob = fleet.stack.dsn(fleet.dbs["bob"])
+    for _ in range(60):  # ~60 MiB of WAL nobody reads (a logical message is never compressed)
+        execute(bob, "SELECT pg_logical_emit_message(false, 'hephaestus-test', repeat('x', 1048576))")
+    slot = our_slot(fleet)
+    assert slot["exit"] == 2 and slot["verdict"] == "inactive" and slot["retained_bytes"] > 50 * MIB, slot
+
+    connect.delete(source)
+    slot = our_slot(fleet)
+    assert slot["exit"] == 2 and slot["verdict"] == "orphan" and slot["owner"] is None, slot
+    code, out = fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan",
+                          fleet.slot(), "--yes")
+    assert code == 0 and f"dropped slot {fleet.slot()}" in out, out
+    assert read_rows(bob, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", [fleet.slot()]) == [(0,)]
+    assert '"action": "slot-drop"' in (fleet.root / "audit.jsonl").read_text()
+
+
+def test_a_slot_a_live_connector_names_is_never_dropped(fleet: Fleet) -> None:
+    code, out = fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan",
+                          fleet.slot(), "--yes")
+    assert code == 1 and "names it" in out, out
+    assert read_rows(fleet.stack.dsn(fleet.dbs["bob"]), "SELECT count(*) FROM pg_replication_slots "
+                     "WHERE slot_name = %s", [fleet.slot()]) == [(1,)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_same(fleet: Fleet) -> None:
+    sink = fleet.name("platforms", "to_" + fleet.dbs["auth"])
+    code, doc = run_json(fleet, "status")
+    assert code == 0, doc
+    (cluster,) = doc["clusters"]
+    by_name = {c["name"]: c for c in cluster["connectors"]}
+    assert by_name[sink]["healthy"] and by_name[sink]["dlq_depth"] == 0 and by_name[sink]["consumer_lag"] is not None
+
+    # The sink's table disappears: its next write fails the task (schema.evolution=none).
+    execute(fleet.stack.dsn(fleet.dbs["auth"]), "DROP TABLE users")
+    execute(fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-x', 'x')")
+    wait_until(lambda: run_json(fleet, "status")[0] == 2 or None, timeout=120, message="status exit 2")
+    code, doc = run_json(fleet, "status")
+    (failed,) = [c for c in doc["clusters"][0]["connectors"] if not c["healthy"]]
+    assert failed["name"] == sink and "task 0 FAILED" in failed["problems"], failed
+    code, out = fleet.cli("status", "--project", str(fleet.root / "hephaestus.yaml"))
+    assert code == 2 and sink in out and "task 0 FAILED" in out, out
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "hephaestus", "exporter", "--project",
+                             str(fleet.root / "hephaestus.yaml"), "--port", str(port), "--address", "127.0.0.1",
+                             "--interval", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        labels = (("cluster", "platforms"), ("connector", sink), ("kind", "sink"))
+        wait_until(lambda: _get(port, "hephaestus_connector_healthy", labels) is not None or None, timeout=60,
+                   message="the exporter's first check")
+        samples = scrape(port)
+        assert samples[("hephaestus_connector_healthy", labels)] == 0
+        assert samples[("hephaestus_connector_failed_tasks", labels)] == 1
+        assert samples[("hephaestus_sink_dlq_records", labels)] == failed["dlq_depth"]
+        assert samples[("hephaestus_connector_heal_restarts", labels)] == failed["restarts"]
+        slot = (("database", fleet.dbs["bob"]), ("slot", fleet.slot()))
+        assert samples[("hephaestus_slot_active", slot)] == 1
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _get(port: int, name: str, labels: tuple[tuple[str, str], ...]) -> float | None:
+    try:
+        return scrape(port).get((name, labels))
+    except httpx.HTTPError:
+        time.sleep(0.2)
+        return None

@@ -1,0 +1,157 @@
+"""Operations offline: record decoding (JSON, Confluent Avro through a strict Schema Registry
+double, text, binary), DLQ replay rules, slot verdicts, status problems and lag."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from typing import Any
+
+import fastavro
+import httpx
+import pytest
+
+from hephaestus.dlq.model import dlq_topics, end_positions, errors_of, masked, own_headers, replay_of, start_positions
+from hephaestus.kafka import Record, Span
+from hephaestus.records import SchemaRegistry, decode
+from hephaestus.secrets import REDACTOR
+from hephaestus.slots.model import Limits, Slot, droppable, judge, owners, size
+from hephaestus.snapshot.notifications import parse
+from hephaestus.status.model import ConnectorView, lag, problems_of, topics_of
+
+NOTIFICATION = {"type": "record", "name": "Notification", "namespace": "io.debezium.notification", "fields": [
+    {"name": "id", "type": "string"}, {"name": "aggregate_type", "type": "string"},
+    {"name": "type", "type": "string"},
+    {"name": "additional_data", "type": {"type": "map", "values": "string"}},
+    {"name": "timestamp", "type": "long"}]}
+
+
+def registry_double(schemas: dict[int, dict[str, Any]], seen: list[str]) -> SchemaRegistry:
+    """As strict as Confluent's Schema Registry on the one call we make: `GET /schemas/ids/{id}`
+    answers `{"schema": "<schema as a JSON string>"}` (no schemaType for Avro), an unknown id
+    404 with error_code 40403 (Confluent's REST API reference); any other request is a 405."""
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        parts = request.url.path.split("/")
+        if request.method != "GET" or len(parts) != 4 or parts[1:3] != ["schemas", "ids"]:
+            return httpx.Response(405, json={"error_code": 405, "message": "HTTP 405 Method Not Allowed"})
+        schema = schemas.get(int(parts[3]))
+        if schema is None:
+            return httpx.Response(404, json={"error_code": 40403, "message": "Schema not found"})
+        return httpx.Response(200, json={"schema": json.dumps(schema)})
+    return SchemaRegistry("http://registry.test", transport=httpx.MockTransport(handle))
+
+
+def avro(schema_id: int, schema: dict[str, Any], value: dict[str, Any]) -> bytes:
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, fastavro.parse_schema(schema), value)
+    return b"\x00" + struct.pack(">I", schema_id) + body.getvalue()
+
+
+def test_avro_is_decoded_with_the_registry_each_schema_fetched_once() -> None:
+    seen: list[str] = []
+    registry = registry_double({7: NOTIFICATION}, seen)
+    note = {"id": "sig-1", "aggregate_type": "Incremental Snapshot", "type": "TABLE_SCAN_COMPLETED",
+            "additional_data": {"data_collection": "public.t", "status": "SUCCEEDED"}, "timestamp": 1}
+    raw = avro(7, NOTIFICATION, note)
+    assert decode(raw, registry).value == note and decode(raw, registry).kind == "avro"
+    assert parse(raw, registry).status == "SUCCEEDED"  # type: ignore[union-attr]
+    assert seen == ["GET /schemas/ids/7"]
+
+
+def test_what_cannot_be_decoded_is_described_never_raised() -> None:
+    seen: list[str] = []
+    registry = registry_double({}, seen)
+    missing = decode(avro(9, NOTIFICATION, {"id": "x", "aggregate_type": "a", "type": "t", "additional_data": {},
+                                            "timestamp": 0}), registry)
+    assert missing.kind == "binary" and "schema id 9; schema registry: schema 9: HTTP 404" in missing.value
+    assert decode(b"\x00\x00\x00\x00\x01garbage", None).value.startswith("Avro (schema id 1; no schema registry")
+    assert decode(b"\xff\xfe" * 40).value.startswith("base64:") and "(80 bytes)" in decode(b"\xff\xfe" * 40).value
+    assert decode(b"plain words").kind == "text" and decode(None).kind == "null"
+    assert decode(b'{"a": 1}').value == {"a": 1}
+    assert parse(b"\xff\xfe not json") is None  # was a UnicodeDecodeError
+
+
+def record(offset: int, headers: dict[str, bytes]) -> Record:
+    return Record("dlq.s", 0, offset, 1000, b"k", b'{"v": 1}', tuple(headers.items()))
+
+
+ORIGIN = {"__connect.errors.topic": b"it.bob.public.users", "__connect.errors.partition": b"2",
+          "__connect.errors.offset": b"41", "__connect.errors.stage": b"TRANSFORMATION",
+          "__connect.errors.exception.stacktrace": b"long trace", "trace-id": b"abc"}
+
+
+def test_a_dlq_record_goes_back_to_its_original_topic_and_partition_with_its_own_headers() -> None:
+    r = record(5, ORIGIN)
+    assert (replay_of(r).topic, replay_of(r).partition, replay_of(r).problem) == ("it.bob.public.users", 2, "")
+    assert own_headers(r) == [("trace-id", b"abc")]
+    assert errors_of(r) == {"topic": "it.bob.public.users", "partition": "2", "offset": "41",
+                            "stage": "TRANSFORMATION"}  # no stack trace
+    assert "context.headers.enable was off" in replay_of(record(6, {"trace-id": b"abc"})).problem
+
+
+def test_a_replay_starts_after_the_last_one_and_never_before_the_log_start() -> None:
+    spans = [Span("d", 0, 10, 20), Span("d", 1, 0, 5)]
+    assert start_positions(spans, {("d", 0): 4, ("d", 1): 3}) == {("d", 0): 10, ("d", 1): 3}
+    assert end_positions(spans, None) == {("d", 0): 20, ("d", 1): 5}
+    assert end_positions(spans, 12) == {("d", 0): 13, ("d", 1): 5}
+
+
+def test_only_sinks_naming_a_dlq_have_one_and_secrets_in_records_are_masked() -> None:
+    assert dlq_topics({"a": {"errors.deadletterqueue.topic.name": "dlq.a"}, "b": {},
+                       "c": {"errors.deadletterqueue.topic.name": " "}}) == {"a": "dlq.a"}
+    REDACTOR.learn("x.password", "hunter2-canary")
+    shown = masked({"payload": {"after": {"password": "p1", "note": "was hunter2-canary", "n": 3}}})
+    assert shown == {"payload": {"after": {"password": "****", "note": "was ****", "n": 3}}}
+
+
+SLOT = Slot("bob", "local_manabie_bob", "pgoutput", True, 10, 5, "reserved")
+LIMITS = Limits(max_retained=1000, idle_max_retained=100)
+
+
+@pytest.mark.parametrize("change, owned, verdict", [
+    ({}, ["c/src"], "ok"),
+    ({"retained_bytes": 1001}, ["c/src"], "over_limit"),
+    ({"active": False, "retained_bytes": 101}, ["c/src"], "inactive"),
+    ({"active": False, "retained_bytes": 100}, ["c/src"], "ok"),
+    ({"retained_bytes": 101}, [], "orphan"),
+    ({"retained_bytes": 100}, [], "ok"),
+    ({"wal_status": "lost"}, ["c/src"], "lost"),
+])
+def test_slot_verdicts(change: dict[str, Any], owned: list[str], verdict: str) -> None:
+    from dataclasses import replace
+
+    assert judge(replace(SLOT, **change), owned, LIMITS).verdict == verdict
+
+
+def test_slots_are_owned_by_the_postgres_sources_naming_them_and_only_orphans_drop() -> None:
+    pg = "io.debezium.connector.postgresql.PostgresConnector"
+    found = owners({"a": {"s1": {"connector.class": pg, "slot.name": "x"}, "k": {"slot.name": "x"}},
+                    "b": {"s2": {"connector.class": pg, "slot.name": "x"}}})
+    assert found == {"x": ["a/s1", "b/s2"]}
+    assert "a/s1 names it" in droppable(judge(SLOT, ["a/s1"], LIMITS))
+    assert "active" in droppable(judge(SLOT, [], LIMITS))
+    from dataclasses import replace
+
+    assert droppable(judge(replace(SLOT, active=False), [], LIMITS)) == ""
+    assert (size(512), size(50 << 20), size(3 << 30)) == ("512 B", "50.0 MiB", "3.0 GiB")
+    assert Limits.of({"slot_max_retained_bytes": 5}) == Limits(5, 64 << 20)
+
+
+def test_status_names_every_problem_of_a_connector() -> None:
+    ok = ConnectorView("c", "s", "sink", "RUNNING", ((0, "RUNNING"),), restarts=1, budget=10, dlq_depth=0)
+    assert problems_of(ok) == ()
+    bad = ConnectorView("c", "s", "sink", "RUNNING", ((0, "RUNNING"), (1, "FAILED")), restarts=10, budget=10,
+                        dlq_depth=3, slot="x", slot_verdict="inactive")
+    assert problems_of(bad) == ("task 1 FAILED", "heal's restart budget exhausted (10/10)",
+                                "3 record(s) in its dead-letter queue", "slot x inactive")
+    assert problems_of(ConnectorView("c", "s", "source", "RUNNING", ())) == ("no tasks",)
+    assert problems_of(ConnectorView("c", "s", "source", "STOPPED", ())) == ("connector STOPPED",)
+
+
+def test_consumer_lag_counts_past_the_committed_offsets_or_the_log_start() -> None:
+    spans = {"t": (Span("t", 0, 5, 50), Span("t", 1, 0, 10))}
+    assert lag(["t"], spans, {("t", 0): 40}) == 10 + 10
+    assert lag(["t"], spans, {("t", 0): 2, ("t", 1): 10}) == 45  # below the log start: from the start
+    assert topics_of({"topics": "a, b,,"}) == ("a", "b") and topics_of({"topics.regex": "x.*"}) == ()
