@@ -18,6 +18,7 @@ from hephaestus.errors import HephaestusError
 
 from hephaestus.commands import register
 from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_option, lock_timeout_option
+from hephaestus.commands.common import metrics_textfile_option, pushgateway_option
 from hephaestus.commands.common import output_option as _output_opt
 from hephaestus.commands.common import project_option as _project_opt
 
@@ -97,9 +98,11 @@ def schemas_dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
 @click.option("--drift-only", is_flag=True,
               help="Report config drift only: leave FAILED/UNASSIGNED managed connectors out.")
 @lock_timeout_option
+@metrics_textfile_option
+@pushgateway_option
 def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit_code: bool,
               output: str, force: bool, deploy_custom: bool, send_snapshot: bool, drift_only: bool,
-              lock_timeout: float | None) -> None:
+              lock_timeout: float | None, metrics_textfile: Path | None, pushgateway: str | None) -> None:
     """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run).
 
     Exit 0 ok; 1 a step failed, or a managed connector is FAILED/UNASSIGNED after an apply;
@@ -120,6 +123,14 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
 
         hooks = SnapshotHooks(project)
     outcomes = run_reconcile(project, project.select(clusters), options, hooks=hooks)
+    if metrics_textfile or pushgateway:
+        from hephaestus.reconciler.metrics import metrics_of
+
+        metrics = metrics_of(outcomes, dry_run)
+        if metrics_textfile:
+            metrics.write_textfile(metrics_textfile)
+        if pushgateway:
+            metrics.push(pushgateway, job="hephaestus_reconcile")
     if output == "json":
         click.echo(render.as_json(outcomes), nl=False)
     elif output == "markdown":

@@ -562,3 +562,22 @@ def test_the_dockerfile_agrees_with_the_chart() -> None:
     allowed = {ln[1:].rstrip("/") for ln in (REPO / ".dockerignore").read_text().splitlines() if ln.startswith("!")}
     assert {"hephaestus", "pyproject.toml", "README.md", "connectors", "definitions", "schemas",
             "ksql_migrations"} <= allowed
+
+
+def test_the_exporter_is_off_by_default_and_renders_a_scrapable_deployment(helm: str,
+                                                                        default: list[dict[str, Any]]) -> None:
+    assert not [d for d in default if d["kind"] in ("Deployment", "Service")]
+    docs = render(helm, "--set", "exporter.enabled=true", "--set", "exporter.port=9555",
+                  "--set", "clusters.platforms.schemaRegistryUrl=http://registry:8081")
+    (deployment,) = of_kind(docs, "Deployment")
+    (service,) = of_kind(docs, "Service")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["restartPolicy"] == "Always"
+    assert container["args"] == ["exporter", "--port", "9555", "--interval", "60"]
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9555}]
+    assert service["metadata"]["annotations"]["prometheus.io/port"] == "9555"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"] == "exporter"
+    project = next(d for d in of_kind(docs, "ConfigMap"))["data"]["hephaestus.yaml"]
+    assert "schema_registry_url: http://registry:8081" in project

@@ -155,3 +155,23 @@ def test_consumer_lag_counts_past_the_committed_offsets_or_the_log_start() -> No
     assert lag(["t"], spans, {("t", 0): 40}) == 10 + 10
     assert lag(["t"], spans, {("t", 0): 2, ("t", 1): 10}) == 45  # below the log start: from the start
     assert topics_of({"topics": "a, b,,"}) == ("a", "b") and topics_of({"topics.regex": "x.*"}) == ()
+
+
+def test_a_reconcile_run_publishes_its_outcome_per_cluster() -> None:
+    from hephaestus.reconciler.metrics import metrics_of
+    from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
+    from hephaestus.reconciler.plan import Plan, Step
+
+    plan = Plan("c", (Step("create", "a"), Step("create", "b"), Step("unchanged", "z")))
+    outcome = ClusterOutcome("c", "http://c", plan, applied=True, writes=2,
+                             results=(StepResult("a", "create", True), StepResult("b", "create", False, "boom")))
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in metrics_of([outcome, ClusterOutcome("d", "http://d", None, error="down")], False,
+                                   now=5.0).registry.collect() for s in f.samples}
+    assert samples[("hephaestus_reconcile_failed", (("cluster", "c"),))] == 1
+    assert samples[("hephaestus_reconcile_failed", (("cluster", "d"),))] == 1
+    assert samples[("hephaestus_reconcile_drift", (("cluster", "c"),))] == 1
+    assert samples[("hephaestus_reconcile_planned_steps", (("action", "create"), ("cluster", "c")))] == 2
+    assert samples[("hephaestus_reconcile_applied_steps", (("action", "create"), ("cluster", "c"), ("result", "failed")))] == 1
+    assert samples[("hephaestus_reconcile_writes", (("cluster", "c"),))] == 2
+    assert samples[("hephaestus_reconcile_last_run_timestamp_seconds", ())] == 5.0

@@ -140,6 +140,7 @@ ownership record); without one they are files under stateDir, which must then be
 {{- $_ := set $out "select" (ternary $defaultSelect $c.select (kindIs "invalid" $c.select)) -}}
 {{- $_ := set $out "helm_values" (merge (dict) ($c.helmValues | default dict) (dict "environment" $root.Values.global.environment "vendor" $root.Values.global.vendor)) -}}
 {{- with $c.kafkaBootstrap -}}{{- $_ := set $out "kafka_bootstrap" . -}}{{- end -}}
+{{- with $c.schemaRegistryUrl -}}{{- $_ := set $out "schema_registry_url" . -}}{{- end -}}
 {{- with $c.username -}}{{- $_ := set $out "username" . -}}{{- end -}}
 {{- with include "hephaestus.secretFile" (list (printf "clusters.%s.passwordSecret" $name) $c.passwordSecret) -}}
 {{- $_ := set $out "password" (dict "file" .) -}}
@@ -222,112 +223,124 @@ ownership record); without one they are files under stateDir, which must then be
 The spec of one hephaestus Job (a hook Job, or a CronJob's jobTemplate). Called with
 (dict "root" $ "component" C "job" NAME "args" LIST "backoffLimit" N "activeDeadlineSeconds" N).
 */}}
-{{- define "hephaestus.jobSpec" -}}
+{{- define "hephaestus.podTemplate" -}}
 {{- $root := .root -}}
 {{- $v := $root.Values -}}
+metadata:
+  labels:
+    {{- include "hephaestus.selectorLabels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+    {{- with $v.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    checksum/project: {{ include "hephaestus.projectFile" $root | sha256sum }}
+    {{- with $v.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  restartPolicy: {{ .restartPolicy }}
+  serviceAccountName: {{ include "hephaestus.serviceAccountName" $root }}
+  automountServiceAccountToken: false
+  {{- with $v.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
+  securityContext:
+    {{- toYaml $v.podSecurityContext | nindent 4 }}
+  containers:
+    - name: hephaestus
+      image: {{ include "hephaestus.image" $root | quote }}
+      imagePullPolicy: {{ $v.image.pullPolicy }}
+      workingDir: {{ $v.desiredStateDir }}
+      command: [hephaestus]
+      args:
+        {{- toYaml .argv | nindent 8 }}
+      {{- with .port }}
+      ports:
+        - name: metrics
+          containerPort: {{ . }}
+      readinessProbe:
+        httpGet: {path: /metrics, port: metrics}
+      {{- end }}
+      env:
+        - name: HEPHAESTUS_PROJECT
+          value: {{ printf "%s/hephaestus.yaml" (include "hephaestus.projectDir" $root) }}
+        - name: HOME
+          value: /tmp
+        {{- with $v.metrics.pushgateway }}
+        - name: HEPHAESTUS_PUSHGATEWAY
+          value: {{ . | quote }}
+        {{- end }}
+        {{- range $name, $d := $v.databases }}
+        {{- if and $d $d.dsnSecret $d.dsnSecret.name }}
+        - name: {{ include "hephaestus.dsnEnv" $name }}
+          valueFrom:
+            secretKeyRef:
+              name: {{ $d.dsnSecret.name }}
+              key: {{ $d.dsnSecret.key }}
+        {{- end }}
+        {{- end }}
+        {{- with $v.extraEnv }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      resources:
+        {{- toYaml $v.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml $v.securityContext | nindent 8 }}
+      volumeMounts:
+        - name: project
+          mountPath: {{ include "hephaestus.projectDir" $root }}
+          readOnly: true
+        - name: state
+          mountPath: {{ include "hephaestus.stateDir" $root }}
+        - name: tmp
+          mountPath: /tmp
+        {{- range $secret := include "hephaestus.secretFileNames" $root | fromJsonArray }}
+        - name: {{ printf "secret-%s" ($secret | sha256sum | trunc 10) }}
+          mountPath: {{ printf "%s/%s" (include "hephaestus.secretsDir" $root) $secret }}
+          readOnly: true
+        {{- end }}
+  volumes:
+    - name: project
+      configMap:
+        name: {{ include "hephaestus.fullname" $root }}
+    - name: state
+      {{- if $v.state.existingClaim }}
+      persistentVolumeClaim:
+        claimName: {{ $v.state.existingClaim }}
+      {{- else }}
+      emptyDir: {}
+      {{- end }}
+    - name: tmp
+      emptyDir: {}
+    {{- range $secret := include "hephaestus.secretFileNames" $root | fromJsonArray }}
+    - name: {{ printf "secret-%s" ($secret | sha256sum | trunc 10) }}
+      secret:
+        secretName: {{ $secret }}
+        defaultMode: 0440
+    {{- end }}
+  {{- with $v.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
+{{- define "hephaestus.jobSpec" -}}
 backoffLimit: {{ .backoffLimit }}
 activeDeadlineSeconds: {{ .activeDeadlineSeconds }}
 template:
-  metadata:
-    labels:
-      {{- include "hephaestus.selectorLabels" $root | nindent 6 }}
-      app.kubernetes.io/component: {{ .component }}
-      {{- with $v.podLabels }}
-      {{- toYaml . | nindent 6 }}
-      {{- end }}
-    annotations:
-      checksum/project: {{ include "hephaestus.projectFile" $root | sha256sum }}
-      {{- with $v.podAnnotations }}
-      {{- toYaml . | nindent 6 }}
-      {{- end }}
-  spec:
-    restartPolicy: Never
-    serviceAccountName: {{ include "hephaestus.serviceAccountName" $root }}
-    automountServiceAccountToken: false
-    {{- with $v.imagePullSecrets }}
-    imagePullSecrets:
-      {{- toYaml . | nindent 6 }}
-    {{- end }}
-    {{- with $v.priorityClassName }}
-    priorityClassName: {{ . }}
-    {{- end }}
-    securityContext:
-      {{- toYaml $v.podSecurityContext | nindent 6 }}
-    containers:
-      - name: hephaestus
-        image: {{ include "hephaestus.image" $root | quote }}
-        imagePullPolicy: {{ $v.image.pullPolicy }}
-        workingDir: {{ $v.desiredStateDir }}
-        command: [hephaestus]
-        args:
-          {{- toYaml (concat (list "job" "run" .job) .args) | nindent 10 }}
-        env:
-          - name: HEPHAESTUS_PROJECT
-            value: {{ printf "%s/hephaestus.yaml" (include "hephaestus.projectDir" $root) }}
-          - name: HOME
-            value: /tmp
-          {{- with $v.metrics.pushgateway }}
-          - name: HEPHAESTUS_PUSHGATEWAY
-            value: {{ . | quote }}
-          {{- end }}
-          {{- range $name, $d := $v.databases }}
-          {{- if and $d $d.dsnSecret $d.dsnSecret.name }}
-          - name: {{ include "hephaestus.dsnEnv" $name }}
-            valueFrom:
-              secretKeyRef:
-                name: {{ $d.dsnSecret.name }}
-                key: {{ $d.dsnSecret.key }}
-          {{- end }}
-          {{- end }}
-          {{- with $v.extraEnv }}
-          {{- toYaml . | nindent 10 }}
-          {{- end }}
-        resources:
-          {{- toYaml $v.resources | nindent 10 }}
-        securityContext:
-          {{- toYaml $v.securityContext | nindent 10 }}
-        volumeMounts:
-          - name: project
-            mountPath: {{ include "hephaestus.projectDir" $root }}
-            readOnly: true
-          - name: state
-            mountPath: {{ include "hephaestus.stateDir" $root }}
-          - name: tmp
-            mountPath: /tmp
-          {{- range $secret := include "hephaestus.secretFileNames" $root | fromJsonArray }}
-          - name: {{ printf "secret-%s" ($secret | sha256sum | trunc 10) }}
-            mountPath: {{ printf "%s/%s" (include "hephaestus.secretsDir" $root) $secret }}
-            readOnly: true
-          {{- end }}
-    volumes:
-      - name: project
-        configMap:
-          name: {{ include "hephaestus.fullname" $root }}
-      - name: state
-        {{- if $v.state.existingClaim }}
-        persistentVolumeClaim:
-          claimName: {{ $v.state.existingClaim }}
-        {{- else }}
-        emptyDir: {}
-        {{- end }}
-      - name: tmp
-        emptyDir: {}
-      {{- range $secret := include "hephaestus.secretFileNames" $root | fromJsonArray }}
-      - name: {{ printf "secret-%s" ($secret | sha256sum | trunc 10) }}
-        secret:
-          secretName: {{ $secret }}
-          defaultMode: 0440
-      {{- end }}
-    {{- with $v.nodeSelector }}
-    nodeSelector:
-      {{- toYaml . | nindent 6 }}
-    {{- end }}
-    {{- with $v.tolerations }}
-    tolerations:
-      {{- toYaml . | nindent 6 }}
-    {{- end }}
-    {{- with $v.affinity }}
-    affinity:
-      {{- toYaml . | nindent 6 }}
-    {{- end }}
+  {{- include "hephaestus.podTemplate" (dict "root" .root "component" .component "restartPolicy" "Never"
+        "argv" (concat (list "job" "run" .job) .args)) | nindent 2 }}
 {{- end -}}
