@@ -75,32 +75,42 @@ def _read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_do
     events: list[Notification] = []
     deadline = time.monotonic() + timeout_s
     for note in _records(bootstrap, topic, deadline, registry):
-        if note is not None and note.id == signal_id:
+        if isinstance(note, Notification) and note.id == signal_id:
             events.append(note)
         report = SnapshotReport(signal_id, tuple(events))
-        if report.completed or (note is None and not until_done):
+        if report.completed or (note is CAUGHT_UP and not until_done):
             return report
     return SnapshotReport(signal_id, tuple(events))
 
 
+CAUGHT_UP = "caught up"  # what _records yields at the end of the topic
+
+
 def _records(bootstrap: str, topic: str, deadline: float,
-             registry: SchemaRegistry | None = None) -> Iterator[Notification | None]:
-    """Yields notifications; None when caught up with the end of the topic."""
+             registry: SchemaRegistry | None = None) -> Iterator[Notification | str | None]:
+    """Yields each record's notification (None: a record that is not one of ours), and
+    CAUGHT_UP at the end of the topic (another notification kind, or a record that cannot be
+    read, must not end the read early)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"hephaestus-{uuid.uuid4().hex}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "enable.partition.eof": True})
     try:
-        consumer.assign(_partitions(consumer, topic))
+        partitions = _partitions(consumer, topic)
+        consumer.assign(partitions)
+        at_end: set[int] = set()
         while time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
             err = msg.error()
             if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                yield None
+                at_end.add(msg.partition() or 0)
+                if len(at_end) == len(partitions):  # every partition read to its end
+                    yield CAUGHT_UP
             elif err is not None:
                 raise HephaestusError(f"reading {topic}: {err.str()}")
             else:
+                at_end.discard(msg.partition())
                 yield parse(msg.value(), registry)
     finally:
         consumer.close()

@@ -9,12 +9,18 @@ those to the DLQ came with debezium/dbz#984, after 3.6). The test shows both.
 
 from __future__ import annotations
 
+import io
 import json
+import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import fastavro
 import pytest
+from confluent_kafka import Producer
 
+from tests.schema_registry_double import served
 from tests.stack.fleet import Fleet, make_fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
@@ -84,3 +90,57 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     assert dlq(fleet, "list")[0] == 0
     audit = (fleet.root / "audit.jsonl").read_text()
     assert '"action": "dlq-replay"' in audit and '"action": "dlq-purge"' in audit
+
+
+ROW = {"type": "record", "name": "Value", "fields": [{"name": "user_id", "type": "string"},
+                                                     {"name": "name", "type": ["null", "string"]}]}
+NOTE = {"type": "record", "name": "Notification", "fields": [
+    {"name": "id", "type": "string"}, {"name": "aggregate_type", "type": "string"}, {"name": "type", "type": "string"},
+    {"name": "additional_data", "type": {"type": "map", "values": "string"}}, {"name": "timestamp", "type": "long"}]}
+
+
+def avro(schema_id: int, schema: dict[str, Any], value: dict[str, Any]) -> bytes:
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, fastavro.parse_schema(schema), value)
+    return b"\x00" + struct.pack(">I", schema_id) + body.getvalue()
+
+
+def test_avro_records_are_decoded_in_dlq_show_and_snapshot_status(fleet: Fleet) -> None:
+    """The stack's converters write JSON, so the Avro records are produced by the test (as
+    Connect's DLQ reporter and Debezium's notification sink would write them under Avro
+    converters); the Schema Registry is tests/schema_registry_double.py on loopback."""
+    import yaml
+
+    assert fleet.reconcile()[0] == 0
+    sink = fleet.name("platforms", "to_" + fleet.dbs["auth"])
+    source = fleet.name("platforms", "source_connector")
+    config = json.loads(next((fleet.root / "connectors/platforms/source").glob("*.json")).read_text())["config"]
+    with served({1: ROW, 2: NOTE}) as url:
+        clusters = yaml.safe_load((fleet.root / "hephaestus.yaml").read_text())["clusters"]
+        clusters["platforms"]["schema_registry_url"] = url
+        fleet.edit_project(clusters=clusters)
+        producer = Producer({"bootstrap.servers": fleet.stack.bootstrap})
+        producer.produce(f"dlq.{sink}", key=b"u-a", value=avro(1, ROW, {"user_id": "u-a", "name": "Ann"}),
+                         headers=[("__connect.errors.topic", fleet.topic("users").encode()),
+                                  ("__connect.errors.partition", b"0"), ("__connect.errors.stage", b"VALUE_CONVERTER")])
+        topic = config["notification.sink.topic.name"]
+        producer.produce(topic, value=b"\xff\xfe not a notification")
+        for kind, extra in (("STARTED", {}), ("TABLE_SCAN_COMPLETED", {"data_collection": "public.users",
+                                                                        "status": "SUCCEEDED"}), ("COMPLETED", {})):
+            producer.produce(topic, value=avro(2, NOTE, {"id": "sig-avro", "aggregate_type": "Incremental Snapshot",
+                                                         "type": kind, "additional_data": extra, "timestamp": 1}))
+        assert producer.flush(30) == 0
+
+        code, out = dlq(fleet, "show", "--connector", sink, "-o", "json")
+        assert code == 0, out
+        (shown,) = json.loads(out)["records"]
+        assert shown["value"] == {"format": "avro", "value": {"user_id": "u-a", "name": "Ann"}}
+        assert shown["key"] == {"format": "text", "value": "u-a"} and shown["error"]["stage"] == "VALUE_CONVERTER"
+
+        code, out = fleet.cli("snapshot", "status", "--project", str(fleet.root / "hephaestus.yaml"),
+                              "--connector", source, "--id", "sig-avro", "-o", "json")
+    assert code == 0, out
+    report = json.loads(out[out.index("{"):])
+    assert report["completed"] and [e["type"] for e in report["events"]] == [
+        "STARTED", "TABLE_SCAN_COMPLETED", "COMPLETED"]
+    assert report["events"][1]["status"] == "SUCCEEDED"

@@ -9,7 +9,6 @@ import struct
 from typing import Any
 
 import fastavro
-import httpx
 import pytest
 
 from hephaestus.dlq.model import dlq_topics, end_positions, errors_of, masked, own_headers, replay_of, start_positions
@@ -19,6 +18,7 @@ from hephaestus.secrets import REDACTOR
 from hephaestus.slots.model import Limits, Slot, droppable, judge, owners, size
 from hephaestus.snapshot.notifications import parse
 from hephaestus.status.model import ConnectorView, lag, problems_of, topics_of
+from tests.schema_registry_double import transport
 
 NOTIFICATION = {"type": "record", "name": "Notification", "namespace": "io.debezium.notification", "fields": [
     {"name": "id", "type": "string"}, {"name": "aggregate_type", "type": "string"},
@@ -28,19 +28,7 @@ NOTIFICATION = {"type": "record", "name": "Notification", "namespace": "io.debez
 
 
 def registry_double(schemas: dict[int, dict[str, Any]], seen: list[str]) -> SchemaRegistry:
-    """As strict as Confluent's Schema Registry on the one call we make: `GET /schemas/ids/{id}`
-    answers `{"schema": "<schema as a JSON string>"}` (no schemaType for Avro), an unknown id
-    404 with error_code 40403 (Confluent's REST API reference); any other request is a 405."""
-    def handle(request: httpx.Request) -> httpx.Response:
-        seen.append(f"{request.method} {request.url.path}")
-        parts = request.url.path.split("/")
-        if request.method != "GET" or len(parts) != 4 or parts[1:3] != ["schemas", "ids"]:
-            return httpx.Response(405, json={"error_code": 405, "message": "HTTP 405 Method Not Allowed"})
-        schema = schemas.get(int(parts[3]))
-        if schema is None:
-            return httpx.Response(404, json={"error_code": 40403, "message": "Schema not found"})
-        return httpx.Response(200, json={"schema": json.dumps(schema)})
-    return SchemaRegistry("http://registry.test", transport=httpx.MockTransport(handle))
+    return SchemaRegistry("http://registry.test", transport=transport(schemas, seen))
 
 
 def avro(schema_id: int, schema: dict[str, Any], value: dict[str, Any]) -> bytes:
@@ -175,3 +163,12 @@ def test_a_reconcile_run_publishes_its_outcome_per_cluster() -> None:
     assert samples[("hephaestus_reconcile_applied_steps", (("action", "create"), ("cluster", "c"), ("result", "failed")))] == 1
     assert samples[("hephaestus_reconcile_writes", (("cluster", "c"),))] == 2
     assert samples[("hephaestus_reconcile_last_run_timestamp_seconds", ())] == 5.0
+
+
+def test_a_record_that_is_not_a_notification_of_ours_does_not_end_the_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once, a first record of another kind read as "caught up" and the report came back empty."""
+    from hephaestus.snapshot import notifications as n
+
+    note = n.Notification("sig", "COMPLETED", "", "")
+    monkeypatch.setattr(n, "_records", lambda *a, **k: iter([None, note, n.CAUGHT_UP]))
+    assert n.read("kafka:9092", "t", "sig", 5, until_done=False).events == (note,)

@@ -1,0 +1,68 @@
+"""A Schema Registry double, as strict as Confluent's on the one call hephaestus makes.
+
+No Schema Registry server can be had on our machines (neither Confluent's nor Karapace is
+served; Apicurio's is a Quarkus application we cannot assemble here), so this stands in for
+it. Behaviour, from Confluent's Schema Registry API reference: `GET /schemas/ids/{id}` answers
+200 `{"schema": "<the schema as a JSON string>"}` (`schemaType` is left out for Avro), an
+unknown id 404 `{"error_code": 40403, "message": "Schema not found"}`; any other method or path
+here is an error (405 / 404), so a client asking anything else fails loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+
+
+def answer(schemas: dict[int, dict[str, Any]], method: str, path: str) -> tuple[int, dict[str, Any]]:
+    parts = path.split("/")
+    if len(parts) != 4 or parts[1:3] != ["schemas", "ids"] or not parts[3].isdigit():
+        return 404, {"error_code": 404, "message": "HTTP 404 Not Found"}
+    if method != "GET":
+        return 405, {"error_code": 405, "message": "HTTP 405 Method Not Allowed"}
+    schema = schemas.get(int(parts[3]))
+    if schema is None:
+        return 404, {"error_code": 40403, "message": "Schema not found"}
+    return 200, {"schema": json.dumps(schema)}
+
+
+def transport(schemas: dict[int, dict[str, Any]], seen: list[str]) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        status, body = answer(schemas, request.method, request.url.path)
+        return httpx.Response(status, json=body, headers={"content-type": "application/vnd.schemaregistry.v1+json"})
+    return httpx.MockTransport(handle)
+
+
+@contextmanager
+def served(schemas: dict[int, dict[str, Any]]) -> Iterator[str]:
+    """The double on a loopback port: yields its URL."""
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            status, body = answer(schemas, self.command, self.path)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/vnd.schemaregistry.v1+json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _serve  # noqa: N815 - http.server's names
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
