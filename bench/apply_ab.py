@@ -75,7 +75,7 @@ def naive(folder: Path) -> tuple[float, int]:
 
 
 def ours(root: Path) -> tuple[float, int]:
-    seconds, out = timed([str(REPO / ".venv/bin/hephaestus"), "reconcile", "--project", str(root / "hephaestus.yaml"),
+    seconds, out = timed([str(REPO / ".venv/bin/hephaestus"), "reconcile", "--auto-approve", "--project", str(root / "hephaestus.yaml"),
                           "-o", "json", "--drift-only"])
     return seconds, json.loads(out)["clusters"][0]["requests"]
 

@@ -40,7 +40,7 @@ def reconcile(root: Path, *args: str) -> tuple[float, dict[str, Any]]:
     out = io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(out):
-        code = run(["reconcile", "--project", str(root / "hephaestus.yaml"), "-o", "json", *args])
+        code = run(["reconcile", "--auto-approve", "--project", str(root / "hephaestus.yaml"), "-o", "json", *args])
     elapsed = time.perf_counter() - start
     report = json.loads(out.getvalue())["clusters"][0]
     assert code == 0, report.get("error") or report.get("refused") or report.get("invalid")

@@ -71,12 +71,12 @@ def _measure(stack: Stack, bob: str, fatima: str, rows: int, chunk: int) -> tupl
                                           "select": [f"*{bob}*"]}},
                    "databases": {bob: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={bob}"}}, "policy": {"max_delete_share": 1.0}}
         (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
-        cli("reconcile", "--project", str(root / "hephaestus.yaml"))
+        cli("reconcile", "--auto-approve", "--project", str(root / "hephaestus.yaml"))
         definition["pipelines"].append({"source_table": "students", "sinks": [{"database": fatima}]})
         write()
         cli(*gen)
         start = time.perf_counter()
-        report = json.loads(cli("reconcile", "--project", str(root / "hephaestus.yaml"), "-o", "json",
+        report = json.loads(cli("reconcile", "--auto-approve", "--project", str(root / "hephaestus.yaml"), "-o", "json",
                                 "--send-incremental-snapshot"))
         signalled = time.perf_counter() - start
         assert any(r["action"] == "snapshot" and r["ok"] for r in report["clusters"][0]["results"]), report

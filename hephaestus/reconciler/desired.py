@@ -69,7 +69,10 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
     name = _render(doc["name"], helm_values, path, ["name"])
     rendered = {k: _render(v, helm_values, path, ["config", k]) for k, v in config.items()}
     _check_name(path, doc["name"], name, rendered.get("name"))
-    return Desired(name, rendered, str(path), _renamed_from(path, doc, name))
+    allow = doc.get("allow_destructive", False)
+    if not isinstance(allow, bool):
+        raise InputError(str(path), f"must be true or false, got {clip(json.dumps(allow))}", field="allow_destructive")
+    return Desired(name, rendered, str(path), _renamed_from(path, doc, name), allow)
 
 
 def _renamed_from(path: Path, doc: dict[str, Any], name: str) -> str:

@@ -15,6 +15,7 @@ class Desired:
     config: Mapping[str, str] = field(hash=False)
     origin: str = ""
     renamed_from: str = ""  # the live connector this one takes over (offsets and all)
+    allow_destructive: bool = False  # the file's `allow_destructive: true`: its destructive changes may go
 
 
 @dataclass(frozen=True)

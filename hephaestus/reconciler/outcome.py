@@ -29,6 +29,7 @@ class ClusterOutcome:
     prepared: tuple[StepResult, ...] = ()  # database steps before the writes (publication changes)
     requests: int = 0  # HTTP requests this run sent to the cluster (writes: non-GET, not validate)
     writes: int = 0
+    live_hashes: tuple[tuple[str, str], ...] = ()  # the live configs the plan was computed from (saved plans)
 
     @property
     def failed(self) -> bool:

@@ -7,11 +7,12 @@ stores them (strings, `name` ignored, placeholders literal) minus the ignorable 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from hephaestus.reconciler import publications, renames
 from hephaestus.reconciler.model import Desired, Live, comparable
+from hephaestus.reconciler.risk import Risk, assess
 
 __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
 
@@ -43,6 +44,9 @@ class Step:
     origin: str = ""  # the file in git, for messages
     live_state: str = ""  # the state Connect reported before the run (an update keeps it)
     renamed_from: str = ""  # a rename: the live connector whose offsets this one takes over
+    # Derived from the rest (reconciler.risk), so left out of equality.
+    risk: Risk = field(default="", compare=False)  # create, delete, restart (every update), destructive
+    risk_reasons: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (key, why) if destructive
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class Policy:
     max_deletes: int = 10
     max_delete_share: float = 0.5
     force: bool = False
+    allow_destructive: bool = False  # --allow-destructive: every destructive step may go
 
 
 @dataclass(frozen=True)
@@ -111,10 +116,30 @@ def plan(cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live],
              for name, d in sorted(desired.items())]
     steps += [_absent_step(l, l.name in scope.held, l.name in scope.owned)
               for name, l in sorted(live.items()) if name not in desired and name not in olds]
-    steps.sort(key=lambda s: s.name)
+    steps = sorted((_assessed(s, live) for s in steps), key=lambda s: s.name)
     adopt = tuple(sorted(n for n in desired if n in live and n not in scope.owned))
-    refused = "; ".join(found.refused) or _refusal(steps, desired, live, scope.owned, policy)
+    refused = "; ".join(found.refused) or "; ".join(
+        r for r in (_refusal(steps, desired, live, scope.owned, policy), _destructive_refusal(steps, desired, policy)) if r)
     return Plan(cluster, tuple(steps), refused, adopt=adopt, warnings=(*scope.warnings, *found.warnings))
+
+
+def _assessed(step: Step, live: Mapping[str, Live]) -> Step:
+    before = live.get(step.renamed_from or step.name)
+    found = assess(step.action, step.connector_class, before.config if before else {}, step.config,
+                   tuple(c.key for c in step.changes))
+    return replace(step, risk=found.risk, risk_reasons=found.reasons)
+
+
+def _destructive_refusal(steps: list[Step], desired: Mapping[str, Desired], policy: Policy) -> str:
+    """Destructive steps go only with --allow-destructive or the file's `allow_destructive`."""
+    held = [s for s in steps if s.risk == "destructive" and not policy.allow_destructive
+            and not (s.name in desired and desired[s.name].allow_destructive)]
+    if not held:
+        return ""
+    first = held[0]
+    more = f" and {len(held) - 1} more" if len(held) > 1 else ""
+    return (f"destructive change to {first.name} ({first.risk_reasons[0][0]}: {first.risk_reasons[0][1]}){more}; "
+            "rerun with --allow-destructive, or set allow_destructive: true in its file")
 
 
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange, ...]:

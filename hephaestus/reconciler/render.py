@@ -54,7 +54,10 @@ def _step_lines(step: Step) -> list[str]:
     head = f"{SYMBOL[step.action]} {step.action} {step.name}"
     if step.reason:
         head += f"  ({step.reason})"
-    return [head] + [f"    {_change_line(ch)}" for ch in step.changes]
+    if step.risk == "destructive":
+        head += "  [DESTRUCTIVE]"
+    why = [f"    ! {key}: {reason}" for key, reason in step.risk_reasons]
+    return [head] + why + [f"    {_change_line(ch)}" for ch in step.changes]
 
 
 def text(outcomes: Sequence[ClusterOutcome], style: Style = plain) -> str:
@@ -117,6 +120,7 @@ def _step_dict(s: Step) -> dict[str, Any]:
     return {
         "action": s.action, "name": s.name, "connector_class": s.connector_class,
         "reason": s.reason or None, "origin": s.origin or None, "renamed_from": s.renamed_from or None,
+        "risk": s.risk or None, "risk_reasons": [{"key": k, "reason": r} for k, r in s.risk_reasons],
         "changes": [{"key": c.key, "before": _shown(c.key, c.before), "after": _shown(c.key, c.after)}
                     for c in s.changes],
     }
@@ -152,8 +156,9 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
                 for ch in o.plan.publications]
         changed = [s for s in o.plan.steps if s.action != "unchanged"]
         if changed:
-            out.append("| | action | connector | details |\n|---|---|---|---|")
-            out += [f"| {SYMBOL[s.action]} | {s.action} | {md_code(s.name)} | {_md_details(s)} |" for s in changed]
+            out.append("| | action | risk | connector | details |\n|---|---|---|---|---|")
+            out += [f"| {SYMBOL[s.action]} | {s.action} | {_md_risk(s)} | {md_code(s.name)} | {_md_details(s)} |"
+                    for s in changed]
             out.append("")
     return "\n".join(out) + "\n"
 
@@ -175,7 +180,12 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}".replace("|", "\\|")
 
 
+def _md_risk(s: Step) -> str:
+    return "**destructive**" if s.risk == "destructive" else s.risk
+
+
 def _md_details(s: Step) -> str:
     parts = [md_text(s.reason)] if s.reason else []
+    parts += [f"**{md_code(k)}**: {md_text(r)}" for k, r in s.risk_reasons]
     parts += [md_code(_change_line(c).strip()) for c in s.changes]
     return "<br>".join(parts)

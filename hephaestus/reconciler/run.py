@@ -5,11 +5,12 @@ Inputs for every cluster are loaded and validated before any cluster is touched.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
@@ -20,13 +21,17 @@ from hephaestus import ownership
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health, pubdb, publications
-from hephaestus.reconciler.audit import Journal
+from hephaestus.reconciler.audit import Journal, config_hash
+from hephaestus.reconciler.saved import Expected, stale
 from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, is_ksqldb_managed, plan
-from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS
+from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, comparable
 from hephaestus.secrets import REDACTOR
 
+
+
+T = TypeVar("T")
 
 
 class Hooks(Protocol):
@@ -48,12 +53,15 @@ class RunOptions:
     drift_only: bool = False  # leave the health of managed connectors out of the report
     unassigned_grace_s: float = 60.0
     lock_timeout_s: float = DEFAULT_TIMEOUT_S
+    allow_destructive: bool = False
+    targets: tuple[str, ...] = ()  # --target globs: plan and apply only these connectors
+    expected: Mapping[str, Expected] | None = None  # a saved (or just shown) plan to hold the run to
 
 
-def policy_of(project: Project, force: bool) -> Policy:
+def policy_of(project: Project, force: bool, allow_destructive: bool = False) -> Policy:
     p = project.policy
     return Policy(frozenset((*DEFAULT_IGNORE_KEYS, *p.get("ignore_keys", ()))), p.get("max_deletes", 10),
-                  p.get("max_delete_share", 0.5), force)
+                  p.get("max_delete_share", 0.5), force, allow_destructive)
 
 
 def apply_options_of(project: Project, progress: apply.Progress | None = None) -> apply.ApplyOptions:
@@ -61,7 +69,9 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
     ready = ReadyOptions(timeout_s=p.get("ready_timeout_s", 180.0), stable_s=p.get("stability_window_s", 10.0))
     return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready=ready,
                               write_concurrency=p.get("write_concurrency", apply.WRITE_CONCURRENCY),
-                              progress=progress, initial_state=p.get("initial_state", "RUNNING"))
+                              progress=progress, initial_state=p.get("initial_state", "RUNNING"),
+                              batch_size=p.get("batch_size", 0), batch_interval_s=p.get("batch_interval_s", 0.0),
+                              max_failures=p.get("max_failures", 1))
 
 
 
@@ -69,9 +79,9 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
               client_factory: ClientFactory = connect_client,
               hooks: Hooks | None = None) -> list[ClusterOutcome]:
-    desired = {c.name: load_desired(c, options.deploy_custom) for c in clusters}
+    desired = {c.name: _targeted(load_desired(c, options.deploy_custom), options.targets) for c in clusters}
     held = {c.name: held_back(c, options.deploy_custom) for c in clusters}
-    policy = policy_of(project, options.force)
+    policy = policy_of(project, options.force, options.allow_destructive)
     run_id = new_run_id()
     store = ownership.store_for(project)
 
@@ -112,14 +122,18 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
         return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
-    mine = {n: c for n, c in fleet.items() if cluster.selects(n)}
+    mine = _targeted({n: c for n, c in fleet.items() if cluster.selects(n)}, options.targets)
     live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
+    hashes = tuple(sorted((n, config_hash(comparable(l.config, ctx.policy.ignore_keys)) or "") for n, l in live.items()))
     owned = frozenset(n for n in claims if n in live)
     scope = Scope(owned, held, _strangers(cluster, desired, held, live, owned))
     p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, options)
     _learn_secrets(client, p, desired, live)
     p, problems = _publications(ctx.project, p, desired, live)
-    base = ClusterOutcome(cluster.name, cluster.url, p, invalid=problems)
+    expected = (options.expected or {}).get(cluster.name)
+    if expected is not None:  # held to a saved or shown plan: refused if anything moved since
+        p = replace(p, refused=stale(expected, dict(hashes), p) or p.refused)
+    base = ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, live_hashes=hashes)
     if options.dry_run or p.refused or problems:
         return base
     if p.in_sync:  # adopting what git declares writes the record only, never Connect
@@ -144,6 +158,10 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
         results = apply.execute(client, p, options.apply, journal)
         errors = [apply.record_outcomes(journal, p, results), _record_ownership(ctx, p, results)]
     return replace(base, applied=True, prepared=prepared, results=results, error="; ".join(e for e in errors if e))
+
+
+def _targeted(found: Mapping[str, T], globs: Sequence[str]) -> dict[str, T]:
+    return {n: v for n, v in found.items() if not globs or any(fnmatchcase(n, g) for g in globs)}
 
 
 def _publications(project: Project, p: Plan, desired: dict[str, Desired],

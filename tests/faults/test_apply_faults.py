@@ -55,7 +55,7 @@ class Setup:
         return code, out.out + out.err
 
     def reconcile(self, *args: str, **extra: Any) -> tuple[int, dict[str, Any]]:
-        code, out = self.cli("reconcile", "-o", "json", *args, **extra)
+        code, out = self.cli("reconcile", "--auto-approve", "-o", "json", *args, **extra)
         return code, json.loads(out[out.index("{"):out.rindex("}") + 1])
 
     def audit(self) -> list[dict[str, Any]]:
@@ -120,9 +120,9 @@ def test_validate_reports_a_failed_managed_connector_in_every_format(setup: Setu
     (health,) = report["clusters"][0]["health"]
     assert health["name"] == "a" and "FAILED (task 0)" in health["reason"] and "pw-canary-1" not in health["reason"]
     for fmt in ("text", "markdown"):
-        code, out = setup.cli("reconcile", "--dry-run", "--exit-code", "-o", fmt)
+        code, out = setup.cli("reconcile", "--auto-approve", "--dry-run", "--exit-code", "-o", fmt)
         assert code == 2 and "relation missing" in out and "pw-canary-1" not in out
-    assert setup.cli("reconcile", "--dry-run", "--exit-code", "--drift-only")[0] == 0
+    assert setup.cli("reconcile", "--auto-approve", "--dry-run", "--exit-code", "--drift-only")[0] == 0
     assert setup.double.writes() == []
 
 
@@ -231,6 +231,6 @@ def test_a_refused_plan_exits_2_and_deletes_nothing(setup: Setup) -> None:
     code, report = setup.reconcile()
     assert code == 2 and "would delete 2 of 3" in report["clusters"][0]["refused"]
     assert setup.double.writes() == [] and set(setup.double.connectors) == {"s0", "s1", "s2"}
-    assert setup.cli("reconcile", "--dry-run")[0] == 2
+    assert setup.cli("reconcile", "--auto-approve", "--dry-run")[0] == 2
     code, report = setup.reconcile("--force")
     assert code == 0 and set(setup.double.connectors) == {"s0"}

@@ -88,7 +88,7 @@ class Fleet:
 
     def reconcile(self, *args: str) -> tuple[int, dict[str, Any]]:
         """Run `hephaestus reconcile -o json`; track what it created for teardown."""
-        code, out = self.cli("reconcile", "--project", str(self.root / "hephaestus.yaml"), "-o", "json", *args)
+        code, out = self.cli("reconcile", "--auto-approve", "--project", str(self.root / "hephaestus.yaml"), "-o", "json", *args)
         start = out.index("{")
         report: dict[str, Any] = json.loads(out[start:out.rindex("}") + 1])
         for cluster in report["clusters"]:

@@ -46,7 +46,7 @@ def report_of(out: str) -> dict[str, Any]:
 
 
 def run_reconcile(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = hephaestus("reconcile", "--project", "hephaestus.yaml", "-o", "json", *args, cwd=fleet.root)
+    proc = hephaestus("reconcile", "--auto-approve", "--project", "hephaestus.yaml", "-o", "json", *args, cwd=fleet.root)
     code, out, err, _ = finished(proc)
     return code, report_of(out), err
 
@@ -62,7 +62,7 @@ def test_kill_9_mid_apply_then_rerun_converges_with_no_extra_write(bob: Fleet, s
     names = bob.connector_names("platforms")
     execute(stack.dsn(bob.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('before-kill', 'a')")
     log = WorkerLog(stack)
-    proc = hephaestus("reconcile", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
+    proc = hephaestus("reconcile", "--auto-approve", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
     wait_until(lambda: len(log.writes()) >= 2, timeout=120, interval=0.05, message="the first creates")
     kill_worker(stack)
     code, out, _, took = finished(proc)
@@ -94,7 +94,7 @@ def test_kill_9_mid_delete_then_rerun_deletes_the_rest(bob: Fleet, stack: Stack,
     for name in gone:
         (bob.root / "connectors/platforms/sink" / f"{name}.json").unlink()
     log = WorkerLog(stack)
-    proc = hephaestus("reconcile", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
+    proc = hephaestus("reconcile", "--auto-approve", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
     wait_until(lambda: log.writes(), timeout=60, interval=0.02, message="the first delete")
     kill_worker(stack)
     finished(proc)
@@ -108,8 +108,8 @@ def test_kill_9_mid_delete_then_rerun_deletes_the_rest(bob: Fleet, stack: Stack,
 
 def test_two_reconciles_at_once_write_once(bob: Fleet, stack: Stack) -> None:
     log = WorkerLog(stack)
-    first = hephaestus("reconcile", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
-    second = hephaestus("reconcile", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
+    first = hephaestus("reconcile", "--auto-approve", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
+    second = hephaestus("reconcile", "--auto-approve", "--project", "hephaestus.yaml", "-o", "json", cwd=bob.root)
     (code1, out1, err1, _), (code2, out2, err2, _) = finished(first), finished(second)
     assert (code1, code2) == (0, 0), (err1, err2)
     writes = sorted(report_of(o)["clusters"][0]["writes"] for o in (out1, out2))
@@ -133,7 +133,7 @@ def test_a_crashed_lock_holder_is_named_then_released(bob: Fleet, stack: Stack) 
     proc = subprocess.Popen([sys.executable, "-c", holder], cwd=bob.root, text=True, stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     try:
-        code, out = bob.cli("reconcile", "--project", str(bob.root / "hephaestus.yaml"), "--lock-timeout", "1")
+        code, out = bob.cli("reconcile", "--auto-approve", "--project", str(bob.root / "hephaestus.yaml"), "--lock-timeout", "1")
         assert code == 1 and "run holder-run (test)" in out and f"pid {proc.pid}" in out, out
     finally:
         proc.kill()  # kill -9: the holder never releases; its session ending does

@@ -154,7 +154,7 @@ def test_a_lock_database_resetting_connections_stops_the_run_before_any_write(
                                                   f"dbname={users.dbs['bob']}"}}, lock={"database": "lockdb"})
         pg.toxic("reset_peer", {"timeout": 0})
         log = WorkerLog(stack)
-        code, out = users.cli("reconcile", "--project", str(users.root / "hephaestus.yaml"))
+        code, out = users.cli("reconcile", "--auto-approve", "--project", str(users.root / "hephaestus.yaml"))
         assert code == 1 and "lock database" in out and "Traceback" not in out, out
         assert log.writes() == []
     finally:

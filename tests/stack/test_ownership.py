@@ -112,7 +112,7 @@ def test_two_deployments_on_one_cluster_never_touch_each_other(
     (c / "hephaestus.yaml").write_text(dump_yaml({"clusters": {"platforms": {
         "url": connect.url, "connectors": "connectors/platforms"}}, "policy": {"max_delete_share": 1.0}}))
     before = connect.names()
-    code, out = a.cli("reconcile", "--project", str(c / "hephaestus.yaml"))
+    code, out = a.cli("reconcile", "--auto-approve", "--project", str(c / "hephaestus.yaml"))
     assert "warning: cluster platforms has no `select`" in out and "not owned by this deployment" in out
     assert set(before) <= set(connect.names()), out
 

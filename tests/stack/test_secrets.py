@@ -43,12 +43,12 @@ def test_a_wrong_password_fails_the_sink_and_no_output_shows_it(fleet: Fleet, st
     execute(stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-1', 'a')")
     with slack_receiver() as slack:
         monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
-        code, out = fleet.cli("-v", "reconcile", "--project", str(fleet.root / "hephaestus.yaml"))
+        code, out = fleet.cli("-v", "reconcile", "--auto-approve", "--project", str(fleet.root / "hephaestus.yaml"))
         # The Debezium JDBC sink reports the refused login as Hibernate's "Unable to determine
         # Dialect" (the PSQLException is logged by the worker, not chained into the trace).
         assert code == 1 and "FAILED (task 0)" in out, out
         outputs = [out]
-        for args in (("reconcile", "--dry-run", "--exit-code", "-o", "markdown"), ("heal", "-o", "json"), ("heal",)):
+        for args in (("reconcile", "--auto-approve", "--dry-run", "--exit-code", "-o", "markdown"), ("heal", "-o", "json"), ("heal",)):
             outputs.append(fleet.cli("-v", *args, "--project", str(fleet.root / "hephaestus.yaml"))[1])
         texts = slack.texts()
     assert texts and "Caused by" in "".join(texts), texts

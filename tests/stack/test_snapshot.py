@@ -177,5 +177,5 @@ def test_every_reconcile_keeps_the_publication_in_step_with_the_include_lists(us
     assert read_rows(bob, "SELECT count(*) FROM students")[0][0] == 51, "unpublishing drops no data"
 
     execute(bob, "ALTER PUBLICATION debezium_publication DROP TABLE dbz_signals")
-    code, out = fleet.cli("reconcile", "--project", str(fleet.root / "hephaestus.yaml"), "--dry-run")
+    code, out = fleet.cli("reconcile", "--auto-approve", "--project", str(fleet.root / "hephaestus.yaml"), "--dry-run")
     assert code == 1 and "ALTER PUBLICATION debezium_publication ADD TABLE public.dbz_signals;" in out, out

@@ -91,7 +91,7 @@ def test_text_diff_masks_literal_secrets_but_shows_placeholders() -> None:
 def test_markdown_summarises_for_a_pr_comment() -> None:
     out = ClusterOutcome("c", "u", plan("c", {"new": Desired("new", cfg())}, {}, Policy()))
     md = render.markdown([out])
-    assert "### Kafka Connect cluster `c`" in md and "| + | create | `new` |" in md
+    assert "### Kafka Connect cluster `c`" in md and "| + | create | create | `new` |" in md
 
 
 def test_connectors_outside_select_are_never_planned(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_markdown_and_slack_escape_what_comes_from_the_cluster() -> None:
     # Inside a code span (fenced longer than any backtick run in it) links, images and HTML
     # are literal text; the `|` is escaped so the name stays in its cell.
     assert "``x](http://evil.example)![img](http://evil.example/i.png)<b>\\|`y``" in row
-    assert len(re.findall(r"(?<!\\)\|", row)) == 5
+    assert len(re.findall(r"(?<!\\)\|", row)) == 6
     assert render.md_text("[a](http://e) <i>") == "\\[a\\]\\(http\\://e\\) \\<i\\>"
     assert escape("<!channel> `a`&") == "&lt;!channel&gt; 'a'&amp;"
 

@@ -93,9 +93,9 @@ def world(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytes
 
 def test_no_canary_in_any_channel_of_reconcile_and_heal(world: World) -> None:
     for fmt in ("text", "json", "markdown"):
-        assert world.cli("-v", "reconcile", "--dry-run", "--exit-code", "-o", fmt) == 2, world.outputs[-1]
+        assert world.cli("-v", "reconcile", "--auto-approve", "--dry-run", "--exit-code", "-o", fmt) == 2, world.outputs[-1]
     assert "sha256:" in world.outputs[0], "a secret's change still shows, by digest"
-    world.cli("-v", "reconcile", "-o", "json")
+    world.cli("-v", "reconcile", "--auto-approve", "-o", "json")
     assert world.double.connectors["a"].config["db.creds.value"] == CANARIES["plugin"], "the apply happened"
     world.cli("-v", "heal", "-o", "json", "--metrics-textfile", str(world.root / "heal.prom"))
     world.cli("heal")

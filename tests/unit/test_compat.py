@@ -67,11 +67,11 @@ def test_a_fleet_the_reference_built_reconciles_with_zero_writes(reference: Proj
         f"clusters:\n  platforms:\n    url: {url}\n    connectors: connectors/platforms\n"
         "    select: ['local_manabie_*']\n")
     assert reference.generate().code == 0
-    dry = reference.cli("reconcile", "--project", str(reference.root / "hephaestus.yaml"), "--dry-run",
+    dry = reference.cli("reconcile", "--auto-approve", "--project", str(reference.root / "hephaestus.yaml"), "--dry-run",
                         "--exit-code", "-o", "json")
     assert dry.code == 0, dry.out + dry.err
     (cluster,) = json.loads(dry.out)["clusters"]
     assert cluster["counts"]["unchanged"] == 2 and cluster["writes"] == 0
-    applied = reference.cli("reconcile", "--project", str(reference.root / "hephaestus.yaml"))
+    applied = reference.cli("reconcile", "--auto-approve", "--project", str(reference.root / "hephaestus.yaml"))
     assert applied.code == 0, applied.out + applied.err
     assert double.writes() == [], "adopting the reference's fleet restarts nothing"

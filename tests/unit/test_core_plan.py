@@ -65,6 +65,7 @@ def test_steps_are_exact_and_in_name_order() -> None:
         Step("create", "noclass", {"topics": "t"}, connector_class=""),
         Step("delete", "z_old", reason="JDBC sink absent from git", connector_class=DBZ_SINK),
     ), refused="")
+    assert [s.risk for s in p.steps] == ["", "restart", "create", "create", "delete"]
     assert p.counts() == {"create": 2, "update": 1, "rename": 0, "delete": 1, "protected": 0, "unmanaged": 0,
                           "unchanged": 1}
     assert [s.name for s in p.writes] == ["b_upd", "c_new", "noclass", "z_old"]

@@ -199,7 +199,7 @@ def test_in_sync_validates_and_writes_nothing(tmp_path: Path, slack: list[Any]) 
 
 def test_a_refused_plan_applies_nothing(tmp_path: Path) -> None:
     w = World(tmp_path, "c", policy={"max_deletes": 1})
-    w.git("c", "keep", cfg(topics="k"))
+    w.git("c", "keep", cfg(topics="keep"))
     for n in ("a", "b", "keep"):
         w.doubles["c"].add(n, cfg(topics=n))
     w.own("c", "a", "b")
@@ -551,8 +551,8 @@ def test_an_unreadable_ownership_record_stops_that_cluster_before_any_write(
 
 def test_an_update_of_an_owned_connector_changes_no_claim(tmp_path: Path) -> None:
     w = World(tmp_path, "c")
-    w.git("c", "upd", cfg(topics="new"))
-    w.doubles["c"].add("upd", cfg(topics="old"))
+    w.git("c", "upd", cfg(**{"batch.size": "2"}))
+    w.doubles["c"].add("upd", cfg())
     w.own("c", "upd")
     record = (tmp_path / ".hephaestus/ownership.json").read_text()
     (out,) = w.run()

@@ -59,7 +59,7 @@ def test_a_generated_fleet_made_by_hand_imports_byte_for_byte_and_then_plans_not
     assert sorted(owned) == sorted(json.loads(raw)["name"] for raw in generated.values())
     assert {c.how for c in owned.values()} == {"imported"} and double.writes() == []
 
-    check = project.cli("reconcile", "--project", str(project.root / "hephaestus.yaml"), "--dry-run",
+    check = project.cli("reconcile", "--auto-approve", "--project", str(project.root / "hephaestus.yaml"), "--dry-run",
                         "--exit-code", "--drift-only")
     assert check.code == 0, check.out + check.err
     assert f"0 to create, 0 to update, 0 to delete, 0 protected, 0 unmanaged, {len(generated)} unchanged" in check.out

@@ -33,7 +33,7 @@ class World:
         return path
 
     def reconcile(self, *extra: str) -> tuple[int, str]:
-        code = run(["reconcile", "--project", str(self.root / "hephaestus.yaml"), *extra])
+        code = run(["reconcile", "--auto-approve", "--project", str(self.root / "hephaestus.yaml"), *extra])
         out = self.capsys.readouterr()
         return code, out.out + out.err
 

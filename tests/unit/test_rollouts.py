@@ -1,0 +1,168 @@
+"""Rollouts offline: risk classes, waves and batches, saved plans and their stale check, the
+approval rules, --target; over the strict Connect double served on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, Step, plan
+from hephaestus.reconciler.risk import POSTGRES, assess
+from hephaestus.reconciler.waves import batches, topic_prefix, waves
+from tests.connect_double import ConnectDouble
+from tests.unit.conftest import Project
+
+SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+SRC = {"connector.class": POSTGRES, "slot.name": "s1", "topic.prefix": "bob", "snapshot.mode": "initial",
+       "transforms": "route", "transforms.route.replacement": "local.manabie.$1.$2.$3"}
+SNK = {"connector.class": SINK, "topics": "local.manabie.bob.public.users,local.manabie.bob.public.x",
+       "primary.key.fields": "id"}
+
+
+@pytest.mark.parametrize("cls, before, change, risk, keys", [
+    (POSTGRES, SRC, {"slot.name": "s2"}, "destructive", ["slot.name"]),
+    (POSTGRES, SRC, {"topic.prefix": "b2"}, "destructive", ["topic.prefix"]),
+    (POSTGRES, SRC, {"snapshot.mode": "always"}, "destructive", ["snapshot.mode"]),
+    (POSTGRES, SRC, {"snapshot.mode": "no_data"}, "restart", []),
+    (POSTGRES, SRC, {"heartbeat.interval.ms": "5"}, "restart", []),
+    (SINK, SNK, {"topics": "local.manabie.bob.public.users"}, "destructive", ["topics"]),
+    (SINK, SNK, {"topics": SNK["topics"] + ",local.manabie.bob.public.y"}, "restart", []),
+    (SINK, SNK, {"primary.key.fields": "id,org"}, "destructive", ["primary.key.fields"]),
+    (SINK, SNK, {"collection.name.format": "other"}, "destructive", ["collection.name.format"]),
+    (SINK, SNK, {"delete.enabled": "true"}, "destructive", ["delete.enabled"]),
+    (SINK, SNK, {"batch.size": "10"}, "restart", []),
+    ("io.Other", {"connector.class": "io.Other", "slot.name": "a"}, {"slot.name": "b"}, "restart", []),
+])
+def test_the_risk_table(cls: str, before: dict[str, str], change: dict[str, str], risk: str, keys: list[str]) -> None:
+    after = {**before, **change}
+    found = assess("update", cls, before, after, tuple(k for k in after if before.get(k) != after.get(k)))
+    assert found.risk == risk and [k for k, _ in found.reasons] == keys
+    assert all(why for _, why in found.reasons)
+    assert assess("create", cls, {}, after, ()).risk == "create" and assess("unchanged", cls, {}, {}, ()).risk == ""
+
+
+def test_a_destructive_step_is_refused_unless_allowed_by_flag_or_file() -> None:
+    live = {"src": Live("src", SRC, "source", "RUNNING")}
+    moved = {"src": Desired("src", {**SRC, "slot.name": "s2"})}
+    refused = plan("c", moved, live, Policy(), Scope())
+    (step,) = refused.writes
+    assert step.risk == "destructive" and refused.refused.startswith("destructive change to src (slot.name: ")
+    assert "--allow-destructive" in refused.refused
+    assert plan("c", moved, live, Policy(allow_destructive=True), Scope()).refused == ""
+    allowed = {"src": Desired("src", {**SRC, "slot.name": "s2"}, allow_destructive=True)}
+    assert plan("c", allowed, live, Policy(), Scope()).refused == ""
+
+
+def step(name: str, action: str, config: dict[str, str]) -> Step:
+    return Step(action, name, config, connector_class=config.get("connector.class", ""))  # type: ignore[arg-type]
+
+
+def test_waves_put_deletes_first_then_sources_then_the_sinks_reading_them() -> None:
+    other = {"connector.class": SINK, "topics": "elsewhere.t"}
+    regex = {"connector.class": SINK, "topics.regex": "local.*"}
+    steps = [step("a_sink", "create", SNK), step("b_other", "update", other), step("c_src", "create", SRC),
+             step("d_gone", "delete", {"connector.class": SINK}), step("e_regex", "create", regex)]
+    assert [[s.name for s in w] for w in waves(steps)] == [["d_gone"], ["b_other", "c_src"], ["a_sink", "e_regex"]]
+    assert [[s.name for s in w] for w in waves(steps[:2])] == [["a_sink", "b_other"]]  # no planned source
+    assert topic_prefix(SRC) == "local.manabie.bob." and topic_prefix({"topic.prefix": "p"}) == "p."
+    assert [[s.name for s in b] for b in batches(steps, 2)] == [["a_sink", "b_other"], ["c_src", "d_gone"], ["e_regex"]]
+    assert batches(steps, 0) == [steps]
+
+
+def world(project: Project, served: tuple[ConnectDouble, str], n: int = 4) -> ConnectDouble:
+    double, url = served
+    double.connectors.clear()
+    double.log.clear()
+    folder = project.root / "connectors/c/sink"
+    folder.mkdir(parents=True)
+    for i in range(n):
+        name = f"s{i}"
+        (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": {"connector.class": SINK,
+                                                                                 "topics": f"t{i}"}}))
+    (project.root / "hephaestus.yaml").write_text(
+        f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\npolicy: {{stability_window_s: 0}}\n")
+    return double
+
+
+def cli(project: Project, *args: str) -> Any:
+    return project.cli("reconcile", "--project", str(project.root / "hephaestus.yaml"), *args)
+
+
+def test_without_a_terminal_an_apply_needs_auto_approve(project: Project, served: tuple[ConnectDouble, str]) -> None:
+    double = world(project, served)
+    refused = cli(project)
+    assert refused.code == 1 and "--auto-approve" in refused.err and double.writes() == []
+    assert cli(project, "--dry-run").code == 0 and double.writes() == []
+    assert cli(project, "--auto-approve").code == 0 and len(double.writes()) == 4
+
+
+def test_on_a_terminal_only_yes_applies(project: Project, served: tuple[ConnectDouble, str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    double = world(project, served)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("click.prompt", lambda *a, **k: "y")
+    no = cli(project)
+    assert no.code == 1 and "apply cancelled" in no.err and double.writes() == []
+    assert "+ create s0" in no.out  # the plan was shown before the question
+    monkeypatch.setattr("click.prompt", lambda *a, **k: "yes")
+    assert cli(project).code == 0 and len(double.writes()) == 4
+
+
+def test_what_was_approved_is_what_applies(project: Project, served: tuple[ConnectDouble, str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    double = world(project, served, 1)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+
+    def meanwhile(*a: Any, **k: Any) -> str:  # someone creates s0 by hand while the user reads the plan
+        double.add("s0", {"connector.class": SINK, "topics": "other"})
+        return "yes"
+
+    monkeypatch.setattr("click.prompt", meanwhile)
+    out = cli(project)
+    assert out.code == 2 and "stale plan: the live config of s0 changed" in out.out + out.err
+    assert double.writes() == []
+
+
+def test_a_saved_plan_applies_as_saved_or_is_refused_naming_what_moved(project: Project,
+                                                                       served: tuple[ConnectDouble, str]) -> None:
+    double = world(project, served, 2)
+    saved = project.root / "plan.json"
+    dry = cli(project, "--dry-run", "-o", "markdown", "--out", str(saved))
+    doc = json.loads(saved.read_text())
+    assert dry.code == 0 and f"Plan `{doc['id']}` saved" in dry.out
+    assert [w["name"] for w in doc["clusters"]["c"]["writes"]] == ["s0", "s1"] and double.writes() == []
+
+    (project.root / "connectors/c/sink/s1.json").write_text(json.dumps(
+        {"name": "s1", "config": {"connector.class": SINK, "topics": "t9"}}))
+    moved = cli(project, "--plan", str(saved))
+    assert moved.code == 2 and "s1.json" in moved.err and "stale" in moved.err and double.writes() == []
+
+    cli(project, "--dry-run", "--out", str(saved))
+    double.add("s0", {"connector.class": SINK, "topics": "t0", "x": "live edit"})
+    live = cli(project, "--plan", str(saved))
+    assert live.code == 2 and "the live config of s0 changed since the plan" in live.out and double.writes() == []
+
+    cli(project, "--dry-run", "--out", str(saved))
+    applied = cli(project, "--plan", str(saved))
+    assert applied.code == 0 and sorted(double.connectors) == ["s0", "s1"] and len(double.writes()) == 2
+
+
+def test_target_plans_and_applies_only_its_connectors(project: Project, served: tuple[ConnectDouble, str]) -> None:
+    double = world(project, served)
+    assert cli(project, "--auto-approve", "--target", "s1", "--target", "s3").code == 0
+    assert sorted(double.connectors) == ["s1", "s3"]
+
+
+def test_a_paced_rollout_stops_after_a_failed_batch_and_reports_the_rest(
+        project: Project, served: tuple[ConnectDouble, str]) -> None:
+    double = world(project, served, 5)
+    double.on_start["s1"] = ["FAILED"] * 50  # its task fails as soon as it starts
+    out = cli(project, "--auto-approve", "--batch-size", "2", "-o", "json")
+    results = {r["name"]: r for c in json.loads(out.out)["clusters"] for r in c["results"]}
+    assert out.code == 1
+    assert results["s0"]["ok"] and not results["s1"]["ok"]
+    assert all("rollout stopped after 1 batch(es)" in results[n]["detail"] for n in ("s2", "s3", "s4"))
+    assert sorted(double.connectors) == ["s0", "s1"]
