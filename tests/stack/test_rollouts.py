@@ -1,0 +1,86 @@
+"""Rollouts on the real stack: a destructive change (a source's slot.name) refused without the
+flag and applied with it; a saved plan applied after a live edit is refused, applied when not."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.support import ConnectClient, Stack, read_rows, wait_until
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
+          capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    fleet.only_users_to_auth()
+    fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2})
+    assert fleet.reconcile()[0] == 0
+    yield fleet
+
+
+def source_file(fleet: Fleet) -> Path:
+    return next((fleet.root / "connectors/platforms/source").glob("*.json"))
+
+
+def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(fleet: Fleet,
+                                                                           connect: ConnectClient) -> None:
+    path = source_file(fleet)
+    doc = json.loads(path.read_text())
+    old_slot, new_slot = doc["config"]["slot.name"], doc["config"]["slot.name"] + "_v2"
+    doc["config"]["slot.name"] = new_slot
+    # A new slot starts at the server's current position, after the stored offsets: without a
+    # re-snapshot the task fails ("trying to read change stream starting at …"). Both keys are
+    # destructive: the change loses history, or sends every row again.
+    doc["config"]["snapshot.mode"] = "when_needed"
+    path.write_text(json.dumps(doc))
+
+    code, report = fleet.reconcile()
+    (cluster,) = report["clusters"]
+    (step,) = [s for s in cluster["steps"] if s["action"] == "update"]
+    assert code == 2 and step["risk"] == "destructive"
+    assert sorted(r["key"] for r in step["risk_reasons"]) == ["slot.name", "snapshot.mode"]
+    assert "destructive change to" in cluster["refused"]
+    assert connect.status(doc["name"]) is not None
+    live = connect.http.get(f"/connectors/{doc['name']}/config").json()
+    assert live["slot.name"] == old_slot  # nothing written
+
+    code, report = fleet.reconcile("--allow-destructive")
+    assert code == 0, json.dumps(report, indent=1)
+    assert connect.http.get(f"/connectors/{doc['name']}/config").json()["slot.name"] == new_slot
+    bob = fleet.stack.dsn(fleet.dbs["bob"])
+    wait_until(lambda: read_rows(bob, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",
+                                 [new_slot])[0][0] == 1 or None, timeout=60, message="the new slot")
+    # The old slot is left behind (never dropped by a reconcile): `slots` calls it an orphan.
+    code, out = fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json")
+    orphan = [s for s in json.loads(out[out.index("{"):])["slots"] if s["slot"] == old_slot]
+    assert orphan and orphan[0]["owner"] is None
+    fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan", old_slot, "--yes")
+
+
+def test_a_saved_plan_is_refused_after_a_live_edit_and_applied_when_nothing_moved(
+        fleet: Fleet, connect: ConnectClient) -> None:
+    sink_path = next((fleet.root / "connectors/platforms/sink").glob("*.json"))
+    doc = json.loads(sink_path.read_text())
+    doc["config"]["batch.size"] = "77"
+    sink_path.write_text(json.dumps(doc))
+    saved = fleet.root / "plan.json"
+    project = str(fleet.root / "hephaestus.yaml")
+    code, out = fleet.cli("reconcile", "--project", project, "--dry-run", "-o", "markdown", "--out", str(saved))
+    plan_id = json.loads(saved.read_text())["id"]
+    assert code == 0 and f"Plan `{plan_id}` saved" in out and "restart" in out, out
+
+    live = connect.http.get(f"/connectors/{doc['name']}/config").json()
+    connect.put_config(doc["name"], {**live, "batch.size": "5"})  # someone edits it by hand
+    code, out = fleet.cli("reconcile", "--project", project, "--plan", str(saved))
+    assert code == 2 and f"the live config of {doc['name']} changed since the plan" in out, out
+    assert connect.http.get(f"/connectors/{doc['name']}/config").json()["batch.size"] == "5"
+
+    fleet.cli("reconcile", "--project", project, "--dry-run", "--out", str(saved))
+    code, out = fleet.cli("reconcile", "--project", project, "--plan", str(saved))
+    assert code == 0, out
+    assert connect.http.get(f"/connectors/{doc['name']}/config").json()["batch.size"] == "77"
