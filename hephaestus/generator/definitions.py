@@ -186,6 +186,7 @@ def _build(doc: YamlDoc) -> Definition:
         compat=data.get("compat", ""),
         topics=tuple(_topic(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])
                      if "source_topic" in p),
+        state=data.get("state", ""),
     )
 
 

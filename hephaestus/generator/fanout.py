@@ -42,20 +42,20 @@ def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Co
         name = naming.source_name(d, scope)
         if d.pipelines:  # a definition of topic sinks only captures nothing
             yield Connector(d.cluster, "source", name, source_config(d, scope),
-                            Origin(d.file, "database", d.line("database")), scope.file_stem(name))
+                            Origin(d.file, "database", d.line("database")), scope.file_stem(name), d.state)
         for t in d.topics:
             for sink in t.sinks:
                 name = naming.topic_sink_name(d, scope, sink)
                 config = topic_sink_config(d, scope, t, sink, shared[sink.path])
                 origin = Origin(d.file, sink.path, d.line(sink.path))
-                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name))
+                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name), d.state)
         for p in d.pipelines:
             pk = snapshots[d.database].tables[p.source_table].primary_key
             for sink in p.sinks:
                 name = naming.sink_name(d, scope, p.source_table, sink)
                 config = sink_config(d, scope, p.source_table, sink, pk, shared[sink.path])
                 origin = Origin(d.file, sink.path, d.line(sink.path))
-                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name))
+                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name), d.state)
 
 
 def _shared_columns(d: Definition, snapshots: Mapping[str, Snapshot]) -> dict[str, tuple[str, ...]]:

@@ -125,6 +125,7 @@ class Definition:
     lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
     compat: str = ""  # "reference": the reference system's exact configs (see definitions._COMPAT)
     topics: tuple[TopicPipeline, ...] = ()  # pipelines with `source_topic:` (the warehouse stack)
+    state: str = ""  # running / paused / stopped: written beside each connector's config
 
     def line(self, path: str) -> int | None:
         """Line of a field path in the definition file (None when unknown)."""
@@ -179,11 +180,15 @@ class Connector:
     config: dict[str, str] = field(hash=False)
     origin: Origin = Origin("")
     stem: str = ""  # file name without .json; defaults to the connector name
+    state: str = ""  # running / paused / stopped, when the definition says
 
     @property
     def relpath(self) -> str:
         return f"{self.cluster}/{self.kind}/{self.stem or self.name}.json"
 
     def document(self) -> dict[str, object]:
-        """The file's content: the body `POST /connectors` accepts."""
-        return {"name": self.name, "config": self.config}
+        """The file's content: the body `POST /connectors` accepts (and the desired state)."""
+        doc: dict[str, object] = {"name": self.name, "config": self.config}
+        if self.state:
+            doc["state"] = self.state
+        return doc

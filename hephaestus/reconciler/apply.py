@@ -124,15 +124,22 @@ def record_outcomes(journal: Journal, plan: Plan, results: tuple[StepResult, ...
 
 
 def _state(step: Step, options: ApplyOptions) -> str:
-    # A create starts as asked; an update keeps the state the connector had (a PUT does not
-    # resume a PAUSED or STOPPED connector), and a rename the state of the one it replaces.
+    # git's `state` wins; else a create starts as asked, an update keeps the state the
+    # connector had (a PUT does not resume a PAUSED or STOPPED connector), and a rename the
+    # state of the one it replaces.
+    if step.target_state:
+        return step.target_state
     kept = step.action in ("update", "rename") and step.live_state in TARGET_STATES
     return step.live_state if kept else options.initial_state
 
 
+def _converge(client: ConnectClient, name: str, state: str) -> None:
+    {"RUNNING": client.resume, "PAUSED": client.pause, "STOPPED": client.stop}[state](name)
+
+
 def _target(step: Step, options: ApplyOptions) -> Target:
     return Target(step.name, frozenset({_state(step, options)}),
-                  step.config if step.action in ("update", "rename") else None)
+                  step.config if step.action in ("update", "rename", "state") else None)
 
 
 def _ready(step: Step, verdict: Verdict, written: str) -> StepResult:
@@ -159,11 +166,17 @@ def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Jo
 
 def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
     if step.action == "create":
-        initial = None if options.initial_state == "RUNNING" else options.initial_state
-        return client.create(step.name, dict(step.config), initial_state=initial)
+        state = _state(step, options)
+        return client.create(step.name, dict(step.config), initial_state=None if state == "RUNNING" else state)
     if step.action == "update":
         client.put_config(step.name, dict(step.config))
+        if step.target_state and step.target_state != step.live_state and step.live_state in TARGET_STATES:
+            _converge(client, step.name, step.target_state)
+            return f"written, {step.target_state}"
         return "written"
+    if step.action == "state":
+        _converge(client, step.name, step.target_state)
+        return step.target_state
     if step.action == "rename":
         return moves.rename(client, step, _state(step, options))
     return client.delete(step.name)

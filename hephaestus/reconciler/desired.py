@@ -72,7 +72,10 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
     allow = doc.get("allow_destructive", False)
     if not isinstance(allow, bool):
         raise InputError(str(path), f"must be true or false, got {clip(json.dumps(allow))}", field="allow_destructive")
-    return Desired(name, rendered, str(path), _renamed_from(path, doc, name), allow)
+    state = doc.get("state", "")
+    if state not in ("", "running", "paused", "stopped"):
+        raise InputError(str(path), f"must be running, paused or stopped, got {clip(json.dumps(state))}", field="state")
+    return Desired(name, rendered, str(path), _renamed_from(path, doc, name), allow, state.upper())
 
 
 def _renamed_from(path: Path, doc: dict[str, Any], name: str) -> str:

@@ -16,6 +16,7 @@ class Desired:
     origin: str = ""
     renamed_from: str = ""  # the live connector this one takes over (offsets and all)
     allow_destructive: bool = False  # the file's `allow_destructive: true`: its destructive changes may go
+    state: str = ""  # the file's `state` (RUNNING, PAUSED, STOPPED): converged by pause/resume/stop
 
 
 @dataclass(frozen=True)

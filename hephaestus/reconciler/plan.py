@@ -21,9 +21,11 @@ JDBC_SINK_CLASSES = frozenset({
     "io.debezium.connector.jdbc.JdbcSinkConnector",
 })
 
-Action = Literal["create", "update", "rename", "delete", "protected", "unmanaged", "unchanged"]
-WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete"})
-ACTIONS: tuple[Action, ...] = ("create", "update", "rename", "delete", "protected", "unmanaged", "unchanged")
+Action = Literal["create", "update", "rename", "delete", "state", "protected", "unmanaged", "unchanged"]
+WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete", "state"})
+ACTIONS: tuple[Action, ...] = ("create", "update", "rename", "delete", "state", "protected", "unmanaged",
+                               "unchanged")
+TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Step:
     origin: str = ""  # the file in git, for messages
     live_state: str = ""  # the state Connect reported before the run (an update keeps it)
     renamed_from: str = ""  # a rename: the live connector whose offsets this one takes over
+    target_state: str = ""  # git's `state` (RUNNING/PAUSED/STOPPED): what the step leaves it in
     # Derived from the rest (reconciler.risk), so left out of equality.
     risk: Risk = field(default="", compare=False)  # create, delete, restart (every update), destructive
     risk_reasons: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (key, why) if destructive
@@ -154,10 +157,13 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | 
         return Step("rename", d.name, d.config, changes, f"from {old.name}, offsets kept", cls, d.origin,
                     old.state, renamed_from=old.name)
     if current is None:
-        return Step("create", d.name, d.config, connector_class=cls, origin=d.origin)
+        return Step("create", d.name, d.config, connector_class=cls, origin=d.origin, target_state=d.state)
     changes = diff(comparable(current.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
-    action: Action = "update" if changes else "unchanged"
-    return Step(action, d.name, d.config, changes, connector_class=cls, origin=d.origin, live_state=current.state)
+    # A state is converged only from a state Connect settled in: FAILED/UNASSIGNED is health.
+    moves = bool(d.state) and current.state in TARGET_STATES and current.state != d.state
+    action: Action = "update" if changes else "state" if moves else "unchanged"
+    reason = f"{current.state} → {d.state}" if moves else ""
+    return Step(action, d.name, d.config, changes, reason, cls, d.origin, current.state, target_state=d.state)
 
 
 def _absent_step(l: Live, held: bool, owned: bool) -> Step:

@@ -12,8 +12,8 @@ from hephaestus.reconciler.plan import KeyChange, Plan, Step
 from hephaestus.secrets import digest, is_placeholder, is_sensitive, mask_value
 
 Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal
-SYMBOL = {"create": "+", "update": "~", "rename": ">", "delete": "-", "protected": "!", "unmanaged": "?",
-          "unchanged": "="}
+SYMBOL = {"create": "+", "update": "~", "rename": ">", "delete": "-", "state": "*", "protected": "!",
+          "unmanaged": "?", "unchanged": "="}
 
 
 def plain(text: str, action: str) -> str:
@@ -25,7 +25,8 @@ def summary(plan: Plan) -> str:
     renames = f"{c['rename']} to rename, " if c["rename"] else ""
     adopt = f", {len(plan.adopt)} to adopt" if plan.adopt else ""
     pubs = f", {len(plan.publications)} publications to change" if plan.publications else ""
-    return (f"{c['create']} to create, {c['update']} to update, {renames}{c['delete']} to delete, "
+    states = f"{c['state']} to pause/resume/stop, " if c["state"] else ""
+    return (f"{c['create']} to create, {c['update']} to update, {renames}{states}{c['delete']} to delete, "
             f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged{adopt}{pubs}")
 
 

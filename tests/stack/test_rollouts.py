@@ -84,3 +84,20 @@ def test_a_saved_plan_is_refused_after_a_live_edit_and_applied_when_nothing_move
     code, out = fleet.cli("reconcile", "--project", project, "--plan", str(saved))
     assert code == 0, out
     assert connect.http.get(f"/connectors/{doc['name']}/config").json()["batch.size"] == "77"
+
+
+def test_a_paused_connector_stays_paused_across_reconciles_and_heal(fleet: Fleet, connect: ConnectClient) -> None:
+    sink_path = next((fleet.root / "connectors/platforms/sink").glob("*.json"))
+    doc = json.loads(sink_path.read_text())
+    sink_path.write_text(json.dumps({**doc, "state": "paused"}))
+    code, report = fleet.reconcile()
+    (step,) = [s for s in report["clusters"][0]["steps"] if s["action"] == "state"]
+    assert code == 0 and step["name"] == doc["name"] and step["reason"] == "RUNNING → PAUSED"
+    assert connect.status(doc["name"])["connector"]["state"] == "PAUSED"  # type: ignore[index]
+
+    code, report = fleet.reconcile()
+    assert code == 0 and report["clusters"][0]["writes"] == 0
+    project = str(fleet.root / "hephaestus.yaml")
+    code, out = fleet.cli("heal", "--project", project, "--state-file", str(fleet.root / "heal.json"))
+    assert code == 0, out
+    assert connect.status(doc["name"])["connector"]["state"] == "PAUSED"  # type: ignore[index]

@@ -76,6 +76,7 @@ def world(project: Project, served: tuple[ConnectDouble, str], n: int = 4) -> Co
     double, url = served
     double.connectors.clear()
     double.log.clear()
+    double.on_start.clear()
     folder = project.root / "connectors/c/sink"
     folder.mkdir(parents=True)
     for i in range(n):
@@ -166,3 +167,31 @@ def test_a_paced_rollout_stops_after_a_failed_batch_and_reports_the_rest(
     assert results["s0"]["ok"] and not results["s1"]["ok"]
     assert all("rollout stopped after 1 batch(es)" in results[n]["detail"] for n in ("s2", "s3", "s4"))
     assert sorted(double.connectors) == ["s0", "s1"]
+
+
+def test_a_desired_state_is_planned_and_converged_with_pause_resume_stop(project: Project,
+                                                                         served: tuple[ConnectDouble, str]) -> None:
+    double = world(project, served, 3)
+    for i, state in enumerate(("paused", "stopped", "running")):
+        path = project.root / f"connectors/c/sink/s{i}.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "state": state}))
+    assert cli(project, "--auto-approve").code == 0
+    assert [double.connectors[f"s{i}"].state for i in range(3)] == ["PAUSED", "STOPPED", "RUNNING"]
+    again = cli(project, "--dry-run", "--exit-code")
+    assert again.code == 0, again.out  # converged: nothing to do
+
+    double.connectors["s0"].state = "RUNNING"  # resumed by hand
+    double.log.clear()
+    dry = cli(project, "--dry-run", "-o", "json")
+    (step,) = [s for s in json.loads(dry.out)["clusters"][0]["steps"] if s["action"] == "state"]
+    assert step["name"] == "s0" and step["reason"] == "RUNNING → PAUSED"
+    assert cli(project, "--auto-approve").code == 0
+    assert double.connectors["s0"].state == "PAUSED" and double.writes() == [("PUT", "/connectors/s0/pause")]
+
+
+def test_a_bad_state_is_an_error_naming_the_file_and_field(project: Project, served: tuple[ConnectDouble, str]) -> None:
+    double = world(project, served, 1)
+    path = project.root / "connectors/c/sink/s0.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "state": "Paused!"}))
+    out = cli(project, "--dry-run")
+    assert out.code == 1 and "s0.json" in out.err and "state" in out.err and double.log == []
