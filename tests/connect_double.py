@@ -142,12 +142,15 @@ class ConnectDouble:
     def _offsets(self, c: Connector, m: str, request: httpx.Request) -> httpx.Response:
         if m == "GET":
             return httpx.Response(200, json={"offsets": c.offsets})
-        if m != "PATCH":
+        if m not in ("PATCH", "DELETE"):
             return error(405, "HTTP 405 Method Not Allowed")
         if c.state != "STOPPED":
             return error(400, "Connectors must be in the STOPPED state before their offsets can be modified. "
                               f"This can be done for the specified connector by issuing a 'PUT' request to the "
                               f"'/connectors/{c.name}/stop' endpoint")
+        if m == "DELETE":  # ConnectorsResource.resetConnectorOffsets (Kafka 3.6+)
+            c.offsets = []
+            return httpx.Response(200, json={"message": "The offsets for this connector have been reset successfully"})
         body = json.loads(request.content or b"{}")
         if not isinstance(body.get("offsets"), list):
             return error(400, "Offsets must be specified")

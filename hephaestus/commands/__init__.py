@@ -10,7 +10,7 @@ import importlib
 
 import click
 
-FEATURES = ("reconcile", "adopt", "snapshot", "heal", "accuracy", "ksql", "dlq", "slots", "status")
+FEATURES = ("reconcile", "adopt", "snapshot", "heal", "accuracy", "ksql", "dlq", "slots", "status", "offsets")
 
 
 def register(group: click.Group) -> None:

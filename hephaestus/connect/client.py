@@ -256,6 +256,19 @@ class ConnectClient:
         self._edge.call(Request("PATCH", _path(name, "offsets"), name, body=body, expect=Expect.EMPTY,
                                 applied=lambda: self._has_offsets(name, offsets)))
 
+    def reset_offsets(self, name: str) -> None:
+        """`DELETE /connectors/{name}/offsets` (Kafka 3.6+; STOPPED): a sink's consumer group
+        offsets are deleted, so it reads its topics again from the start."""
+        self._edge.call(Request("DELETE", _path(name, "offsets"), name, expect=Expect.EMPTY,
+                                applied=lambda: self._has_no_offsets(name)))
+
+    def _has_no_offsets(self, name: str) -> Seen:
+        try:
+            live = self._edge.once(Request("GET", _path(name, "offsets"), name)).json().get("offsets", [])
+        except (ConnectError, ValueError, TypeError, AttributeError):
+            return None
+        return not live
+
     def _write_state(self, name: str, verb: str, reached: Callable[[ConnectorStatus], bool]) -> None:
         self._edge.call(Request("PUT", _path(name, verb), name, expect=Expect.EMPTY,
                                 applied=lambda: self._state(name, reached)))

@@ -101,3 +101,24 @@ def test_a_paused_connector_stays_paused_across_reconciles_and_heal(fleet: Fleet
     code, out = fleet.cli("heal", "--project", project, "--state-file", str(fleet.root / "heal.json"))
     assert code == 0, out
     assert connect.status(doc["name"])["connector"]["state"] == "PAUSED"  # type: ignore[index]
+
+
+def test_a_sinks_offsets_reset_re_delivers_its_rows(fleet: Fleet, connect: ConnectClient) -> None:
+    from tests.stack.support import execute
+
+    bob, auth = fleet.stack.dsn(fleet.dbs["bob"]), fleet.stack.dsn(fleet.dbs["auth"])
+    execute(bob, "INSERT INTO users (user_id, name) SELECT 'r-' || g, 'n' || g FROM generate_series(1, 25) g")
+
+    def count() -> int:
+        return int(read_rows(auth, "SELECT count(*) FROM users")[0][0])
+
+    wait_until(lambda: count() == 25 or None, timeout=120, message="25 rows at the sink")
+    execute(auth, "TRUNCATE users")
+    sink = fleet.name("platforms", "to_" + fleet.dbs["auth"])
+    project = str(fleet.root / "hephaestus.yaml")
+    code, out = fleet.cli("offsets", "reset", "--project", project, "--connector", sink, "--yes")
+    assert code == 0 and "stop, delete every offset" in out, out
+    wait_until(lambda: count() == int(read_rows(bob, "SELECT count(*) FROM users")[0][0]) or None, timeout=120,
+               message="the sink re-delivered every row")
+    assert connect.status(sink)["connector"]["state"] == "RUNNING"  # type: ignore[index]
+    assert '"action": "offsets-reset"' in (fleet.root / "audit.jsonl").read_text()

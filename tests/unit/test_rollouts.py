@@ -195,3 +195,32 @@ def test_a_bad_state_is_an_error_naming_the_file_and_field(project: Project, ser
     path.write_text(json.dumps({**json.loads(path.read_text()), "state": "Paused!"}))
     out = cli(project, "--dry-run")
     assert out.code == 1 and "s0.json" in out.err and "state" in out.err and double.log == []
+
+
+def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
+        project: Project, served: tuple[ConnectDouble, str]) -> None:
+    double = world(project, served, 0)
+    sink = double.add("snk", {"connector.class": SINK, "topics": "t"})
+    sink.offsets = [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 7}}]
+    double.add("src", {"connector.class": POSTGRES}, type="source")
+    project_file = str(project.root / "hephaestus.yaml")
+    got = project.cli("offsets", "get", "--project", project_file, "--connector", "snk")
+    assert got.code == 0 and json.loads(got.out)["offsets"][0]["offset"] == {"kafka_offset": 7}
+
+    assert project.cli("offsets", "reset", "--project", project_file, "--connector", "snk").code == 1  # no tty, no --yes
+    double.log.clear()
+    done = project.cli("offsets", "reset", "--project", project_file, "--connector", "snk", "--yes")
+    assert done.code == 0, done.err
+    assert double.writes() == [("PUT", "/connectors/snk/stop"), ("DELETE", "/connectors/snk/offsets"),
+                               ("PUT", "/connectors/snk/resume")]
+    assert sink.offsets == [] and sink.state == "RUNNING"
+
+    refused = project.cli("offsets", "reset", "--project", project_file, "--connector", "src", "--yes")
+    assert refused.code == 1 and "tied to its replication slot" in refused.err
+
+    wanted = project.root / "offsets.json"
+    wanted.write_text(json.dumps({"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0},
+                                               "offset": {"kafka_offset": 3}}]}))
+    assert project.cli("offsets", "set", "--project", project_file, "--connector", "snk", "--file", str(wanted),
+                       "--yes").code == 0
+    assert sink.offsets[0]["offset"] == {"kafka_offset": 3} and sink.state == "RUNNING"

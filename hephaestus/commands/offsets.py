@@ -1,0 +1,94 @@
+"""`hephaestus offsets get|reset|set --connector N`: a connector's offsets, changed like a reconcile
+(planned, confirmed, under the cluster's lock, audited)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from hephaestus.commands.common import cluster_option, lock_timeout_option, project_option
+
+_connector = click.option("--connector", required=True)
+
+
+@click.group()
+def offsets() -> None:
+    """Read or change a connector's offsets (Connect's offsets API, Kafka 3.6+)."""
+
+
+@offsets.command("get")
+@project_option
+@cluster_option
+@_connector
+def offsets_get(project_file: Path, clusters: tuple[str, ...], connector: str) -> None:
+    """The connector's offsets as Connect reports them (JSON)."""
+    from hephaestus.project import load_project
+    from hephaestus.reconciler.offsets import get, locate
+
+    project = load_project(project_file)
+    cluster, _ = locate(project, project.select(clusters), connector)
+    click.echo(json.dumps(get(cluster, connector), indent=2, sort_keys=True))
+
+
+def _change(project_file: Path, clusters: tuple[str, ...], connector: str, action: str, wanted: list[object],
+            force: bool, yes: bool, dry_run: bool, lock_timeout: float | None) -> None:
+    from hephaestus.project import load_project
+    from hephaestus.reconciler import offsets as ops
+
+    project = load_project(project_file)
+    planned = ops.plan(project, project.select(clusters), connector, action, wanted, force)  # type: ignore[arg-type]
+    click.echo(f"plan: {planned.describe()}")
+    click.echo(f"  now: {json.dumps(planned.current, sort_keys=True)}")
+    if dry_run:
+        return
+    if not yes:
+        if not click.get_text_stream("stdin").isatty():
+            from hephaestus.errors import HephaestusError
+
+            raise HephaestusError("changing offsets without a terminal to confirm: pass --yes")
+        click.confirm("Do it?", abort=True)
+    ops.apply(project, planned, lock_timeout)
+    click.echo(f"done: {planned.describe()}")
+
+
+@offsets.command("reset")
+@project_option
+@cluster_option
+@_connector
+@click.option("--force", is_flag=True, help="Also for a source (its offsets are tied to its slot).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--dry-run", is_flag=True, help="Show the plan only.")
+@lock_timeout_option
+def offsets_reset(project_file: Path, clusters: tuple[str, ...], connector: str, force: bool, yes: bool,
+                  dry_run: bool, lock_timeout: float | None) -> None:
+    """Delete the offsets: a sink re-delivers every record still in its topics."""
+    _change(project_file, clusters, connector, "reset", [], force, yes, dry_run, lock_timeout)
+
+
+@offsets.command("set")
+@project_option
+@cluster_option
+@_connector
+@click.option("--file", "offsets_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True,
+              help='JSON as `offsets get` prints it: {"offsets": [{"partition": …, "offset": …}, …]}.')
+@click.option("--force", is_flag=True, help="Also for a source (its offsets are tied to its slot).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--dry-run", is_flag=True, help="Show the plan only.")
+@lock_timeout_option
+def offsets_set(project_file: Path, clusters: tuple[str, ...], connector: str, offsets_file: Path, force: bool,
+                yes: bool, dry_run: bool, lock_timeout: float | None) -> None:
+    """Set the offsets of the partitions the file names (the others keep theirs)."""
+    from hephaestus.errors import InputError
+    from hephaestus.yamlsrc import load_json
+
+    doc = load_json(offsets_file)
+    if not isinstance(doc, dict) or not isinstance(doc.get("offsets"), list) or not all(
+            isinstance(o, dict) and "partition" in o and "offset" in o for o in doc["offsets"]):
+        raise InputError(str(offsets_file), 'expected {"offsets": [{"partition": {…}, "offset": {…}}, …]}',
+                         field="offsets")
+    _change(project_file, clusters, connector, "set", doc["offsets"], force, yes, dry_run, lock_timeout)
+
+
+commands: list[click.Command] = [offsets]
