@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
@@ -79,16 +79,33 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
 def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
               client_factory: ClientFactory = connect_client,
               hooks: Hooks | None = None) -> list[ClusterOutcome]:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="git") as loader:
+        # git's files load while a dry run's listings travel (a read; an apply reads only under its lock)
+        inputs = loader.submit(_inputs, clusters, options)
+        if not options.dry_run:
+            inputs.result()  # every input checked before a lock is taken or a cluster touched
+        return _run(project, clusters, options, client_factory, hooks, inputs)
+
+
+def _inputs(clusters: Sequence[Cluster], options: RunOptions) -> tuple[dict[str, dict[str, Desired]],
+                                                                        dict[str, frozenset[str]]]:
     desired = {c.name: _targeted(load_desired(c, options.deploy_custom), options.targets) for c in clusters}
-    held = {c.name: held_back(c, options.deploy_custom) for c in clusters}
+    return desired, {c.name: held_back(c, options.deploy_custom) for c in clusters}
+
+
+def _run(project: Project, clusters: Sequence[Cluster], options: RunOptions, client_factory: ClientFactory,
+         hooks: Hooks | None, inputs: Future[tuple[dict[str, dict[str, Desired]], dict[str, frozenset[str]]]]
+         ) -> list[ClusterOutcome]:
     policy = policy_of(project, options.force, options.allow_destructive)
     run_id = new_run_id()
     store = ownership.store_for(project)
 
     def one(cluster: Cluster) -> ClusterOutcome:
         with client_factory(cluster) as client:
+            early = _early(client) if options.dry_run else None
+            desired, held = inputs.result()
             ctx = _Ctx(project, cluster, policy, options, run_id, store, hooks)
-            out = _cluster(client, ctx, desired[cluster.name], held[cluster.name])
+            out = _cluster(client, ctx, desired[cluster.name], held[cluster.name], early)
             if hooks and out.applied and out.plan:
                 out = replace(out, followups=hooks.after(cluster, out.plan, out.results))
             out = replace(out, requests=client.requests, writes=client.writes)
@@ -102,6 +119,13 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
         return list(pool.map(one, clusters))
 
 
+def _early(client: ConnectClient) -> dict[str, LiveConnector] | ConnectError:
+    try:
+        return client.fleet()
+    except ConnectError as exc:
+        return exc
+
+
 @dataclass(frozen=True)
 class _Ctx:
     project: Project
@@ -113,10 +137,13 @@ class _Ctx:
     hooks: Hooks | None
 
 
-def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held: frozenset[str]) -> ClusterOutcome:
+def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held: frozenset[str],
+             early: dict[str, LiveConnector] | ConnectError | None = None) -> ClusterOutcome:
     cluster, options = ctx.cluster, ctx.options
     try:
-        fleet = client.fleet()
+        if isinstance(early, ConnectError):
+            raise early
+        fleet = early if early is not None else client.fleet()
         claims = ctx.store.owned(ctx.project.name, cluster.name)
     except (ConnectError, ownership.OwnershipUnavailable) as exc:
         return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))

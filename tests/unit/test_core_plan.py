@@ -66,7 +66,7 @@ def test_steps_are_exact_and_in_name_order() -> None:
         Step("delete", "z_old", reason="JDBC sink absent from git", connector_class=DBZ_SINK),
     ), refused="")
     assert [s.risk for s in p.steps] == ["", "restart", "create", "create", "delete"]
-    assert p.counts() == {"create": 2, "update": 1, "rename": 0, "delete": 1, "protected": 0, "unmanaged": 0,
+    assert p.counts() == {"create": 2, "update": 1, "rename": 0, "delete": 1, "state": 0, "protected": 0, "unmanaged": 0,
                           "unchanged": 1}
     assert [s.name for s in p.writes] == ["b_upd", "c_new", "noclass", "z_old"]
     assert [s.name for s in p.of("update", "unchanged")] == ["a_same", "b_upd"]
@@ -76,7 +76,7 @@ def test_steps_are_exact_and_in_name_order() -> None:
 def test_in_sync_and_healthy() -> None:
     p = plan("x", {"a": Desired("a", cfg())}, {"a": Live("a", cfg())}, Policy(), Scope(frozenset({"a"})))
     assert p.in_sync and p.healthy and p.writes == () and p.adopt == ()
-    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 0, "protected": 0, "unmanaged": 0,
+    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 0, "state": 0, "protected": 0, "unmanaged": 0,
                           "unchanged": 1}
     sick = Plan("x", p.steps, health=(Unhealthy("a", "FAILED"),))
     assert sick.in_sync and not sick.healthy
@@ -106,7 +106,7 @@ def test_what_is_never_deleted_and_why() -> None:
         Step("unmanaged", "theirs", connector_class=CONF_SINK,
              reason="JDBC sink absent from git, not owned by this deployment (`hephaestus import` adopts it)"),
     )
-    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 1, "protected": 1, "unmanaged": 5,
+    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 1, "state": 0, "protected": 1, "unmanaged": 5,
                           "unchanged": 0}
 
 

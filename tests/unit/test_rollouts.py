@@ -194,7 +194,7 @@ def test_a_bad_state_is_an_error_naming_the_file_and_field(project: Project, ser
     path = project.root / "connectors/c/sink/s0.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "state": "Paused!"}))
     out = cli(project, "--dry-run")
-    assert out.code == 1 and "s0.json" in out.err and "state" in out.err and double.log == []
+    assert out.code == 1 and "s0.json" in out.err and "state" in out.err and double.writes() == []
 
 
 def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
