@@ -11,13 +11,14 @@ here is an error (405 / 404), so a client asking anything else fails loudly.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
+
+from tests.loopback import serving
 
 
 def answer(schemas: dict[int, dict[str, Any]], method: str, path: str) -> tuple[int, dict[str, Any]]:
@@ -58,11 +59,5 @@ def served(schemas: dict[int, dict[str, Any]]) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url

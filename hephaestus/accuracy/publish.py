@@ -65,8 +65,4 @@ def _table(metrics: Metrics, r: TableResult) -> None:
 def publish_metrics(report: Report, textfile: Path | None, pushgateway: str | None) -> None:
     if textfile is None and not pushgateway:
         return
-    metrics = metrics_of(report)
-    if textfile is not None:
-        metrics.write_textfile(textfile)
-    if pushgateway:
-        metrics.push(pushgateway, PUSH_JOB)
+    metrics_of(report).publish(textfile, pushgateway, PUSH_JOB)

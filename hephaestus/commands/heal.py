@@ -47,11 +47,7 @@ def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: s
     if not dry_run and (metrics_textfile or pushgateway):
         from hephaestus.heal.metrics import metrics_of
 
-        metrics = metrics_of(results)
-        if metrics_textfile:
-            metrics.write_textfile(metrics_textfile)
-        if pushgateway:
-            metrics.push(pushgateway, job="hephaestus_heal")
+        metrics_of(results).publish(metrics_textfile, pushgateway, "hephaestus_heal")
     if output == "json":
         click.echo(json.dumps({"clusters": [_dict(r) for r in results]}, indent=2))
     else:

@@ -168,11 +168,7 @@ def _publish(outcomes: list[Any], dry_run: bool, textfile: Path | None, pushgate
         return
     from hephaestus.reconciler.metrics import metrics_of
 
-    metrics = metrics_of(outcomes, dry_run)
-    if textfile:
-        metrics.write_textfile(textfile)
-    if pushgateway:
-        metrics.push(pushgateway, job="hephaestus_reconcile")
+    metrics_of(outcomes, dry_run).publish(textfile, pushgateway, "hephaestus_reconcile")
 
 
 def _progress() -> Any:

@@ -78,11 +78,7 @@ def _publish(project: Any, found: Any, textfile: Path | None, pushgateway: str |
     if textfile or pushgateway:
         from hephaestus.status.metrics import slot_metrics
 
-        metrics = slot_metrics(found)
-        if textfile:
-            metrics.write_textfile(textfile)
-        if pushgateway:
-            metrics.push(pushgateway, job="hephaestus_slots")
+        slot_metrics(found).publish(textfile, pushgateway, "hephaestus_slots")
 
 
 def _drop(project: Any, judged: Any, name: str, yes: bool) -> None:

@@ -40,11 +40,7 @@ def status(project_file: Path, clusters: tuple[str, ...], output: str, show_all:
     if metrics_textfile or pushgateway:
         from hephaestus.status.metrics import status_metrics
 
-        metrics = status_metrics(views)
-        if metrics_textfile:
-            metrics.write_textfile(metrics_textfile)
-        if pushgateway:
-            metrics.push(pushgateway, job="hephaestus_status")
+        status_metrics(views).publish(metrics_textfile, pushgateway, "hephaestus_status")
     if output == "json":
         click.echo(json.dumps({"clusters": [_dict(v) for v in views]}, indent=2))
     else:

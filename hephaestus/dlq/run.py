@@ -20,7 +20,7 @@ from hephaestus.errors import HephaestusError, InputError
 from hephaestus.kafka import Record
 from hephaestus.lock import new_run_id
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.audit import Journal
+from hephaestus.reconciler.audit import Journal, journal_for
 from hephaestus.records import Decoded, SchemaRegistry, decode
 
 
@@ -147,7 +147,6 @@ def _positions(positions: dict[tuple[str, int], int]) -> str:
 
 
 def _journal(project: Project, cluster: Cluster) -> Journal:
-    dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
-    journal = Journal(project.audit_log, new_run_id(), cluster.name, {}, dsn)
+    journal = journal_for(project, cluster.name, new_run_id())
     journal.check()  # an operation that cannot be audited is not done
     return journal

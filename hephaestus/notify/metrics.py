@@ -56,6 +56,13 @@ class Metrics:
         safe = {k: REDACTOR(v) for k, v in (labels or {}).items()}  # label values come from clusters
         (gauge.labels(**safe) if safe else gauge).set(value)
 
+    def publish(self, textfile: Path | None, pushgateway: str | None, job: str) -> None:
+        """Where a run's metrics go: a textfile and/or a Pushgateway (either, both or neither)."""
+        if textfile:
+            self.write_textfile(textfile)
+        if pushgateway:
+            self.push(pushgateway, job=job)
+
     def write_textfile(self, path: Path) -> bool:
         """Write the exposition format atomically (node-exporter must never read half a file)."""
         try:

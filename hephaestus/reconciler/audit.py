@@ -19,6 +19,7 @@ from typing import Any
 
 from hephaestus.errors import HephaestusError, first_line
 from hephaestus.lock import create_table
+from hephaestus.project import Project
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step, comparable
 from hephaestus.secrets import REDACTOR, mask_config
@@ -41,6 +42,13 @@ def config_hash(config: Mapping[str, str] | None) -> str | None:
 TABLE = ("CREATE TABLE IF NOT EXISTS hephaestus_audit (id bigserial PRIMARY KEY, "
          "ts timestamptz NOT NULL DEFAULT now(), run_id text NOT NULL, cluster text NOT NULL, "
          "connector text, entry jsonb NOT NULL)")
+
+
+def journal_for(project: Project, cluster: str, run_id: str,
+                before: Mapping[str, Mapping[str, str]] | None = None) -> Journal:
+    """The project's audit trail for one cluster: its `audit: {database}` table, else `audit_log`."""
+    dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
+    return Journal(project.audit_log, run_id, cluster, before or {}, dsn)
 
 
 class Journal:

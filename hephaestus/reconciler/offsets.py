@@ -19,7 +19,7 @@ from hephaestus.connect.errors import ConnectError
 from hephaestus.errors import HephaestusError
 from hephaestus.lock import connect_lock, new_run_id, timeout_of
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.audit import Journal
+from hephaestus.reconciler.audit import journal_for
 
 RESUME = {"RUNNING": "resume", "PAUSED": "pause"}
 
@@ -71,9 +71,8 @@ def plan(project: Project, clusters: Sequence[Cluster], connector: str, action: 
 def apply(project: Project, p: OffsetsPlan, lock_timeout_s: float | None) -> None:
     """Under the cluster's lock, audited: stop, alter or reset, then back to the state it had."""
     run_id = new_run_id()
-    dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
     with connect_lock(project, [p.cluster], "offsets", timeout_of(project, lock_timeout_s), run_id), \
-            Journal(project.audit_log, run_id, p.cluster.name, {}, dsn) as journal, connect_client(p.cluster) as client:
+            journal_for(project, p.cluster.name, run_id) as journal, connect_client(p.cluster) as client:
         journal.check()
         journal.event(p.connector, f"offsets-{p.action}", "intent", p.describe())
         try:

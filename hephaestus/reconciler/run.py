@@ -21,7 +21,7 @@ from hephaestus import ownership
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health, pubdb, publications
-from hephaestus.reconciler.audit import Journal, config_hash
+from hephaestus.reconciler.audit import Journal, config_hash, journal_for
 from hephaestus.reconciler.saved import Expected, stale
 from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
@@ -227,9 +227,7 @@ def _alter_publications(project: Project, p: Plan) -> tuple[StepResult, ...]:
 
 
 def _journal(ctx: _Ctx, live: dict[str, Live]) -> Journal:
-    project, cluster = ctx.project, ctx.cluster
-    dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
-    return Journal(project.audit_log, ctx.run_id, cluster.name, {n: c.config for n, c in live.items()}, dsn)
+    return journal_for(ctx.project, ctx.cluster.name, ctx.run_id, {n: c.config for n, c in live.items()})
 
 
 def _strangers(cluster: Cluster, desired: dict[str, Desired], held: frozenset[str], live: dict[str, Live],

@@ -9,7 +9,7 @@ from hephaestus.clients import connect_client
 from hephaestus.errors import HephaestusError, first_line
 from hephaestus.lock import new_run_id
 from hephaestus.project import Project
-from hephaestus.reconciler.audit import Journal
+from hephaestus.reconciler.audit import journal_for
 from hephaestus.slots.model import Judged, Limits, Slot, judge, owners
 
 _SLOTS = """
@@ -92,8 +92,7 @@ def drop(project: Project, database: str, name: str, judged: Judged) -> None:
     """Drop an orphan slot (the caller checked `droppable`), audited before and after."""
     import psycopg
 
-    dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
-    with Journal(project.audit_log, new_run_id(), f"database {database}", {}, dsn) as journal:
+    with journal_for(project, f"database {database}", new_run_id()) as journal:
         journal.check()
         detail = f"slot {name} of database {database} ({judged.reason or 'retaining no WAL'})"
         journal.event(name, "slot-drop", "intent", detail)
