@@ -187,6 +187,7 @@ def _build(doc: YamlDoc) -> Definition:
         topics=tuple(_topic(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])
                      if "source_topic" in p),
         state=data.get("state", ""),
+        allow_destructive=data.get("allow_destructive", False),
     )
 
 

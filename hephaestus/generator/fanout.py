@@ -36,26 +36,31 @@ def generate(defs: Sequence[Definition], snapshots: Mapping[str, Snapshot]) -> l
     return sorted(connectors, key=lambda c: c.relpath)
 
 
+def _connector(d: Definition, kind: Kind, name: str, config: dict[str, str], origin: Origin, stem: str) -> Connector:
+    """One connector of `d`, carrying what the definition says of all its files (state, consent)."""
+    return Connector(d.cluster, kind, name, config, origin, stem, d.state, d.allow_destructive)
+
+
 def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Connector]:
     shared = _shared_columns(d, snapshots)  # once per sink, not once per env × org
     for scope in naming.scopes(d):
         name = naming.source_name(d, scope)
         if d.pipelines:  # a definition of topic sinks only captures nothing
-            yield Connector(d.cluster, "source", name, source_config(d, scope),
-                            Origin(d.file, "database", d.line("database")), scope.file_stem(name), d.state)
+            yield _connector(d, "source", name, source_config(d, scope),
+                             Origin(d.file, "database", d.line("database")), scope.file_stem(name))
         for t in d.topics:
             for sink in t.sinks:
                 name = naming.topic_sink_name(d, scope, sink)
                 config = topic_sink_config(d, scope, t, sink, shared[sink.path])
                 origin = Origin(d.file, sink.path, d.line(sink.path))
-                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name), d.state)
+                yield _connector(d, "sink", name, config, origin, scope.file_stem(name))
         for p in d.pipelines:
             pk = snapshots[d.database].tables[p.source_table].primary_key
             for sink in p.sinks:
                 name = naming.sink_name(d, scope, p.source_table, sink)
                 config = sink_config(d, scope, p.source_table, sink, pk, shared[sink.path])
                 origin = Origin(d.file, sink.path, d.line(sink.path))
-                yield Connector(d.cluster, "sink", name, config, origin, scope.file_stem(name), d.state)
+                yield _connector(d, "sink", name, config, origin, scope.file_stem(name))
 
 
 def _shared_columns(d: Definition, snapshots: Mapping[str, Snapshot]) -> dict[str, tuple[str, ...]]:

@@ -126,6 +126,7 @@ class Definition:
     compat: str = ""  # "reference": the reference system's exact configs (see definitions._COMPAT)
     topics: tuple[TopicPipeline, ...] = ()  # pipelines with `source_topic:` (the warehouse stack)
     state: str = ""  # running / paused / stopped: written beside each connector's config
+    allow_destructive: bool = False  # written into each connector file: its destructive changes may go
 
     def line(self, path: str) -> int | None:
         """Line of a field path in the definition file (None when unknown)."""
@@ -181,6 +182,7 @@ class Connector:
     origin: Origin = Origin("")
     stem: str = ""  # file name without .json; defaults to the connector name
     state: str = ""  # running / paused / stopped, when the definition says
+    allow_destructive: bool = False  # the definition's consent to destructive changes, kept in the file
 
     @property
     def relpath(self) -> str:
@@ -191,4 +193,6 @@ class Connector:
         doc: dict[str, object] = {"name": self.name, "config": self.config}
         if self.state:
             doc["state"] = self.state
+        if self.allow_destructive:
+            doc["allow_destructive"] = True
         return doc

@@ -201,3 +201,17 @@ def test_a_capture_only_table_is_in_the_source_with_no_sink(project: Project) ->
     configs = {json.loads(b)["name"]: json.loads(b)["config"] for b in project.files().values()}
     assert configs["local_manabie_bob_source_connector"]["table.include.list"] == "public.students,public.users"
     assert sorted(configs) == ["local_manabie_bob_source_connector", "local_manabie_bob_to_auth_users_sink_connector"]
+
+
+def test_state_and_consent_of_a_definition_go_into_every_file_and_nothing_else(project: Project) -> None:
+    generate_one(project, "state: paused\nallow_destructive: true")
+    docs = [json.loads(b) for b in project.files().values()]
+    assert len(docs) == 2 and all(d["state"] == "paused" and d["allow_destructive"] is True for d in docs)
+    generate_one(project)
+    assert all(set(json.loads(b)) == {"name", "config"} for b in project.files().values())
+
+
+def test_consent_must_be_a_boolean(project: Project) -> None:
+    project.write_definition("bob.yaml", MINIMAL.format(extra="allow_destructive: 'yes'", sink_extra=""))
+    result = project.generate()
+    assert result.code == 1 and "bob.yaml" in result.err and "allow_destructive" in result.err
