@@ -71,7 +71,8 @@ def _tables(views: Any, show_all: bool) -> None:
         for c in v.connectors if show_all else v.unhealthy:
             tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
             slot = "-" if c.slot_retained is None else size(c.slot_retained)
-            table.add_row(c.name, c.state, tasks, f"{c.restarts}/{c.budget}", _n(c.dlq_depth), _n(c.consumer_lag),
+            state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
+            table.add_row(c.name, state, tasks, f"{c.restarts}/{c.budget}", _n(c.dlq_depth), _n(c.consumer_lag),
                           slot, "; ".join(c.problems) or "ok")
         console.print(table)
         for error in v.errors:

@@ -24,6 +24,7 @@ class ConnectorView:
     slot_retained: int | None = None
     slot_verdict: str | None = None
     problems: tuple[str, ...] = ()
+    desired: str = ""  # the state git asks for (RUNNING, PAUSED, STOPPED); "" when no file says
 
     @property
     def healthy(self) -> bool:
@@ -43,9 +44,11 @@ class ClusterView:
 
 
 def problems_of(v: ConnectorView) -> tuple[str, ...]:
-    found = [] if v.state == "RUNNING" else [f"connector {v.state}"]
-    found += [f"task {i} {state}" for i, state in v.tasks if state != "RUNNING"]
-    if v.state == "RUNNING" and not v.tasks:
+    # A connector paused or stopped on git's word is where it should be; anywhere else is not.
+    expected = v.desired or "RUNNING"
+    found = [] if v.state == expected else [f"connector {v.state}" + (f", git wants {expected}" if v.desired else "")]
+    found += [f"task {i} {state}" for i, state in v.tasks if state != expected]
+    if v.state == expected == "RUNNING" and not v.tasks:
         found.append("no tasks")
     if v.budget and v.restarts >= v.budget:
         found.append(f"heal's restart budget exhausted ({v.restarts}/{v.budget})")

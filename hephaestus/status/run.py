@@ -15,9 +15,10 @@ from hephaestus import kafka
 from hephaestus.clients import connect_client
 from hephaestus.connect.models import LiveConnector
 from hephaestus.dlq.model import dlq_topics
-from hephaestus.errors import HephaestusError, InputError
+from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.heal.run import config_of, store_for
 from hephaestus.project import Cluster, Project
+from hephaestus.reconciler.desired import load_desired
 from hephaestus.slots.model import Limits, Slot, judge
 from hephaestus.slots.run import read_slots
 from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of, topics_of
@@ -64,6 +65,7 @@ def _cluster(project: Project, cluster: Cluster, listed: Mapping[str, LiveConnec
     errors = list(slot_errors)
     limits = Limits.of(project.policy)
     views = [_view(cluster.name, c, slots, limits) for _, c in sorted(live.items())]
+    views = _with_desired(cluster, views, errors)
     views = _with_heal(project, cluster, views, errors)
     views = _with_kafka(cluster, live, views, errors)
     return ClusterView(cluster.name, cluster.url, tuple(replace(v, problems=problems_of(v)) for v in views),
@@ -79,6 +81,16 @@ def _view(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Lim
     return ConnectorView(cluster, c.name, c.type, c.state, tasks, slot=c.config["slot.name"],
                          slot_retained=slot.retained_bytes if slot else None,
                          slot_verdict=judge(slot, [c.name], limits).verdict if slot else None)
+
+
+def _with_desired(cluster: Cluster, views: list[ConnectorView], errors: list[str]) -> list[ConnectorView]:
+    """The state each connector's file asks for: a connector paused on purpose is healthy."""
+    try:
+        wanted = {n: d.state for n, d in load_desired(cluster, include_custom=True).items()}
+    except (InputError, InputErrors) as exc:  # a bad file is reconcile's error to name; status still shows the live side
+        errors.append(f"connector files: {exc}")
+        wanted = {}
+    return [replace(v, desired=wanted.get(v.name, "")) for v in views]
 
 
 def _with_heal(project: Project, cluster: Cluster, views: list[ConnectorView], errors: list[str]) -> list[ConnectorView]:

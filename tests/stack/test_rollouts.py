@@ -102,6 +102,11 @@ def test_a_paused_connector_stays_paused_across_reconciles_and_heal(fleet: Fleet
     assert code == 0, out
     assert connect.status(doc["name"])["connector"]["state"] == "PAUSED"  # type: ignore[index]
 
+    # status judges it against git: paused on purpose is healthy, and it says what git wants.
+    code, out = fleet.cli("status", "--project", project, "-o", "json")
+    (seen,) = [c for c in json.loads(out)["clusters"][0]["connectors"] if c["name"] == doc["name"]]
+    assert code == 0 and seen["healthy"] and seen["state"] == seen["desired"] == "PAUSED", out
+
 
 def test_a_sinks_offsets_reset_re_delivers_its_rows(fleet: Fleet, connect: ConnectClient) -> None:
     from tests.stack.support import execute

@@ -138,6 +138,20 @@ def test_status_names_every_problem_of_a_connector() -> None:
     assert problems_of(ConnectorView("c", "s", "source", "STOPPED", ())) == ("connector STOPPED",)
 
 
+@pytest.mark.parametrize("live, tasks, desired, problems", [
+    ("PAUSED", ((0, "PAUSED"),), "PAUSED", ()),
+    ("STOPPED", (), "STOPPED", ()),
+    ("RUNNING", ((0, "RUNNING"),), "RUNNING", ()),
+    ("RUNNING", ((0, "RUNNING"),), "PAUSED", ("connector RUNNING, git wants PAUSED", "task 0 RUNNING")),
+    ("PAUSED", ((0, "PAUSED"),), "", ("connector PAUSED", "task 0 PAUSED")),
+    ("PAUSED", ((0, "FAILED"),), "PAUSED", ("task 0 FAILED",)),
+    ("STOPPED", (), "RUNNING", ("connector STOPPED, git wants RUNNING",)),
+])
+def test_status_judges_a_connector_against_the_state_git_asks_for(live: str, tasks: tuple[tuple[int, str], ...],
+                                                                 desired: str, problems: tuple[str, ...]) -> None:
+    assert problems_of(ConnectorView("c", "s", "sink", live, tasks, desired=desired)) == problems
+
+
 def test_consumer_lag_counts_past_the_committed_offsets_or_the_log_start() -> None:
     spans = {"t": (Span("t", 0, 5, 50), Span("t", 1, 0, 10))}
     assert lag(["t"], spans, {("t", 0): 40}) == 10 + 10
