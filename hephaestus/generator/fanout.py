@@ -9,6 +9,7 @@ from hephaestus.generator import naming
 from hephaestus.generator.model import (
     Connector,
     Definition,
+    Kind,
     Origin,
     Pipeline,
     SinkSpec,
