@@ -21,6 +21,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from functools import lru_cache
 
 MASK = "****"
 # Shorter values are masked where their key says they are secret, but never searched for in
@@ -43,6 +44,12 @@ _PATTERNS = (
 _NEEDS = ("@", "=", ":")  # a character each pattern cannot match without
 
 
+@lru_cache(maxsize=4096)
+def _secret_name(key: str) -> bool:
+    """A fleet has a few dozen distinct keys and thousands of configs: each name is judged once."""
+    return bool(_SENSITIVE.search(key))
+
+
 def is_placeholder(value: str) -> bool:
     """`${file:/path:key}` and friends: resolved by Connect, not a secret themselves."""
     return bool(_PLACEHOLDER.match(value))
@@ -60,7 +67,7 @@ class Redactor:
         self._lock = threading.Lock()
 
     def is_secret_key(self, key: str) -> bool:
-        return bool(_SENSITIVE.search(key)) or key in self._keys
+        return _secret_name(key) or key in self._keys
 
     @property
     def key_count(self) -> int:

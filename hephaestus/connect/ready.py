@@ -70,13 +70,17 @@ def root_cause(trace: str | None, masked: Sequence[str] = (), causes: int = 1, s
     return redact(sep.join([lines[0][:300], *caused[-causes:]]), masked)
 
 
+def failed(st: ConnectorStatus) -> bool:
+    return st.state == FAILED or any(t.state == FAILED for t in st.tasks)
+
+
 def failure(st: ConnectorStatus, masked: Sequence[str]) -> str | None:
     """"FAILED: <root cause>" when the connector or a task failed, else None."""
-    failed = [t for t in st.tasks if t.state == FAILED]
-    if st.state != FAILED and not failed:
+    if not failed(st):
         return None
-    trace = next((t.trace for t in failed if t.trace), None) or st.trace
-    which = "connector" if st.state == FAILED else f"task {', '.join(str(t.id) for t in failed)}"
+    tasks = [t for t in st.tasks if t.state == FAILED]
+    trace = next((t.trace for t in tasks if t.trace), None) or st.trace
+    which = "connector" if st.state == FAILED else f"task {', '.join(str(t.id) for t in tasks)}"
     return f"FAILED ({which}): {root_cause(trace, masked)}"
 
 
@@ -110,12 +114,12 @@ class _Watch:
             self.since, self.last = None, "not listed yet"
             return None
         self.started = now if self.started is None else self.started
-        failed = failure(st, self.masked)
-        if failed and not self.fresh and now - self.started < options.stale_s:
-            self.last = f"{failed} (maybe from before the write)"
+        why = failure(st, self.masked)
+        if why and not self.fresh and now - self.started < options.stale_s:
+            self.last = f"{why} (maybe from before the write)"
             return None
-        if failed:
-            return Verdict(st.name, False, failed)
+        if why:
+            return Verdict(st.name, False, why)
         self.fresh = True
         if st.state in self.target.states and st.state != RUNNING:
             return Verdict(st.name, True, st.state)

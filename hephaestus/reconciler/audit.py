@@ -21,7 +21,8 @@ from hephaestus.errors import HephaestusError, first_line
 from hephaestus.lock import create_table
 from hephaestus.project import Project
 from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import Step, comparable
+from hephaestus.reconciler.model import config_hash
+from hephaestus.reconciler.plan import Step
 from hephaestus.secrets import REDACTOR, mask_config
 
 _lock = threading.Lock()
@@ -29,14 +30,6 @@ _lock = threading.Lock()
 
 class AuditUnavailable(HephaestusError):
     """The audit log cannot be written: nothing (more) is applied."""
-
-
-def config_hash(config: Mapping[str, str] | None) -> str | None:
-    """A stable fingerprint of a config, computed over masked values (never a secret)."""
-    if config is None:
-        return None
-    canonical = json.dumps(mask_config(comparable(config, frozenset())), sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 TABLE = ("CREATE TABLE IF NOT EXISTS hephaestus_audit (id bigserial PRIMARY KEY, "

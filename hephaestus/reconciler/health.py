@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from hephaestus.connect import ConnectClient, ConnectError, ConnectorStatus
-from hephaestus.connect.ready import failure
+from hephaestus.connect.ready import failed, failure
 from hephaestus.connect.redact import sensitive_values
 from hephaestus.reconciler.plan import Desired, Unhealthy
 
@@ -29,7 +29,8 @@ def findings(desired: Mapping[str, Desired], live: Mapping[str, ConnectorStatus]
     out = []
     for name in sorted(set(desired) & set(live)):
         st = live[name]
-        reason = failure(st, sensitive_values(desired[name].config))
+        # The values to mask are worked out only for a failure to report (a fleet is mostly healthy).
+        reason = failure(st, sensitive_values(desired[name].config)) if failed(st) else None
         if reason is None and unassigned(st):
             reason = f"UNASSIGNED for more than {grace_s:.0f}s (tasks {[t.state for t in st.tasks]})"
         if reason:

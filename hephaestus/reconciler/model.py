@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+
+from hephaestus.secrets import mask_config
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,14 @@ def comparable(config: Mapping[str, str], ignore: frozenset[str]) -> dict[str, s
     """The config as it should be compared: `name` and ignored keys (exact, or a glob with `*`) out."""
     skip = _ignored(ignore)
     return {k: v for k, v in config.items() if k != "name" and not skip(k)}
+
+
+def config_hash(config: Mapping[str, str] | None) -> str | None:
+    """A stable fingerprint of a config, computed over masked values (never a secret)."""
+    if config is None:
+        return None
+    canonical = json.dumps(mask_config(comparable(config, frozenset())), sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 @lru_cache(maxsize=16)

@@ -127,6 +127,8 @@ def plan(cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live],
 
 
 def _assessed(step: Step, live: Mapping[str, Live]) -> Step:
+    if step.action == "unchanged":  # nothing to risk (most of a fleet, most days)
+        return step
     before = live.get(step.renamed_from or step.name)
     found = assess(step.action, step.connector_class, before.config if before else {}, step.config,
                    tuple(c.key for c in step.changes))

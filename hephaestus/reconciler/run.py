@@ -21,7 +21,7 @@ from hephaestus import ownership
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health, pubdb, publications
-from hephaestus.reconciler.audit import Journal, config_hash, journal_for
+from hephaestus.reconciler.audit import Journal, journal_for
 from hephaestus.reconciler.saved import Expected, stale
 from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
@@ -151,16 +151,17 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
     mine = _targeted({n: c for n, c in fleet.items() if cluster.selects(n)}, options.targets)
     live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
-    hashes = tuple(sorted((n, config_hash(comparable(l.config, ctx.policy.ignore_keys)) or "") for n, l in live.items()))
     owned = frozenset(n for n in claims if n in live)
     scope = Scope(owned, held, _strangers(cluster, desired, held, live, owned))
     p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, options)
     _learn_secrets(client, p, desired, live)
     p, problems = _publications(ctx.project, p, desired, live)
+    base = ClusterOutcome(cluster.name, cluster.url, p, invalid=problems,
+                          live={n: l.config for n, l in live.items()}, ignore_keys=ctx.policy.ignore_keys)
     expected = (options.expected or {}).get(cluster.name)
     if expected is not None:  # held to a saved or shown plan: refused if anything moved since
-        p = replace(p, refused=stale(expected, dict(hashes), p) or p.refused)
-    base = ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, live_hashes=hashes)
+        p = replace(p, refused=stale(expected, dict(base.live_hashes), p) or p.refused)
+        base = replace(base, plan=p)
     if options.dry_run or p.refused or problems:
         return base
     if p.in_sync:  # adopting what git declares writes the record only, never Connect
