@@ -66,7 +66,7 @@ def apply_cmd(project_file: Path, clusters: tuple[str, ...], all_: bool, next_: 
     Exit 2 when applied files changed or vanished (see `ksql validate`); nothing is applied then."""
     from hephaestus.ksql import apply as applying
     from hephaestus.ksql import render, run
-    from hephaestus.ksql.compiler import parse_defines
+    from hephaestus.ksql.variables import parse_defines
     from hephaestus.project import load_project
 
     from contextlib import nullcontext

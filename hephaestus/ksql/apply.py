@@ -136,7 +136,8 @@ def _run(store: MetadataStore, file: MigrationFile, statement: Statement, runnin
         store.client.execute(statement.text, dict(statement.properties))
     except KsqlError as exc:
         said = sqltext.redact(exc.server_message, sqltext.sensitive_values(statement.text))
-        reason = f"Failed to execute sql: {statement.shown}. Error: {said}"  # ksql-migrations' wording
+        # ksql-migrations' wording, quoting the statement as the file has it (masked: no secret in a row)
+        reason = f"Failed to execute sql: {sqltext.mask(statement.raw or statement.text)}. Error: {said}"
         recorded = _record_error(store, replace(running, state=State.ERROR, completed_on=str(options.clock()),
                                                 error_reason=reason))
         raise MigrationFailed(f"ksqlDB '{store.client.name}': {file.path}:{statement.line}: "

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hephaestus.errors import HephaestusError, InputError
-from hephaestus.ksql import sqltext
+from hephaestus.errors import InputError
+from hephaestus.ksql import sqltext, variables
 from hephaestus.ksql.files import MigrationFile
 
 _NAME = sqltext.VARIABLE_NAME
@@ -23,7 +23,6 @@ _DEFINE = re.compile(rf"\s*DEFINE\s+({_NAME})\s*=\s*{_QUOTED}\s*;\s*", re.IGNORE
 _UNDEFINE = re.compile(rf"\s*UNDEFINE\s+({_NAME})\s*;\s*", re.IGNORECASE)
 _SET = re.compile(rf"\s*SET\s+{_QUOTED}\s*=\s*{_QUOTED}\s*;\s*", re.IGNORECASE | re.DOTALL)
 _UNSET = re.compile(rf"\s*UNSET\s+{_QUOTED}\s*;\s*", re.IGNORECASE | re.DOTALL)
-_ASSIGNMENT = re.compile(rf"({_NAME})=(.*)", re.DOTALL)
 # Statements that read rather than migrate; ksql-migrations refuses them too.
 _UNSUPPORTED = ("DESCRIBE", "EXPLAIN", "SELECT", "PRINT", "SHOW", "LIST")
 
@@ -33,6 +32,7 @@ class Statement:
     text: str  # as sent: variables substituted, comments removed
     line: int
     properties: tuple[tuple[str, str], ...] = ()  # SET in effect: the request's streamsProperties
+    raw: str = ""  # the text as the file has it (comments removed): what an ERROR row quotes
 
     @property
     def shown(self) -> str:
@@ -54,17 +54,6 @@ class _Scope:
     properties: dict[str, str] = field(default_factory=dict)
 
 
-def parse_defines(pairs: tuple[str, ...]) -> dict[str, str]:
-    """`-d name=value` options as variables (names are case-insensitive, as in ksqlDB)."""
-    out: dict[str, str] = {}
-    for pair in pairs:
-        match = _ASSIGNMENT.fullmatch(pair)
-        if match is None:
-            raise HephaestusError(f"--define {pair!r}: expected name=value, with a name like my_var")
-        out[match.group(1).lower()] = match.group(2)
-    return out
-
-
 def compile_migration(file: MigrationFile, sql: str, defines: Mapping[str, str]) -> CompiledMigration:
     source = str(file.path)
     scope = _Scope(dict(defines))
@@ -80,8 +69,8 @@ def _command(raw: sqltext.RawStatement, scope: _Scope, source: str) -> Statement
         handler(raw, scope, source)
         return None
     _check_supported(first, words, raw, source)
-    text = sqltext.substitute(raw.text, scope.variables)
-    return Statement(text, raw.line, tuple(sorted(scope.properties.items())))
+    text = variables.substitute(raw.text, scope.variables, source, raw.line)
+    return Statement(text, raw.line, tuple(sorted(scope.properties.items())), raw.raw or raw.text)
 
 
 def _match(pattern: re.Pattern[str], raw: sqltext.RawStatement, source: str) -> re.Match[str]:
@@ -93,7 +82,8 @@ def _match(pattern: re.Pattern[str], raw: sqltext.RawStatement, source: str) -> 
 
 
 def _value(text: str, scope: _Scope) -> str:
-    return sqltext.substitute(sqltext.unquote(text), scope.variables)
+    """A '…' literal's value: its variables substituted as in any string, then unquoted."""
+    return sqltext.unquote(variables.in_string(text, scope.variables))
 
 
 def _define(raw: sqltext.RawStatement, scope: _Scope, source: str) -> None:

@@ -1,5 +1,9 @@
 """Migration files on disk: `V<six digits>__<name>.sql`, as Confluent's ksql-migrations names them.
 
+The name rule is ksql-migrations' to the letter: the pattern is searched for in the file
+name, not matched against all of it, so `V000001__a.sql.bak` is version 1 there and here (a
+backup beside its original is then a duplicate version: an error, not a silent pick).
+
 The version is the number (V000002 is version 2, stored as "2"); the name is the part after
 `__` with underscores shown as spaces ("dim_user" -> "dim user"), both as ksql-migrations
 records them, so a metadata table written by either tool reads the same.
@@ -51,14 +55,14 @@ def scan(folder: Path) -> Scan:
     if not folder.is_dir():
         raise InputError(str(folder), "migrations folder not found (see ksqldb.<cluster>.migrations)")
     names = sorted(p.name for p in folder.iterdir() if p.is_file())
-    files = [_migration(folder, n) for n in names if FILE_PATTERN.fullmatch(n)]
+    files = [_migration(folder, n) for n in names if FILE_PATTERN.search(n)]
     _check_unique(files)
-    skipped = tuple(n for n in names if not FILE_PATTERN.fullmatch(n))
+    skipped = tuple(n for n in names if not FILE_PATTERN.search(n))
     return Scan(tuple(sorted(files, key=lambda f: f.version)), skipped)
 
 
 def _migration(folder: Path, filename: str) -> MigrationFile:
-    match = FILE_PATTERN.fullmatch(filename)
+    match = FILE_PATTERN.search(filename)
     assert match is not None
     version = int(match.group(1))
     if version <= 0:

@@ -14,7 +14,8 @@ from hephaestus.ksql.apply import ApplyResult
 from hephaestus.ksql.compiler import CompiledMigration
 from hephaestus.ksql.operations import InfoResult, InfoRow, InitResult, ValidateResult
 
-_INFO_HEADER = ("Version", "Name", "State", "Previous", "Started On", "Completed On", "Error Reason", "File")
+# ksql-migrations' `info` table (MigrationVersionInfoFormatter), column for column.
+_INFO_HEADER = ("Version", "Name", "State", "Previous Version", "Started On", "Completed On", "Error Reason")
 
 
 def init_text(r: InitResult) -> list[str]:
@@ -49,13 +50,35 @@ def _planned(m: CompiledMigration) -> list[str]:
 
 
 def info_text(r: InfoResult) -> list[str]:
-    table = [_INFO_HEADER] + [(str(x.version), x.name, x.state.value, x.previous, _when(x.started_on),
-                               _when(x.completed_on), _short(x.error_reason), x.file) for x in r.rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(_INFO_HEADER))]
-    lines = [f"ksqlDB '{r.cluster}': current version {r.current}"]
-    if not r.rows:
-        return lines + ["  no migration files and nothing applied"]
-    return lines + ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    """ksql-migrations' layout: the current version, then one row per local file (PENDING when
+    never applied; `N/A` where it has no value; a blank Completed On while RUNNING). What it
+    does not show, hephaestus adds after the table: applied versions whose file is gone or
+    changed (in JSON they are rows, with `file`)."""
+    lines = [f"ksqlDB '{r.cluster}'", f"Current migration version: {r.current}"]
+    shown = [x for x in r.rows if x.file != "missing"]
+    if not shown:
+        lines.append("No migrations files found")
+    else:
+        lines += _table([_INFO_HEADER] + [_info_cells(x) for x in shown])
+    lines += [f"warning: version {x.version} ({x.name}) is {x.state.value} on the server but has no migration file"
+              for x in r.rows if x.file == "missing"]
+    return lines + [f"warning: the file of version {x.version} ({x.name}) changed since it was applied (checksum)"
+                    for x in r.rows if x.file == "changed"]
+
+
+def _info_cells(x: InfoRow) -> tuple[str, ...]:
+    if x.state.value == "PENDING":
+        return (str(x.version), x.name, x.state.value, "N/A", "N/A", "N/A", "N/A")
+    return (str(x.version), x.name, x.state.value, x.previous, _when(x.started_on), _when(x.completed_on),
+            x.error_reason)
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    """` a | b ` cells padded to the widest, a rule of dashes under the header and at the end."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    line = [" " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " " for row in rows]
+    rule = "-" * (sum(widths) + 3 * len(widths) - 1)
+    return [line[0], rule, *line[1:], rule]
 
 
 def info_json(results: list[InfoResult]) -> str:
@@ -72,15 +95,10 @@ def validate_text(r: ValidateResult) -> list[str]:
     return [f"ksqlDB '{r.cluster}': {len(r.problems)} problem(s)"] + [f"  {p}" for p in r.problems]
 
 
-def _short(text: str, width: int = 100) -> str:
-    """One line of a table cell; the whole reason is in `-o json`."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[:width - 1] + "…"
-
-
 def _when(epoch_ms: str) -> str:
-    """Epoch milliseconds as UTC time; anything else (empty, N/A) as it is."""
+    """Epoch milliseconds in the local time zone as ksql-migrations shows them
+    (`yyyy-MM-dd HH:mm:ss.SSS z`); anything else (empty, N/A) as it is."""
     if not epoch_ms.isdigit():
         return epoch_ms
-    moment = datetime.fromtimestamp(int(epoch_ms) / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
+    moment = datetime.fromtimestamp(int(epoch_ms) / 1000, tz=timezone.utc).astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} {moment.tzname()}"

@@ -1,21 +1,23 @@
-"""ksqlDB SQL as text: split a file into statements, substitute `${var}`, mask secrets. Pure.
+"""ksqlDB SQL as text: split a file into statements, mask secrets. Pure.
 
-Splitting follows ksql-migrations: a `;` ends a statement unless it is inside a '…' string
-(`''` escapes a quote) or a `…` identifier; `-- …` and `/* … */` comments are dropped.
+Splitting is ksql-migrations' (`CommandParser.splitSql`), rule for rule: a `;` ends a
+statement unless it is inside a '…' string (`''` escapes a quote); `-- …` comments are
+deleted up to and including their line break, `/* … */` comments are deleted outright, so
+text on both sides joins (`CRE/**/ATE` is `CREATE`, as there). Back-quoted and double-quoted
+names are not special to the splitter: a `;` inside one ends the statement there, which
+ksql-migrations then fails to parse; hephaestus refuses such a file up front, naming the line.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hephaestus.errors import InputError
 from hephaestus.secrets import MASK, is_placeholder, is_sensitive
 
-# ksqlDB variable names; `$${x}` is an escape the server resolves, so it is left alone here.
+# ksqlDB variable names (SqlBase.g4: IDENTIFIER after '${').
 VARIABLE_NAME = r"[A-Za-z_][A-Za-z0-9_@]*"
-_REFERENCE = re.compile(r"(?<!\$)\$\{(" + VARIABLE_NAME + r")\}")
 # `'key' = 'value'` pairs of a WITH clause; keys may be quoted with ', " or ` or bare.
 _PROPERTY = re.compile(r"""(?P<key>'(?:[^']|'')*'|"[^"]*"|`[^`]*`|[A-Za-z_][\w.]*)\s*=\s*'(?P<value>(?:[^']|'')*)'""")
 
@@ -24,6 +26,7 @@ _PROPERTY = re.compile(r"""(?P<key>'(?:[^']|'')*'|"[^"]*"|`[^`]*`|[A-Za-z_][\w.]
 class RawStatement:
     text: str  # comments removed, trimmed, ending with ";"
     line: int  # 1-based line of the file where the statement starts
+    raw: str = ""  # as ksql-migrations cuts it (leading white space kept): what its ERROR rows quote
 
 
 def split(sql: str, source: str) -> list[RawStatement]:
@@ -37,6 +40,7 @@ class _Splitter:
         self.i, self.line = 0, 1
         self.start: int | None = None
         self.buf: list[str] = []
+        self.names_open = ""  # a ` or " name not closed yet in this statement (outside strings)
         self.out: list[RawStatement] = []
 
     def run(self) -> list[RawStatement]:
@@ -51,11 +55,15 @@ class _Splitter:
         sql, i = self.sql, self.i
         if sql.startswith("--", i):
             end = sql.find("\n", i)
-            self.i = len(sql) if end < 0 else end  # the newline itself is kept: it separates tokens
+            if end < 0:  # ksql-migrations: "failed to find closing token '\n'"
+                raise InputError(self.source, "a -- comment on the last line needs a line break after it "
+                                 "(ksql-migrations refuses the file otherwise)", line=self.line)
+            self.line += 1
+            self.i = end + 1  # the line break goes with the comment, as in ksql-migrations
         elif sql.startswith("/*", i):
             self._block_comment()
-        elif sql[i] in "'`":
-            self._quoted(sql[i])
+        elif sql[i] == "'":
+            self._string()
         elif sql[i] == ";":
             self._emit()
         else:
@@ -63,40 +71,36 @@ class _Splitter:
             self.i += 1
 
     def _block_comment(self) -> None:
-        end = self.sql.find("*/", self.i + 2)
+        end = self.sql.find("*/", self.i + 1)  # from the `*`: "/*/" closes itself, as there
         if end < 0:
             raise InputError(self.source, "unterminated /* comment", line=self.line)
-        newlines = self.sql.count("\n", self.i, end)
-        self.buf.append("\n" * newlines or " ")
-        self.line += newlines
+        self.line += self.sql.count("\n", self.i, end)
         self.i = end + 2
 
-    def _quoted(self, quote: str) -> None:
-        end = self.sql.find(quote, self.i + 1)
+    def _string(self) -> None:
+        end = self.sql.find("'", self.i + 1)  # `''` reads as two strings in a row: one quote
         if end < 0:
-            what = "string" if quote == "'" else "quoted identifier"
-            raise InputError(self.source, f"unterminated {what} starting with {quote}", line=self.line)
-        self._take(self.sql[self.i:end + 1])
+            raise InputError(self.source, "unterminated string starting with '", line=self.line)
+        self._take(self.sql[self.i:end + 1], quoted=True)
         self.i = end + 1
 
-    def _take(self, chunk: str) -> None:
+    def _take(self, chunk: str, quoted: bool = False) -> None:
         if self.start is None and not chunk.isspace():
             self.start = self.line
+        if not quoted and chunk in "`\"":
+            self.names_open = "" if self.names_open == chunk else self.names_open or chunk
         self.buf.append(chunk)
         self.line += chunk.count("\n")
 
     def _emit(self) -> None:
-        text = "".join(self.buf).strip()
-        if text:  # `;;` is an empty statement: nothing to send
-            self.out.append(RawStatement(text + ";", self.start or self.line))
+        raw = "".join(self.buf) + ";"
+        if self.names_open:
+            raise InputError(self.source, f"a ';' inside a {self.names_open}…{self.names_open} name: "
+                             "ksql-migrations ends the statement there; rename it", line=self.start)
+        if raw[:-1].strip():  # `;;` is an empty statement: nothing to send
+            self.out.append(RawStatement(raw.strip(), self.start or self.line, raw))
         self.buf, self.start = [], None
         self.i += 1
-
-
-def substitute(text: str, variables: Mapping[str, str]) -> str:
-    """Replace `${name}` (case-insensitive) by its value; unknown names stay as written, as
-    ksqlDB leaves them (Connect placeholders like `${file:…}` are not variables)."""
-    return _REFERENCE.sub(lambda m: variables.get(m.group(1).lower(), m.group(0)), text)
 
 
 def literal(value: str) -> str:

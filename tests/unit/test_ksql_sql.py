@@ -9,7 +9,8 @@ import pytest
 
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.ksql import files, sqltext
-from hephaestus.ksql.compiler import compile_migration, parse_defines
+from hephaestus.ksql.compiler import compile_migration
+from hephaestus.ksql.variables import VariableError, in_string, parse_defines, substitute
 from hephaestus.ksql.metadata import Names, VersionInfo, State, create_stream, create_table, insert
 
 
@@ -37,13 +38,21 @@ def test_scan_reads_versions_names_and_md5_checksums(tmp_path: Path) -> None:
 
 
 def test_files_not_matching_the_pattern_are_skipped_and_listed(tmp_path: Path) -> None:
-    for name in ("V1__short.sql", "V000001_one_underscore.sql", "README.md", "v000003__lower.sql",
-                 "V000004__ok.sql.bak"):
+    for name in ("V1__short.sql", "V000001_one_underscore.sql", "README.md", "v000003__lower.sql"):
         write(tmp_path, name)
     write(tmp_path, "V000005__ok.sql")
     scan = files.scan(tmp_path)
     assert [f.version for f in scan.files] == [5]
-    assert len(scan.skipped) == 5
+    assert len(scan.skipped) == 4
+
+
+def test_the_pattern_is_searched_in_the_name_as_ksql_migrations_does(tmp_path: Path) -> None:
+    write(tmp_path, "V000004__ok.sql.bak")
+    write(tmp_path, "old-V000006__a__b.sql")
+    assert [(f.version, f.name) for f in files.scan(tmp_path).files] == [(4, "ok"), (6, "a  b")]
+    write(tmp_path, "V000004__ok.sql")
+    with pytest.raises(InputError, match="also used by"):
+        files.scan(tmp_path)
 
 
 def test_two_files_with_one_version_are_an_error_naming_both(tmp_path: Path) -> None:
@@ -71,41 +80,116 @@ def test_new_files_take_the_next_version_and_a_safe_name(tmp_path: Path) -> None
         files.file_name(1_000_000, "too big")
 
 
-# --- splitting -----------------------------------------------------------------------------
+# --- splitting (ksql-migrations' CommandParser.splitSql, rule for rule) ------------------------
 
-def test_semicolons_in_strings_identifiers_and_comments_do_not_split(tmp_path: Path) -> None:
-    sql = """-- a comment; with a semicolon
-CREATE STREAM `odd;name` (A STRING) WITH (KAFKA_TOPIC='a;b', VALUE_FORMAT='JSON'); /* block;
-comment */ INSERT INTO S (A) VALUES ('it''s; fine');
-"""
+def test_semicolons_and_comment_marks_inside_strings_do_not_split() -> None:
+    # The cases of ksql-migrations' CommandParserTest.shouldSplitCommandsWithComments.
+    sql = ("-- Before\nCREATE STREAM valid_purchases AS\n  SELECT *\n  FROM purchases\n  WHERE cost > 0.00;\n"
+           "-- After\nCREATE OR REPLACE STREAM S AS SELECT * FROM P;/* Let's insert some values now! -- it's fun! */\n"
+           "INSERT INTO purchases VALUES ('c''ow', -90);\n"
+           "INSERT INTO purchases VALUES ('/*she*/ep',     80);\n"
+           "INSERT INTO purchases VALUES ('pol/*ar;;be--ar*/;', 200000);\n")
     statements = sqltext.split(sql, "f.sql")
-    assert [s.text for s in statements] == [
-        "CREATE STREAM `odd;name` (A STRING) WITH (KAFKA_TOPIC='a;b', VALUE_FORMAT='JSON');",
-        "INSERT INTO S (A) VALUES ('it''s; fine');"]
-    assert [s.line for s in statements] == [2, 3]
+    assert [s.raw for s in statements] == [
+        "CREATE STREAM valid_purchases AS\n  SELECT *\n  FROM purchases\n  WHERE cost > 0.00;",
+        "\nCREATE OR REPLACE STREAM S AS SELECT * FROM P;",
+        "\nINSERT INTO purchases VALUES ('c''ow', -90);",
+        "\nINSERT INTO purchases VALUES ('/*she*/ep',     80);",
+        "\nINSERT INTO purchases VALUES ('pol/*ar;;be--ar*/;', 200000);"]
+    assert [s.line for s in statements] == [2, 7, 8, 9, 10]
+    assert statements[2].text == "INSERT INTO purchases VALUES ('c''ow', -90);"
 
 
-def test_a_comment_between_tokens_keeps_them_apart() -> None:
-    assert sqltext.split("SELECT A--x\nFROM T;", "f")[0].text == "SELECT A\nFROM T;"
-    assert sqltext.split("DROP/* x */STREAM S;", "f")[0].text == "DROP STREAM S;"
+def test_comments_are_deleted_so_the_text_around_them_joins_as_in_ksql_migrations() -> None:
+    assert sqltext.split("CRE/**/ATE STREAM S;", "f")[0].text == "CREATE STREAM S;"
+    assert sqltext.split("SELECT A--x\nFROM T;", "f")[0].text == "SELECT AFROM T;"
+    # The close is looked for from the `*` on, so "/*/" is a whole comment there.
+    assert sqltext.split("DROP/*/ x */STREAM S;", "f")[0].text == "DROP x */STREAM S;"
 
 
 @pytest.mark.parametrize(("sql", "message", "line"), [
     ("CREATE STREAM S;\nDROP STREAM S", "missing ';'", 2),
     ("CREATE STREAM S WITH (KAFKA_TOPIC='t);", "unterminated string", 1),
     ("\n/* never closed", "unterminated /\\* comment", 2),
+    ("CREATE STREAM S;\n-- the end, no line break", "needs a line break", 2),
+    ("CREATE STREAM `odd;name` (A STRING);", "inside a `…` name", 1),
+    ("\nDROP STREAM \"a;b\";", "inside a \"…\" name", 2),
 ])
-def test_bad_text_is_an_input_error_with_file_and_line(sql: str, message: str, line: int) -> None:
+def test_what_ksql_migrations_cannot_split_is_an_input_error_with_file_and_line(sql: str, message: str,
+                                                                                 line: int) -> None:
     with pytest.raises(InputError, match=message) as err:
         sqltext.split(sql, "V000001__x.sql")
     assert err.value.file == "V000001__x.sql" and err.value.line == line
 
 
-def test_a_trailing_comment_without_newline_and_empty_statements_are_fine() -> None:
-    assert [s.text for s in sqltext.split("A;;\n;-- done", "f")] == ["A;"]
+def test_empty_statements_are_dropped_and_a_commented_last_line_with_a_break_is_fine() -> None:
+    assert [s.text for s in sqltext.split("A;;\n;-- done\n", "f")] == ["A;"]
 
 
-# --- variables and properties ------------------------------------------------------------------
+# --- variables (ksqlDB's VariableSubstitutor and VariableParser) ----------------------------------
+
+def sub(text: str, **variables: str) -> str:
+    return substitute(text, variables, "V000001__x.sql", 1)
+
+
+@pytest.mark.parametrize(("text", "variables", "expected"), [
+    # VariableSubstitutorTest: identifiers go in as they are, quoted or not
+    ("DROP STREAM ${id};", {"id": "_id_"}, "DROP STREAM _id_;"),
+    ("DROP STREAM ${id};", {"id": '"_id_"'}, 'DROP STREAM "_id_";'),
+    ("DROP STREAM ${id};", {"id": "`_id_`"}, "DROP STREAM `_id_`;"),
+    # literals: numbers, booleans, strings
+    ("INSERT INTO ${i} VALUES (${n}, ${b}, ${d}, ${s});", {"i": "_id_", "n": "1", "b": "false", "d": "0.32",
+                                                           "s": "'john'"},
+     "INSERT INTO _id_ VALUES (1, false, 0.32, 'john');"),
+    # a value that tries to end the string stays inside it
+    ("CREATE STREAM S WITH (kafka_topic=${t});", {"t": "'t1', value_format='AVRO'"},
+     "CREATE STREAM S WITH (kafka_topic='t1'', value_format=''AVRO');"),
+    # inside strings: the value with its quotes doubled; undefined stays; $$ escapes
+    ("SET 'x'='topic_${env}';", {"env": "qa"}, "SET 'x'='topic_qa';"),
+    ("SET 'x'='${owner}';", {"owner": "O'Brien"}, "SET 'x'='O''Brien';"),
+    ("SET 'x'='topic_${nope}';", {}, "SET 'x'='topic_${nope}';"),
+    ("SET 'x'='topic_$${env}';", {"env": "qa"}, "SET 'x'='topic_${env}';"),
+    ("SET 'x'='topic_$${${env}}';", {"env": "qa"}, "SET 'x'='topic_${qa}';"),
+    ("SET 'x'='${ENV}';", {"env": "qa"}, "SET 'x'='qa';"),  # names are case-insensitive (ksqlDB's docs)
+    # Connect's placeholders are not variables; quoted names are names
+    ("WITH ('p'='${file:/s.properties:pw}');", {"file": "x"}, "WITH ('p'='${file:/s.properties:pw}');"),
+    ("DROP STREAM `${x}`;", {}, "DROP STREAM `${x}`;"),
+])
+def test_substitution_quotes_values_as_ksqldb_does(text: str, variables: dict[str, str], expected: str) -> None:
+    assert sub(text, **variables) == expected
+
+
+@pytest.mark.parametrize("value", ["EXTENDED _id_", '"EXTENDED _id_"', "s1 (id, name)", "1, 5", "5 and id != 5",
+                                   "@at", "'open", ""])
+def test_a_value_that_is_neither_identifier_nor_literal_is_refused(value: str) -> None:
+    with pytest.raises(VariableError, match="neither an identifier nor a literal") as err:
+        sub("DROP STREAM ${v};", v=value)
+    assert err.value.file == "V000001__x.sql" and err.value.line == 1
+
+
+def test_an_undefined_variable_outside_a_string_is_refused() -> None:
+    with pytest.raises(VariableError, match=r"\$\{table\} is not defined"):
+        sub("CREATE TABLE ${table} AS SELECT 1;")
+    assert sub("SET 'x'='$${table}'; DROP STREAM $${table};") == "SET 'x'='${table}'; DROP STREAM ${table};"
+
+
+def test_a_define_value_is_substituted_then_unquoted(tmp_path: Path) -> None:
+    assert in_string("${pre}bc", {"pre": "a"}) == "abc"
+    sql = "DEFINE pre = 'a';\nDEFINE str = '${pre}bc';\nDROP STREAM ${str};\n"
+    assert [t for t, _, _ in compiled(tmp_path, sql)] == ["DROP STREAM abc;"]
+
+
+@pytest.mark.parametrize("pair", ["novalue", "a=b=c", "a=", "a==", "==", "=b", "1x=y", "a-b=c"])
+def test_command_line_defines_follow_ksql_migrations_parsing(pair: str) -> None:
+    with pytest.raises(HephaestusError, match="--define"):
+        parse_defines((pair,))
+
+
+def test_command_line_defines_are_read_raw_and_once() -> None:
+    assert parse_defines(("Env=local", "q='x'")) == {"env": "local", "q": "'x'"}
+    with pytest.raises(HephaestusError, match="defined twice"):
+        parse_defines(("env=a", "ENV=b"))
+
 
 def test_define_variables_substitute_case_insensitively_per_file(tmp_path: Path) -> None:
     sql = ("DEFINE Topic = 'local.manabie.bob.public.users';\n"
@@ -123,13 +207,6 @@ def test_command_line_defines_start_each_file_and_the_file_may_override(tmp_path
     sql = "CREATE STREAM S WITH (KAFKA_TOPIC='${env}.${org}.bob');\nDEFINE env = 'prod';\nDROP STREAM ${ENV};\n"
     assert [t for t, _, _ in compiled(tmp_path, sql, defines)] == [
         "CREATE STREAM S WITH (KAFKA_TOPIC='local.manabie.bob');", "DROP STREAM prod;"]
-    with pytest.raises(HephaestusError, match="name=value"):
-        parse_defines(("novalue",))
-
-
-def test_connect_placeholders_and_escaped_references_are_left_alone() -> None:
-    text = "'${file:secrets/c.properties:pw}' '$${x}' '${x}'"
-    assert sqltext.substitute(text, {"x": "1"}) == "'${file:secrets/c.properties:pw}' '$${x}' '1'"
 
 
 def test_set_and_unset_become_the_properties_of_later_statements(tmp_path: Path) -> None:
@@ -185,3 +262,31 @@ def test_metadata_statements_are_ksql_migrations_bookkeeping() -> None:
     row = VersionInfo(3, "it's", State.ERROR, "abc", "1", "2", "2", "Failed: 'x'")
     assert insert(names, row, "CURRENT").endswith(
         "VALUES ('CURRENT', '3', 'it''s', 'ERROR', 'abc', '1', '2', '2', 'Failed: ''x''');")
+
+
+# --- info's table ---------------------------------------------------------------------------------
+
+def test_info_is_laid_out_as_ksql_migrations_lays_it_out() -> None:
+    from hephaestus.ksql.operations import InfoResult, InfoRow
+    from hephaestus.ksql.render import info_text
+
+    rows = (InfoRow(1, "some_name_1", State.MIGRATED, "<none>", "N/A", "N/A"),
+            InfoRow(2, "gone", State.MIGRATED, "1", "N/A", "N/A", file="missing"),
+            InfoRow(3, "some_name_3", State.ERROR, "1", "N/A", "N/A", "error reason", file="changed"),
+            InfoRow(4, "some name 4", State.PENDING))
+    # MigrationVersionInfoFormatterTest's expected table, line for line (trailing blanks too).
+    assert info_text(InfoResult("c", "3", rows)) == [
+        "ksqlDB 'c'",
+        "Current migration version: 3",
+        " Version | Name        | State    | Previous Version | Started On | Completed On | Error Reason ",
+        "-" * 96,
+        " 1       | some_name_1 | MIGRATED | <none>           | N/A        | N/A          | N/A          ",
+        " 3       | some_name_3 | ERROR    | 1                | N/A        | N/A          | error reason ",
+        " 4       | some name 4 | PENDING  | N/A              | N/A        | N/A          | N/A          ",
+        "-" * 96,
+        "warning: version 2 (gone) is MIGRATED on the server but has no migration file",
+        "warning: the file of version 3 (some_name_3) changed since it was applied (checksum)"]
+    running = InfoRow(5, "r", State.RUNNING, "4", "1000", "")
+    assert info_text(InfoResult("c", "5", (running,)))[4].split("|")[5] == "              "  # blank, not N/A
+    assert info_text(InfoResult("c", "<none>", ())) == ["ksqlDB 'c'", "Current migration version: <none>",
+                                                        "No migrations files found"]
