@@ -1,17 +1,38 @@
-"""A ksqlDB REST contract stub: a real HTTP server on 127.0.0.1 (ephemeral port).
+"""A ksqlDB REST stub, as strict as the server it stands for: a real HTTP server on 127.0.0.1.
 
-No ksqlDB server can be had on these machines, so hephaestus's ksqlDB support is tested
-against this stub. It reproduces the documented formats, not ksqlDB's engine:
+No ksqlDB server can be had on these machines (no Confluent artifacts on the package
+registries), so hephaestus's ksqlDB support is tested against this stub. It stands for
+**ksqlDB 0.28.2** (Confluent Platform 7.3). Each behaviour, and where it comes from
+(`confluentinc/ksql`; REST = ksqldb-rest-app/src/main/java/io/confluent/ksql/rest):
 
-* `POST /ksql` `{"ksql", "streamsProperties", "commandSequenceNumber"}` → an array of entities
-  with `@type` (`currentStatus` with `commandStatus` and `commandSequenceNumber`, `streams`,
-  `tables`, `connector_info`, …); errors are
-  `{"@type": "statement_error", "error_code": 40001, "message", "statementText", "entities"}` or
-  `generic_error`; a sequence number the server has not reached answers 503 / 50301.
-* `POST /query-stream` (pull queries): a header JSON object with `columnNames`/`columnTypes`,
-  then one JSON array per row, newline-delimited (`application/vnd.ksqlapi.delimited.v1`), or
-  one JSON array when `Accept: application/json`.
-* `GET /info` (`KsqlServerInfo`), `GET /healthcheck`; optional basic auth (401).
+* Formats. `POST /ksql` → an array of entities with `@type`; errors are `statement_error`
+  (with `statementText`, `entities`) or `generic_error`, `error_code` = HTTP status × 100 + n
+  (ksqldb-rest-model …/entity/KsqlErrorMessage.java, Errors.java). `POST /query-stream`: a
+  header object, then one JSON array per row, newline-delimited, or one JSON array for
+  `Accept: application/json` (…/api/server/DelimitedQueryStreamResponseWriter.java).
+* Readiness: while starting (`starting(n)`), every endpoint answers 503 with error 50302 "KSQL
+  is not yet ready to serve requests." (REST/server/state/ServerState.java, ServerStateHandler).
+* Command order: a `commandSequenceNumber` the server has not reached answers 503 / 50301.
+* Command status: CREATE … AS SELECT and INSERT … SELECT answer QUEUED (the server stops
+  waiting at ksql.server.command.response.timeout.ms); the final status is served on `GET
+  /status/<type>/<entity>/<action>` (REST/server/resources/StatusResource.java); an unknown
+  command is 404 / 40400.
+* Fresh tables: the first pull query on a table made by CREATE TABLE … AS SELECT fails with
+  "… is not available yet. Please try again later." (ksqldb-streams …/KsLocator.java;
+  ksql#6249, #8325: right after `ksql-migrations initialize`).
+* Properties: `streamsProperties` must name a ksql, streams, consumer or producer property
+  (LocalPropertyParser: "Not recognizable as …"), and not an immutable one ("Cannot override
+  property …").
+* DDL rules (ksqldb-metastore MetaStoreImpl, ksqldb-engine DdlCommandExec,
+  REST/server/computation/ValidatedCommandFactory): DROP of a source that a query reads is
+  refused (a DROP ends the query writing into it); CREATE OR REPLACE may only add columns at
+  the end; ALTER of a CREATE … AS source is refused; TERMINATE of an unknown query is refused.
+* Connectors (since 0.27, REST/server/execution/ConnectExecutor.java, DropConnectorExecutor):
+  CREATE of an existing one is 409 / 40900, DROP of a missing one 404 / 40400; with IF (NOT)
+  EXISTS a `warning_entity` instead.
+* ASSERT TOPIC/SCHEMA (REST/server/execution/AssertExecutor.java): the server holds the answer
+  up to the statement's TIMEOUT (recorded in `asserted`), then 417 / 41700.
+* Auth: optional basic auth (401).
 
 It keeps streams and tables: `INSERT INTO … VALUES` appends to a stream, and a table created
 `AS SELECT key, LATEST_BY_OFFSET(col) AS col … FROM stream GROUP BY key` follows it, so pull
@@ -30,75 +51,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
-ID = r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)"
+from tests.ksqldb_text import ID, StubError, block, ident, split, top_level, value
+
 KSQL_TYPES = ("application/vnd.ksql.v1+json", "application/json")
-
-
-class StubError(Exception):
-    def __init__(self, status: int, code: int, message: str, kind: str = "statement_error") -> None:
-        super().__init__(message)
-        self.status, self.code, self.message, self.kind = status, code, message, kind
-
-
-def ident(text: str) -> str:
-    """ksqlDB upper-cases unquoted identifiers; back-quoted ones keep their case."""
-    return text[1:-1] if text.startswith("`") else text.upper()
-
-
-def split(sql: str) -> list[str]:
-    """Statements of a request: `;` outside '…' strings and `…` identifiers."""
-    return [part + ";" for part in top_level(sql, ";")]
-
-
-def top_level(text: str, sep: str = ",", angles: bool = False) -> list[str]:
-    """Items separated by `sep` outside quotes and (…) (and <…> of STRUCT<…> when `angles`)."""
-    opening, closing = ("(<", ")>") if angles else ("(", ")")
-    parts, buf, depth, quote = [], [], 0, ""
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'`":
-            quote = ch
-        elif ch in opening:
-            depth += 1
-        elif ch in closing:
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append("".join(buf).strip())
-            buf = []
-            continue
-        buf.append(ch)
-    return [p for p in [*parts, "".join(buf).strip()] if p]
-
-
-def block(text: str) -> tuple[str, str]:
-    """(inside of the leading parenthesis, rest after it)."""
-    depth, quote = 0, ""
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return text[1:i], text[i + 1:].strip()
-    raise StubError(400, 40001, "line 1:1: mismatched input: unbalanced parenthesis")
-
-
-def value(text: str) -> Any:
-    text = text.strip()
-    if text.startswith("'") and text.endswith("'"):
-        return text[1:-1].replace("''", "'")
-    if text.upper() in ("NULL", "TRUE", "FALSE"):
-        return {"NULL": None, "TRUE": True, "FALSE": False}[text.upper()]
-    try:
-        return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
-    except ValueError:
-        raise StubError(400, 40001, f"Failed to prepare statement: unsupported value {text}") from None
 
 
 @dataclass
@@ -110,6 +67,13 @@ class Source:
     rows: list[dict[str, Any]] = field(default_factory=list)
     view: dict[str, dict[str, Any]] = field(default_factory=dict)
     feed: tuple[str, str, list[tuple[str, str]]] | None = None  # stream, key column, (out, in)
+
+
+@dataclass
+class Query:
+    id: str
+    sink: str
+    reads: set[str]
 
 
 @dataclass
@@ -144,6 +108,14 @@ class KsqlStub:
         self._pending: list[tuple[int, str, str, dict[str, Any]]] = []  # visible after, table, key, row
         self._failures: list[Failure] = []
         self._request_failures: list[tuple[str, int, int, str]] = []
+        self.queries: dict[str, Query] = {}
+        self.commands: dict[str, dict[str, Any]] = {}  # commandId → its final status
+        self.queue_commands = True  # CREATE … AS SELECT answers QUEUED; the final status is polled
+        self.fresh: dict[str, int] = {}  # table → pull queries that still find it not queryable
+        self.topics: set[str] = set()  # Kafka topics besides the sources' (for ASSERT TOPIC)
+        self.subjects: set[str] = set()  # Schema Registry subjects (for ASSERT SCHEMA)
+        self.asserted: list[float] = []  # the TIMEOUT of each ASSERT, in seconds
+        self._starting = 0
         self.lock = threading.RLock()
 
     # --- test controls -----------------------------------------------------------------
@@ -157,6 +129,10 @@ class KsqlStub:
                       message: str = "Timed out while waiting for a previous command to execute",
                       times: int = 1) -> None:
         self._request_failures += [(path, status, code, message)] * times
+
+    def starting(self, requests: int) -> None:
+        """Answer the next `requests` requests as a server still starting does."""
+        self._starting = requests
 
     def statements(self) -> list[str]:
         """Every statement received on /ksql, in order."""
@@ -177,6 +153,8 @@ class KsqlStub:
         if isinstance(sequence, int) and sequence > self.sequence:
             raise StubError(503, 50301, "Timed out while waiting for a previous command to execute. "
                             f"command sequence number: {sequence}", "generic_error")
+        for key in body.get("streamsProperties") or {}:
+            _check_property(str(key))
         entities: list[dict[str, Any]] = []
         for statement in split(str(body.get("ksql", ""))):
             try:
@@ -208,19 +186,26 @@ class KsqlStub:
             (rf"CREATE\s+(OR\s+REPLACE\s+)?(STREAM|TABLE)\s+(IF\s+NOT\s+EXISTS\s+)?{ID}\s*(.*)$", self._create),
             (rf"CREATE\s+(SINK|SOURCE)\s+CONNECTOR\s+(IF\s+NOT\s+EXISTS\s+)?{ID}\s+WITH\s*(\(.*\))$", self._connector),
             (rf"INSERT\s+INTO\s+{ID}\s*\((.*?)\)\s*VALUES\s*(\(.*\))$", self._insert),
-            (rf"INSERT\s+INTO\s+{ID}\s+SELECT\b.*$", self._command("stream", "Insert query started")),
+            (rf"INSERT\s+INTO\s+{ID}\s+(SELECT\b.*)$", self._insert_select),
             (rf"DROP\s+(STREAM|TABLE|CONNECTOR)\s+(IF\s+EXISTS\s+)?{ID}(\s+DELETE\s+TOPIC)?$", self._drop),
+            (rf"ALTER\s+(STREAM|TABLE)\s+{ID}\s+(ADD\s.*)$", self._alter),
+            (r"TERMINATE\s+(\S+)$", self._terminate),
             (r"(LIST|SHOW)\s+(STREAMS|TABLES)$", self._list),
             (r"SELECT\b.*$", self._select),
             (r"ASSERT\s+(NOT\s+EXISTS\s+)?(TOPIC|SCHEMA)\s+(.*)$", self._assert),
-            (r"(TERMINATE|PAUSE|RESUME|ALTER|CREATE\s+TYPE|DROP\s+TYPE)\b.*$", self._command("query", "Done")),
+            (r"(PAUSE|RESUME|CREATE\s+TYPE|DROP\s+TYPE)\b.*$", self._command("query", "Done")),
         ]
 
-    def _status(self, text: str, command: str, message: str) -> dict[str, Any]:
+    def _status(self, text: str, command: str, message: str, query: str | None = None) -> dict[str, Any]:
         self.sequence += 1
+        final = {"status": "SUCCESS", "message": message, "queryId": query}
+        self.commands[command] = final
+        # A persistent query's command is answered before it runs (QUEUED), as the server does
+        # when it stops waiting; its final status is then on GET /status/<commandId>.
+        shown = {"status": "QUEUED", "message": "Statement written to command topic", "queryId": None} \
+            if query and self.queue_commands else final
         return {"@type": "currentStatus", "statementText": text, "commandId": command,
-                "commandStatus": {"status": "SUCCESS", "message": message}, "commandSequenceNumber": self.sequence,
-                "warnings": []}
+                "commandStatus": shown, "commandSequenceNumber": self.sequence, "warnings": []}
 
     def _command(self, kind: str, message: str) -> Any:
         return lambda text, match: [self._status(text, f"{kind}/generic/execute", message)]
@@ -235,13 +220,31 @@ class KsqlStub:
         columns, rest = self._columns(rest)
         props, rest = self._with(rest)
         source = Source(name, kind, str(props.get("KAFKA_TOPIC", name)), columns)
-        if rest.upper().startswith("AS"):
-            self._as_select(source, rest[2:].strip())
+        reads = self._as_select(source, rest[2:].strip()) if rest.upper().startswith("AS") else None
+        old = self.sources.get(name)
+        if old is not None:
+            _upgradeable(old, source)
         self.sources[name] = source
         if source.feed:  # a new table starts from the stream's whole history
             for row in self.sources[source.feed[0]].rows:
                 self._fold(source, row, visible_after=-1)
-        return [self._status(text, f"{kind.lower()}/{name}/create", f"{kind.title()} created")]
+        query = None
+        if reads is not None:
+            query = next((q.id for q in self.queries.values() if q.sink == name),
+                         f"{'CTAS' if kind == 'TABLE' else 'CSAS'}_{name}_{len(self.queries) + 1}")
+            self.queries[query] = Query(query, name, reads)
+            if kind == "TABLE" and old is None:
+                self.fresh[name] = 1  # not queryable until its state store is up
+        return [self._status(text, f"{kind.lower()}/`{name}`/create", f"{kind.title()} created", query)]
+
+    def _insert_select(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
+        target = ident(m[1])
+        if target not in self.sources:
+            raise StubError(400, 40001, f"Sink does not exist for the INSERT INTO statement: {target}")
+        scratch = Source(target, "STREAM", target)
+        query = f"INSERTQUERY_{len(self.queries) + 1}"
+        self.queries[query] = Query(query, target, self._as_select(scratch, m[2]))
+        return [self._status(text, f"stream/`{target}`/create", "Insert query started", query)]
 
     def _columns(self, rest: str) -> tuple[list[tuple[str, str, bool]], str]:
         """`(NAME TYPE [KEY | PRIMARY KEY], …)` of CREATE STREAM/TABLE: names and key flags."""
@@ -265,13 +268,16 @@ class KsqlStub:
             props[key.strip("'\"`") if key[0] in "'\"`" else key.upper()] = value(raw)
         return props
 
-    def _as_select(self, source: Source, select: str) -> None:
+    def _as_select(self, source: Source, select: str) -> set[str]:
+        """Reads the query's output columns (and how a table follows its stream) into `source`;
+        the sources the query reads."""
         m = re.match(rf"SELECT\s+(.*?)\s+FROM\s+{ID}(.*)$", select, re.I | re.S)
         if not m:
             raise StubError(400, 40001, "line 1:1: Syntax Error in AS SELECT")
-        for found in [m[2], *re.findall(rf"\bJOIN\s+{ID}", m[3], re.I)]:
-            if ident(found) not in self.sources:
-                raise StubError(400, 40001, f"{ident(found)} does not exist.")
+        reads = {ident(found) for found in [m[2], *re.findall(rf"\bJOIN\s+{ID}", m[3], re.I)]}
+        for found in sorted(reads):
+            if found not in self.sources:
+                raise StubError(400, 40001, f"{found} does not exist.")
         items = top_level(m[1])
         source.columns = [(self._alias(i), "STRING", False) for i in items]
         group = re.search(rf"GROUP\s+BY\s+{ID}\s*$", m[3], re.I)
@@ -280,6 +286,7 @@ class KsqlStub:
             key = ident(group[1])
             source.feed = (ident(m[2]), key, [(ident(o[2]), ident(o[1])) for o in outputs if o])
             source.columns[0] = (key, "STRING", True)
+        return reads
 
     @staticmethod
     def _alias(item: str) -> str:
@@ -288,9 +295,11 @@ class KsqlStub:
 
     def _connector(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
         name = ident(m[3])
-        if name in self.connectors and not m[2]:
-            return [{"@type": "error_entity", "statementText": text,
-                     "errorMessage": f"Failed to create connector: Connector {name} already exists"}]
+        if name in self.connectors:
+            if m[2]:
+                return [{"@type": "warning_entity", "statementText": text,
+                         "message": f"Connector {name} already exists"}]
+            raise StubError(409, 40900, f"Connector {name} already exists")
         config = self._properties(block(m[4])[0])
         self.connectors[name] = config
         return [{"@type": "connector_info", "statementText": text, "warnings": [],
@@ -332,12 +341,51 @@ class KsqlStub:
     def _drop(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
         kind, name = m[1].upper(), ident(m[3])
         if kind == "CONNECTOR":
-            self.connectors.pop(name, None)
-            return [{"@type": "drop_connector", "statementText": text, "connectorName": name, "warnings": []}]
+            return self._drop_connector(text, name, bool(m[2]))
         if name not in self.sources and not m[2]:
             raise StubError(400, 40001, f"{kind.title()} {name} does not exist.")
+        readers = sorted(q.id for q in self.queries.values() if name in q.reads and q.sink != name)
+        if readers:
+            raise StubError(400, 40001, f"Cannot drop {name}.\nThe following queries read from this source: "
+                            f"[{', '.join(readers)}].\nThe following queries write into this source: [].\n"
+                            f"You need to terminate them before dropping {name}.")
+        self.queries = {i: q for i, q in self.queries.items() if q.sink != name}  # DROP ends its writer
         self.sources.pop(name, None)
-        return [self._status(text, f"{kind.lower()}/{name}/drop", f"Source {name} dropped")]
+        return [self._status(text, f"{kind.lower()}/`{name}`/drop", f"Source {name} dropped")]
+
+    def _drop_connector(self, text: str, name: str, if_exists: bool) -> list[dict[str, Any]]:
+        if name not in self.connectors:
+            if if_exists:
+                return [{"@type": "warning_entity", "statementText": text,
+                         "message": f"Connector '{name}' does not exist."}]
+            raise StubError(404, 40400, f"Failed to drop connector: Connector {name} not found")
+        self.connectors.pop(name)
+        return [{"@type": "drop_connector", "statementText": text, "connectorName": name, "warnings": []}]
+
+    def _alter(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
+        kind, name = m[1].upper(), ident(m[2])
+        source = self.sources.get(name)
+        if source is None:
+            raise StubError(400, 40001, f"Source {name} does not exist.")
+        if any(q.sink == name for q in self.queries.values()):
+            raise StubError(400, 40001, "ALTER command is not supported for CREATE ... AS statements.")
+        if source.kind != kind:
+            raise StubError(400, 40001, f"Incompatible data source type is {source.kind}, but statement was "
+                            f"ALTER {kind}")
+        for item in top_level(m[3]):
+            column = ident(re.sub(r"^ADD\s+(COLUMN\s+)?", "", item.strip(), flags=re.I).split()[0])
+            if column in {c[0] for c in source.columns}:
+                raise StubError(400, 40001, f"Cannot add column {column} to schema. A column with the same "
+                                "name already exists.")
+            source.columns.append((column, "STRING", False))
+        return [self._status(text, f"{kind.lower()}/`{name}`/alter", f"{kind.title()} altered")]
+
+    def _terminate(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
+        query = m[1].upper()
+        if query != "ALL" and query not in self.queries:
+            raise StubError(400, 40001, f"Unknown queryId: {query}")
+        self.queries = {} if query == "ALL" else {i: q for i, q in self.queries.items() if i != query}
+        return [self._status(text, f"terminate/{query}/execute", "Query terminated.")]
 
     def _list(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
         kind = m[2].lower()
@@ -350,9 +398,20 @@ class KsqlStub:
                         "endpoint '/query':\n\t* PRINT\n\t* SELECT")
 
     def _assert(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
-        subject = m[3].split()[0].strip("'`")
-        kind = m[2].lower()
-        return [{"@type": f"assert_{kind}", "statementText": text, f"{kind}Name": subject, "exists": not m[1]}]
+        kind, absent, rest = m[2].lower(), bool(m[1]), m[3]
+        timeout = re.search(r"\bTIMEOUT\s+(\d+)\s+(\w+)", rest, re.I)
+        self.asserted.append(_seconds(int(timeout[1]), timeout[2]) if timeout else 1.0)  # assert default: 1 s
+        if kind == "topic":
+            raw = rest.split()[0]
+            subject = raw.strip("'") if raw.startswith("'") else ident(raw)
+            known = {s.topic for s in self.sources.values()} | self.topics
+        else:
+            found = re.search(r"SUBJECT\s+'([^']*)'", rest, re.I)
+            subject, known = (found[1] if found else ""), self.subjects
+        if (subject in known) == absent:
+            what = "Topic" if kind == "topic" else "Schema with subject name"
+            raise StubError(417, 41700, f"{what} {subject} {'exists' if absent else 'does not exist'}")
+        return [{"@type": f"assert_{kind}", "statementText": text, f"{kind}Name": subject, "exists": not absent}]
 
     # --- /query-stream -------------------------------------------------------------------
 
@@ -366,6 +425,10 @@ class KsqlStub:
         table = self.sources.get(ident(m[2]))
         if table is None or table.kind != "TABLE":
             raise StubError(400, 40001, f"{ident(m[2])} does not exist or is not a table.")
+        if self.fresh.get(table.name):
+            self.fresh[table.name] -= 1
+            raise StubError(400, 40000, f"Materialized data for key [CURRENT] is not available yet. "
+                            "Please try again later.", "generic_error")
         names = [c[0] for c in table.columns] if m[1].strip() == "*" else [ident(c) for c in top_level(m[1])]
         missing = [n for n in names if n not in {c[0] for c in table.columns}]
         if missing:
@@ -384,6 +447,40 @@ class KsqlStub:
         if inside:
             return key in {str(value(v)) for v in top_level(block(inside[2])[0])}
         raise StubError(400, 40001, f"Unsupported pull query condition: {clause}")
+
+
+# LocalPropertyParser: what a request may set, and what no request may (KsqlEngine's immutable ones).
+_STREAMS_PROPERTIES = frozenset({"auto.offset.reset", "commit.interval.ms", "cache.max.bytes.buffering",
+                                 "num.stream.threads", "processing.guarantee", "buffered.records.per.partition",
+                                 "max.task.idle.ms", "statestore.cache.max.bytes"})
+_PREFIXES = ("ksql.", "consumer.", "producer.", "ksql.streams.")
+_IMMUTABLE = frozenset({"ksql.service.id", "bootstrap.servers", "ksql.streams.bootstrap.servers",
+                        "ksql.connect.url", "ksql.schema.registry.url"})
+
+
+def _check_property(key: str) -> None:
+    if key in _IMMUTABLE:
+        raise StubError(400, 40000, f"Cannot override property '{key}'")
+    if key not in _STREAMS_PROPERTIES and not key.startswith(_PREFIXES):
+        raise StubError(400, 40000, f"Not recognizable as ksql, streams, consumer, or producer property: '{key}'")
+
+
+def _upgradeable(old: Source, new: Source) -> None:
+    """CREATE OR REPLACE may add columns at the end, nothing else (MetaStoreImpl.putSource)."""
+    if old.kind != new.kind:
+        raise StubError(400, 40001, f"Cannot add {new.kind.lower()} '{new.name}': A {old.kind.lower()} with the "
+                        "same name already exists")
+    before, after = [c[0] for c in old.columns], [c[0] for c in new.columns]
+    if after[:len(before)] != before:
+        changed = [c for i, c in enumerate(before) if i >= len(after) or after[i] != c]
+        raise StubError(400, 40001, f"Cannot upgrade data source: DataSource '`{old.name}`' has schema = "
+                        f"{before} which is not upgradeable to {after} (The following columns are changed, "
+                        f"missing or reordered: [{', '.join(f'`{c}` STRING' for c in changed)}])")
+
+
+def _seconds(n: int, unit: str) -> float:
+    scale = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+    return n * scale.get(unit.upper().rstrip("S"), 1)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -415,6 +512,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _checks(self, path: str) -> None:
         stub = self.stub
+        if stub._starting > 0:
+            stub._starting -= 1
+            raise StubError(503, 50302, "KSQL is not yet ready to serve requests.", "generic_error")
         if stub.credentials is not None:
             token = base64.b64encode(":".join(stub.credentials).encode()).decode()
             if self.headers.get("Authorization") != f"Basic {token}":
@@ -438,6 +538,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*stub.ksql(body))
         elif (self.command, path) == ("POST", "/query-stream"):
             self._rows(*stub.pull(body))
+        elif self.command == "GET" and path.startswith("/status/"):
+            command = unquote(path[len("/status/"):])
+            if command not in stub.commands:
+                raise StubError(404, 40400, "Command not found", "generic_error")
+            self._send(200, stub.commands[command])
         else:
             raise StubError(404, 40400, f"no endpoint {self.command} {path}", "generic_error")
 

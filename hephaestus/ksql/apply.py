@@ -133,7 +133,7 @@ def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str
 def _run(store: MetadataStore, file: MigrationFile, statement: Statement, running: VersionInfo,
          options: Options) -> None:
     try:
-        store.client.execute(statement.text, dict(statement.properties))
+        store.client.execute(statement.text, dict(statement.properties), waits_s=statement.waits_s)
     except KsqlError as exc:
         said = sqltext.redact(exc.server_message, sqltext.sensitive_values(statement.text))
         # ksql-migrations' wording, quoting the statement as the file has it (masked: no secret in a row)

@@ -4,27 +4,40 @@
 Every `/ksql` request carries the highest `commandSequenceNumber` seen so far, so the server
 runs it only after the earlier commands have: a statement never races the one before it.
 Request bodies are never logged nor put in messages (statements may carry secrets).
+
+What a real server does that a client must wait out, each within a bound (RetryPolicy):
+* every endpoint answers 503 (error 50302) until the server is ready (ServerStateHandler);
+* a command may answer QUEUED/PARSING/EXECUTING: its final status is polled on
+  `GET /status/<commandId>` (StatusResource);
+* a table created a moment ago is not queryable yet ("… is not available yet", "Cannot
+  determine which host …", ksql#6249, #8325): pull queries are asked again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import ssl
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from hephaestus.ksql.errors import Call, KsqlError, KsqlStatementError, from_status, from_transport
+from hephaestus.polling import Bound, until
 
 _log = logging.getLogger("hephaestus.ksql")
 
 KSQL_JSON = "application/vnd.ksql.v1+json"
 DELIMITED = "application/vnd.ksqlapi.delimited.v1"
+_PENDING = frozenset({"QUEUED", "PARSING", "EXECUTING"})  # CommandStatus.Status before a final one
+_NOT_QUERYABLE = re.compile(r"not available yet|cannot determine which host|(?:isn't|is not) queryable", re.I)
 
 
 @dataclass(frozen=True)
@@ -37,10 +50,19 @@ class RetryPolicy:
     initial_wait: float = 0.5
     max_wait: float = 8.0
     jitter: float = 0.5
+    ready_timeout_s: float = 120.0  # a starting server (503, error 50302): how long to wait for it
+    settle_timeout_s: float = 60.0  # a command still running, a fresh table not queryable yet
+    poll_s: float = 1.0
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
 
     @classmethod
     def immediate(cls, attempts: int = 5) -> RetryPolicy:
-        return cls(attempts=attempts, initial_wait=0.0, max_wait=0.0, jitter=0.0)
+        return cls(attempts=attempts, initial_wait=0.0, max_wait=0.0, jitter=0.0, ready_timeout_s=1.0,
+                   settle_timeout_s=1.0, poll_s=0.01)
+
+    def bound(self, timeout_s: float, first_s: float | None = 0.1) -> Bound:
+        return Bound(timeout_s, self.poll_s, self.clock, self.sleep, first_s)
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,7 @@ class _Request:
     idempotent: bool = True
     accept: str = KSQL_JSON
     content_type: str = KSQL_JSON  # /ksql's versioned type; the streaming API takes plain JSON
+    timeout: float | None = None  # longer than the client's for a statement that waits on the server
 
 
 class KsqlClient:
@@ -67,7 +90,7 @@ class KsqlClient:
     def __init__(self, base_url: str, *, name: str = "default", auth: tuple[str, str] | None = None,
                  verify: bool | ssl.SSLContext = True, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None, retry: RetryPolicy = RetryPolicy()) -> None:
-        self.name, self._retry = name, retry
+        self.name, self._retry, self._timeout = name, retry, timeout
         self.last_sequence: int | None = None
         self.requests = 0
         self._server = str(httpx.URL(base_url).copy_with(username=None, password=None))
@@ -99,25 +122,58 @@ class KsqlClient:
         return isinstance(doc, dict) and doc.get("isHealthy") is True
 
     def execute(self, sql: str, properties: Mapping[str, str] | None = None, *,
-                idempotent: bool = False) -> list[dict[str, Any]]:
-        """Run statement(s) on `/ksql`; the answer's entities. A statement ksqlDB refuses or
-        fails raises KsqlStatementError. Writes are not re-sent after an ambiguous failure."""
+                idempotent: bool = False, waits_s: float = 0.0) -> list[dict[str, Any]]:
+        """Run statement(s) on `/ksql`; the answer's entities, once every command is final. A
+        statement ksqlDB refuses or fails raises KsqlStatementError. Writes are not re-sent
+        after an ambiguous failure. `waits_s`: how long the server may hold the answer (ASSERT …
+        TIMEOUT), added to the read timeout."""
         body: dict[str, Any] = {"ksql": sql, "streamsProperties": dict(properties or {})}
         if self.last_sequence is not None:
             body["commandSequenceNumber"] = self.last_sequence
-        doc = self._json(_Request("POST", "/ksql", body, idempotent))
+        timeout = self._timeout + waits_s if waits_s else None
+        doc = self._json(_Request("POST", "/ksql", body, idempotent, timeout=timeout))
         entities = doc if isinstance(doc, list) else []
         self._note_sequence(entities)
+        self._settle(entities)
         self._raise_failed(entities)
         return entities
 
     def pull(self, sql: str) -> list[dict[str, Any]]:
-        """A pull query on `/query-stream`: rows as {COLUMN: value}."""
-        response = self._call(_Request("POST", "/query-stream", {"sql": sql, "properties": {}},
-                                       accept=DELIMITED, content_type="application/json"))
-        return self._rows(response)
+        """A pull query on `/query-stream`: rows as {COLUMN: value}; asked again while the table
+        is not queryable yet (a table created a moment ago), within the settle bound."""
+        refused: list[KsqlError] = []
+
+        def once() -> list[dict[str, Any]] | None:
+            try:
+                return self._rows(self._call(_Request("POST", "/query-stream", {"sql": sql, "properties": {}},
+                                                      accept=DELIMITED, content_type="application/json")))
+            except KsqlError as exc:
+                if not _NOT_QUERYABLE.search(exc.server_message):
+                    raise
+                refused[:] = [exc]
+                return None
+        rows = until(once, self._retry.bound(self._retry.settle_timeout_s))
+        if rows is None:
+            raise refused[0]
+        return rows
 
     # --- answers -----------------------------------------------------------------------
+
+    def _settle(self, entities: list[Any]) -> None:
+        """A command answered before it finished (QUEUED, EXECUTING …): its final status, polled."""
+        for e in entities:
+            status = e.get("commandStatus") if isinstance(e, dict) else None
+            if isinstance(status, dict) and status.get("status") in _PENDING:
+                command = str(e.get("commandId", ""))
+                final = until(lambda: self._final(command), self._retry.bound(self._retry.settle_timeout_s))
+                if final is None:
+                    raise KsqlError(f"command {command} still {status.get('status')} after "
+                                    f"{self._retry.settle_timeout_s:g} s", self._where("GET", "/status"))
+                e["commandStatus"] = final
+
+    def _final(self, command: str) -> dict[str, Any] | None:
+        doc = self._json(_Request("GET", "/status/" + quote(command, safe="/")))
+        return doc if isinstance(doc, dict) and doc.get("status") not in _PENDING else None
 
     def _note_sequence(self, entities: list[Any]) -> None:
         numbers = [e.get("commandSequenceNumber") for e in entities if isinstance(e, dict)]
@@ -165,6 +221,25 @@ class KsqlClient:
             raise self._unexpected(req.method, req.path, "answer is not JSON") from exc
 
     def _call(self, req: _Request) -> httpx.Response:
+        """Send `req`; while the server is not ready yet (503, error 50302), again within the
+        readiness bound."""
+        starting: list[KsqlError] = []
+
+        def once() -> httpx.Response | None:
+            try:
+                return self._retried(req)
+            except KsqlError as exc:
+                if not exc.not_ready:
+                    raise
+                starting[:] = [exc]
+                return None
+        response = until(once, self._retry.bound(self._retry.ready_timeout_s, first_s=None))
+        if response is None:
+            starting[0].still_not_ready(self._retry.ready_timeout_s)
+            raise starting[0]
+        return response
+
+    def _retried(self, req: _Request) -> httpx.Response:
         """Send `req`; what failed transiently (or ambiguously, for a read) is sent again."""
         attempts = 0
         try:
@@ -182,7 +257,8 @@ class KsqlClient:
         policy = self._retry
         wait = wait_exponential_jitter(multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter)
         retry = retry_if_exception(lambda e: isinstance(e, KsqlError) and e.retryable(idempotent))
-        return Retrying(stop=stop_after_attempt(policy.attempts), wait=wait, retry=retry, reraise=True)
+        return Retrying(stop=stop_after_attempt(policy.attempts), wait=wait, retry=retry, reraise=True,
+                        sleep=policy.sleep)
 
     def _once(self, req: _Request) -> httpx.Response:
         headers = {"Accept": req.accept}
@@ -192,7 +268,8 @@ class KsqlClient:
             content = json.dumps(req.body).encode()
         self.requests += 1
         try:
-            response = self._http.request(req.method, req.path, content=content, headers=headers)
+            response = self._http.request(req.method, req.path, content=content, headers=headers,
+                                          timeout=req.timeout if req.timeout else httpx.USE_CLIENT_DEFAULT)
         except httpx.TransportError as exc:
             _log.debug("%s %s -> %s", req.method, req.path, type(exc).__name__)
             raise from_transport(exc, self._where(req.method, req.path)) from exc

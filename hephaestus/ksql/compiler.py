@@ -25,6 +25,15 @@ _SET = re.compile(rf"\s*SET\s+{_QUOTED}\s*=\s*{_QUOTED}\s*;\s*", re.IGNORECASE |
 _UNSET = re.compile(rf"\s*UNSET\s+{_QUOTED}\s*;\s*", re.IGNORECASE | re.DOTALL)
 # Statements that read rather than migrate; ksql-migrations refuses them too.
 _UNSUPPORTED = ("DESCRIBE", "EXPLAIN", "SELECT", "PRINT", "SHOW", "LIST")
+# Statements ksql-migrations sends without the SET properties (its Java client has calls of
+# their own for them: insertInto, createConnector/dropConnector, assertTopic/assertSchema); a
+# property on them is at best ignored, at worst refused.
+_BARE = re.compile(r"(CREATE\s+(SOURCE|SINK)\s+CONNECTOR|DROP\s+CONNECTOR|ASSERT)\b", re.IGNORECASE)
+_INSERT_VALUES = re.compile(rf"INSERT\s+INTO\s+(`[^`]*`|\"[^\"]*\"|{_NAME})\s*(\((?P<columns>.*?)\))?\s*"
+                            r"VALUES\s*(?P<values>.*?)\s*;\s*", re.IGNORECASE | re.DOTALL)
+_TIMEOUT = re.compile(r"\bTIMEOUT\s+([0-9]+)\s+(MILLISECONDS?|SECONDS?|MINUTES?|HOURS?|DAYS?)\b", re.IGNORECASE)
+_UNIT_S = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+ASSERT_DEFAULT_S = 1.0  # ksql.assert.topic.default.timeout.ms / ksql.assert.schema.default.timeout.ms
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,7 @@ class Statement:
     line: int
     properties: tuple[tuple[str, str], ...] = ()  # SET in effect: the request's streamsProperties
     raw: str = ""  # the text as the file has it (comments removed): what an ERROR row quotes
+    waits_s: float = 0.0  # how long the server may hold the answer (an ASSERT's TIMEOUT)
 
     @property
     def shown(self) -> str:
@@ -70,7 +80,32 @@ def _command(raw: sqltext.RawStatement, scope: _Scope, source: str) -> Statement
         return None
     _check_supported(first, words, raw, source)
     text = variables.substitute(raw.text, scope.variables, source, raw.line)
-    return Statement(text, raw.line, tuple(sorted(scope.properties.items())), raw.raw or raw.text)
+    if first == "INSERT":
+        _check_insert_values(text, raw, source)
+    bare = bool(_BARE.match(text)) or _INSERT_VALUES.fullmatch(text) is not None
+    properties = () if bare else tuple(sorted(scope.properties.items()))
+    return Statement(text, raw.line, properties, raw.raw or raw.text, _waits(text) if first == "ASSERT" else 0.0)
+
+
+def _check_insert_values(text: str, raw: sqltext.RawStatement, source: str) -> None:
+    """ksql-migrations parses an INSERT … VALUES before it runs anything: columns and values
+    must pair up (`INSERT … SELECT` is an ordinary statement)."""
+    found = _INSERT_VALUES.fullmatch(text)
+    if found is None:
+        return
+    values = found.group("values")
+    if not (values.startswith("(") and values.endswith(")")):
+        raise InputError(source, f"invalid INSERT VALUES statement: {sqltext.preview(raw.text)}", line=raw.line)
+    if found.group("columns") is not None:
+        columns, given = len(sqltext.top_level(found.group("columns"))), len(sqltext.top_level(values[1:-1]))
+        if columns != given:
+            raise InputError(source, "Invalid `INSERT VALUES` statement. Number of columns and values must "
+                             f"match. Got: Columns: {columns}. Values: {given}.", line=raw.line)
+
+
+def _waits(text: str) -> float:
+    found = _TIMEOUT.search(text)
+    return int(found.group(1)) * _UNIT_S[found.group(2).upper().rstrip("S")] if found else ASSERT_DEFAULT_S
 
 
 def _match(pattern: re.Pattern[str], raw: sqltext.RawStatement, source: str) -> re.Match[str]:

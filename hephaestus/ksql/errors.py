@@ -17,8 +17,12 @@ from hephaestus.errors import HephaestusError
 
 BAD_STATEMENT = 40001
 HTTP2_ONLY = 40004
+NOT_READY = 50302  # the server is starting: every endpoint answers this until it is ready
 # Refused before anything ran: safe to send again, even a write.
-_NOT_RUN = frozenset({42901, 50301, 50302, 50303})
+_NOT_RUN = frozenset({42901, 50301, 50303})
+# Since ksqlDB 0.27 a connector statement fails with Connect's own status (409 exists, 404
+# missing …) and an ASSERT that times out answers 417: the statement's failure, not the server's.
+_STATEMENT_STATUS = frozenset({400, 404, 409, 417})
 _NOT_RUN_STATUS = frozenset({429, 503})
 # A proxy gave up waiting: the server may have run it. Only reads are sent again.
 _MAYBE_RUN_STATUS = frozenset({502, 504})
@@ -42,10 +46,20 @@ class KsqlError(HephaestusError):
         self.status, self.error_code = status, error_code
         self.transient, self.ambiguous = transient, ambiguous
         self.attempts = 1
+        self.waited_s: float | None = None  # how long a not-ready server was waited for
         super().__init__(self._render())
 
+    @property
+    def not_ready(self) -> bool:
+        """The server is starting (503 with 50302, or a bare 503 before its handlers exist)."""
+        return self.error_code == NOT_READY or (self.status == 503 and self.error_code is None)
+
     def retryable(self, idempotent: bool) -> bool:
-        return self.transient or (self.ambiguous and idempotent)
+        return not self.not_ready and (self.transient or (self.ambiguous and idempotent))
+
+    def still_not_ready(self, waited_s: float) -> None:
+        self.waited_s = waited_s
+        self.args = (self._render(),)
 
     def hint(self) -> str:
         if self.status in (401, 403):
@@ -63,6 +77,8 @@ class KsqlError(HephaestusError):
         code = "" if self.error_code is None else f"error {self.error_code}"
         detail = ", ".join(x for x in (status, code) if x)
         tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
+        if self.waited_s is not None:
+            tries = f", still not ready after {self.waited_s:g} s"
         return (f"ksqlDB '{self.call.cluster}': {self.call.method} {self.call.path} failed{tries}"
                 f"{f' ({detail})' if detail else ''}: {self.server_message} — {self.hint()}")
 
@@ -83,7 +99,7 @@ def from_status(status: int, doc: Any, reason: str, call: Call) -> KsqlError:
         return KsqlError(message, call, status, code, transient=True)
     if status in _MAYBE_RUN_STATUS:
         return KsqlError(message, call, status, code, ambiguous=True)
-    if status == 400 and code != HTTP2_ONLY:
+    if status in _STATEMENT_STATUS and code != HTTP2_ONLY and call.path == "/ksql":
         return KsqlStatementError(message, call, status, code)
     return KsqlError(message, call, status, code)
 

@@ -216,11 +216,32 @@ def test_a_failure_mid_file_is_recorded_as_error_and_the_next_apply_resumes_ther
     assert ksql.state("CURRENT")["VERSION"] == "3"
 
 
-def test_a_bad_file_stops_the_run_before_anything_is_sent(ksql: Ksql) -> None:
-    ksql.write("V000004__peek.sql", "CREATE STREAM A WITH (KAFKA_TOPIC='a');\nSELECT * FROM A;\n")
+@pytest.mark.parametrize(("second", "message"), [
+    ("SELECT * FROM A;", "SELECT statements cannot"),
+    ("CREATE TABLE ${tbl} AS SELECT * FROM A;", "${tbl} is not defined"),
+    ("INSERT INTO A (X, Y) VALUES (1);", "Columns: 2. Values: 1."),
+    ("DROP STREAM `a;b`;", "inside a `…` name"),
+])
+def test_a_bad_file_stops_the_run_before_anything_is_sent(ksql: Ksql, second: str, message: str) -> None:
+    ksql.write("V000004__peek.sql", "CREATE STREAM A WITH (KAFKA_TOPIC='a');\n" + second + "\n")
     result = ksql.cli("ksql", "apply", "--all")
-    assert result.code == 1 and "V000004__peek.sql:2" in result.err and "SELECT statements cannot" in result.err
-    assert ksql.stub.requests == []
+    assert result.code == 1 and "V000004__peek.sql:2" in result.err and message in result.err, result.err
+    assert ksql.stub.requests == []  # not even the files before it, nor a RUNNING row
+
+
+def test_a_variable_cannot_inject_sql(ksql: Ksql) -> None:
+    ksql.write("V000004__topic.sql", "CREATE STREAM T4 WITH (KAFKA_TOPIC=${t}, VALUE_FORMAT='JSON');\n")
+    ksql.cli("ksql", "init")
+    # ksql-migrations reads -d with Java's split("="): a value with '=' is refused outright
+    assert ksql.cli("ksql", "apply", "--all", "-d", "t='t1', value_format='AVRO'").code == 1
+    refused = ksql.cli("ksql", "apply", "--all", "-d", "t=x); DROP STREAM T4; --")
+    assert refused.code == 1 and "neither an identifier nor a literal" in refused.err
+    assert "T4" not in ksql.stub.sources
+    ksql.write("V000004__topic.sql", "DEFINE t = '''t1'', value_format=''AVRO''';\n"
+               "CREATE STREAM T4 WITH (KAFKA_TOPIC=${t}, VALUE_FORMAT='JSON');\n")
+    result = ksql.cli("ksql", "apply", "--all")
+    assert result.code == 0, result.err
+    assert ksql.stub.sources["T4"].topic == "t1', value_format='AVRO"  # one odd topic name, no second key
 
 
 def test_variables_from_the_command_line_and_define(ksql: Ksql) -> None:
@@ -368,4 +389,4 @@ def test_assert_and_drop_connector_statements_apply(ksql: Ksql) -> None:
     ksql.cli("ksql", "init")
     result = ksql.cli("ksql", "apply", "--all")
     assert result.code == 0, result.err
-    assert "migrated 4 checks (2 statements)" in result.out
+    assert "migrated 4 checks (2 statements)" in result.out and ksql.stub.asserted == [3.0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -44,7 +45,7 @@ def test_each_statement_request_carries_the_last_command_sequence_number(stub: K
         c.execute("CREATE TABLE T AS SELECT ID, LATEST_BY_OFFSET(NAME) AS NAME FROM USERS GROUP BY ID;",
                   {"auto.offset.reset": "earliest"})
         c.execute("LIST STREAMS;")
-    bodies = [r.body for r in stub.requests]
+    bodies = [r.body for r in stub.requests if r.path == "/ksql"]
     assert "commandSequenceNumber" not in bodies[0]
     assert [b.get("commandSequenceNumber") for b in bodies[1:]] == [1, 2]
     assert bodies[1]["streamsProperties"] == {"auto.offset.reset": "earliest"}
@@ -108,7 +109,7 @@ def test_http2_only_servers_get_a_hint() -> None:
         c.pull("SELECT A FROM T;")
 
 
-@pytest.mark.parametrize(("status", "code"), [(503, 50301), (503, 50302), (429, 42901)])
+@pytest.mark.parametrize(("status", "code"), [(503, 50301), (503, 50302), (429, 42901), (503, 0)])
 def test_requests_the_server_refused_before_running_are_retried(stub: KsqlStub, status: int, code: int) -> None:
     stub.fail_requests("/ksql", status, code, times=2)
     with client(stub.url) as c:
@@ -117,9 +118,46 @@ def test_requests_the_server_refused_before_running_are_retried(stub: KsqlStub, 
 
 
 def test_retries_are_bounded_and_the_message_says_so(stub: KsqlStub) -> None:
-    stub.fail_requests("/info", 503, 50302, "Server initializing", times=5)
-    with client(stub.url, attempts=3) as c, pytest.raises(KsqlError, match="after 3 attempts.*Server initializing"):
+    stub.fail_requests("/info", 503, 50301, "Timed out waiting for a previous command", times=5)
+    with client(stub.url, attempts=3) as c, pytest.raises(KsqlError, match="after 3 attempts.*previous command"):
         c.info()
+
+
+class FakeTime:
+    """A clock that moves only when the client sleeps: bounds are proven without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def timed(t: FakeTime, **bounds: float) -> RetryPolicy:
+    return replace(RetryPolicy.immediate(3), clock=t.clock, sleep=t.sleep, **bounds)  # type: ignore[arg-type]
+
+
+NOT_READY = "KSQL is not yet ready to serve requests."  # ServerState's message with 503 / 50302
+
+
+def test_a_starting_server_is_waited_for_within_the_readiness_bound(stub: KsqlStub) -> None:
+    stub.fail_requests("/info", 503, 50302, NOT_READY, times=12)  # more than the 3 attempts
+    t = FakeTime()
+    with KsqlClient(stub.url, name="lmsdwh", retry=timed(t, ready_timeout_s=30, poll_s=2)) as c:
+        assert c.info().version == "0.28.2"
+    assert [r.path for r in stub.requests].count("/info") == 13 and t.now == 24
+
+
+def test_a_server_that_never_gets_ready_is_named_once_the_bound_is_spent(stub: KsqlStub) -> None:
+    stub.fail_requests("/info", 503, 50302, NOT_READY, times=100)
+    t = FakeTime()
+    with KsqlClient(stub.url, name="lmsdwh", retry=timed(t, ready_timeout_s=10, poll_s=2)) as c, \
+            pytest.raises(KsqlError, match="still not ready after 10 s.*not yet ready") as err:
+        c.info()
+    assert err.value.not_ready and t.now == 10 and [r.path for r in stub.requests].count("/info") == 6
 
 
 def test_a_gateway_timeout_is_retried_for_reads_but_never_for_a_statement(stub: KsqlStub) -> None:
@@ -131,7 +169,8 @@ def test_a_gateway_timeout_is_retried_for_reads_but_never_for_a_statement(stub: 
         c.execute(STREAM)
         c.execute("CREATE TABLE T AS SELECT ID, LATEST_BY_OFFSET(NAME) AS NAME FROM USERS GROUP BY ID;")
         assert c.pull("SELECT * FROM T;") == []
-    assert [r.path for r in stub.requests].count("/query-stream") == 2
+    # the 504, then the fresh table not queryable yet, then its (empty) rows
+    assert [r.path for r in stub.requests].count("/query-stream") == 3
 
 
 def test_a_server_that_is_not_there_is_retried_then_named() -> None:
@@ -150,3 +189,114 @@ def test_basic_auth_and_its_refusal() -> None:
         assert "s3cr3t-pw" not in str(err.value)
         with client(stub.url, auth=("ksql", "s3cr3t-pw")) as c:
             assert c.info().version == "0.28.2"
+
+
+# --- what a real server does that the client must wait out or name (the stub's strict side) ----
+
+TABLE = "CREATE TABLE T AS SELECT ID, LATEST_BY_OFFSET(NAME) AS NAME FROM USERS GROUP BY ID;"
+
+
+def test_a_queued_command_is_polled_until_final(stub: KsqlStub) -> None:
+    with client(stub.url) as c:
+        c.execute(STREAM)
+        (done,) = c.execute(TABLE)
+    assert done["commandStatus"]["status"] == "SUCCESS" and done["commandStatus"]["queryId"] == "CTAS_T_1"
+    assert [r.path for r in stub.requests][-1] == "/status/table/%60T%60/create"
+
+
+def test_a_queued_command_that_fails_later_is_the_statements_failure(stub: KsqlStub) -> None:
+    with client(stub.url) as c:
+        c.execute(STREAM)
+        stub.commands["table/`T`/create"] = {"status": "ERROR", "message": "Could not create state store"}
+        real = stub._status
+
+        def failing(text: str, command: str, message: str, query: str | None = None) -> dict[str, object]:
+            answer = real(text, command, message, query)
+            stub.commands[command] = {"status": "ERROR", "message": "Could not create state store"}
+            return answer
+        stub._status = failing  # type: ignore[method-assign]
+        with pytest.raises(KsqlStatementError, match="Could not create state store"):
+            c.execute(TABLE)
+
+
+def test_a_command_that_never_finishes_is_named_once_the_bound_is_spent(stub: KsqlStub) -> None:
+    t = FakeTime()
+    with KsqlClient(stub.url, name="lmsdwh", retry=timed(t, settle_timeout_s=20, poll_s=5)) as c:
+        c.execute(STREAM)
+        real = stub._status
+
+        def stuck(text: str, command: str, message: str, query: str | None = None) -> dict[str, object]:
+            answer = real(text, command, message, query)
+            stub.commands[command] = {"status": "EXECUTING", "message": "still"}
+            return answer
+        stub._status = stuck  # type: ignore[method-assign]
+        with pytest.raises(KsqlError, match="command table/`T`/create still QUEUED after 20 s"):
+            c.execute(TABLE)
+    assert 19 < t.now <= 20
+
+
+def test_a_fresh_table_is_asked_again_until_queryable_within_the_bound(stub: KsqlStub) -> None:
+    t = FakeTime()
+    with KsqlClient(stub.url, name="lmsdwh", retry=timed(t, settle_timeout_s=10, poll_s=1)) as c:
+        c.execute(STREAM)
+        c.execute(TABLE)
+        stub.fresh["T"] = 3
+        assert c.pull("SELECT * FROM T;") == []
+        stub.fresh["T"] = 1000
+        with pytest.raises(KsqlError, match="not available yet"):
+            c.pull("SELECT * FROM T;")
+    assert t.now < 10 + 0.7 + 10.1
+
+
+def test_other_pull_errors_are_not_waited_for(stub: KsqlStub) -> None:
+    with client(stub.url) as c, pytest.raises(KsqlError, match="does not exist"):
+        c.pull("SELECT * FROM NOPE;")
+    assert [r.path for r in stub.requests].count("/query-stream") == 1
+
+
+@pytest.mark.parametrize(("statement", "status", "message"), [
+    ("CREATE SINK CONNECTOR K WITH ('connector.class'='x');", 409, "Connector K already exists"),
+    ("DROP CONNECTOR NOPE;", 404, "Failed to drop connector"),
+])
+def test_connector_statements_fail_with_connects_http_status(stub: KsqlStub, statement: str, status: int,
+                                                             message: str) -> None:
+    with client(stub.url) as c:
+        c.execute("CREATE SINK CONNECTOR K WITH ('connector.class'='x');")
+        with pytest.raises(KsqlStatementError, match=message) as err:
+            c.execute(statement)
+    assert err.value.status == status and len([r for r in stub.requests if r.path == "/ksql"]) == 2
+
+
+def test_if_exists_connector_statements_answer_warnings_not_errors(stub: KsqlStub) -> None:
+    with client(stub.url) as c:
+        c.execute("CREATE SINK CONNECTOR K WITH ('connector.class'='x');")
+        assert c.execute("CREATE SINK CONNECTOR IF NOT EXISTS K WITH ('connector.class'='x');")[0]["@type"] == \
+            "warning_entity"
+        assert c.execute("DROP CONNECTOR IF EXISTS NOPE;")[0]["@type"] == "warning_entity"
+
+
+def test_an_assert_that_times_out_is_the_statements_failure_and_its_wait_extends_the_read_timeout() -> None:
+    seen: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"]["read"])
+        return httpx.Response(417, json={"@type": "generic_error", "error_code": 41700,
+                                         "message": "Topic t does not exist"})
+    with KsqlClient("http://ksqldb", name="lmsdwh", timeout=30, transport=httpx.MockTransport(handler),
+                    retry=RetryPolicy.immediate()) as c:
+        with pytest.raises(KsqlStatementError, match="Topic t does not exist"):
+            c.execute("ASSERT TOPIC t TIMEOUT 2 MINUTES;", waits_s=120)
+        with pytest.raises(KsqlStatementError):
+            c.execute("ASSERT TOPIC t;")
+    assert seen == [150, 30]
+
+
+@pytest.mark.parametrize(("key", "message"), [
+    ("no.such.thing", "Not recognizable as ksql, streams, consumer, or producer property: 'no.such.thing'"),
+    ("ksql.service.id", "Cannot override property 'ksql.service.id'"),
+])
+def test_properties_the_server_does_not_know_or_lets_no_one_set_are_refused(stub: KsqlStub, key: str,
+                                                                            message: str) -> None:
+    with client(stub.url) as c, pytest.raises(KsqlStatementError, match=message):
+        c.execute(STREAM, {key: "x"})
+    assert stub.sources == {}

@@ -290,3 +290,39 @@ def test_info_is_laid_out_as_ksql_migrations_lays_it_out() -> None:
     assert info_text(InfoResult("c", "5", (running,)))[4].split("|")[5] == "              "  # blank, not N/A
     assert info_text(InfoResult("c", "<none>", ())) == ["ksqlDB 'c'", "Current migration version: <none>",
                                                         "No migrations files found"]
+
+
+# --- what each statement is sent with ------------------------------------------------------------
+
+def test_set_properties_go_only_with_statements_that_take_them(tmp_path: Path) -> None:
+    sql = ("SET 'auto.offset.reset' = 'earliest';\n"
+           "CREATE TABLE B AS SELECT 1;\n"
+           "INSERT INTO S (A) VALUES ('x');\n"
+           "INSERT INTO S SELECT * FROM T;\n"
+           "CREATE SINK CONNECTOR K WITH ('connector.class'='x');\n"
+           "DROP CONNECTOR IF EXISTS K;\n"
+           "ASSERT TOPIC 't' TIMEOUT 2 MINUTES;\n"
+           "ASSERT NOT EXISTS SCHEMA SUBJECT 's';\n")
+    with_props = {"auto.offset.reset": "earliest"}
+    assert [props for _, _, props in compiled(tmp_path, sql)] == [with_props, {}, with_props, {}, {}, {}, {}]
+
+
+def test_an_assert_waits_as_long_as_its_timeout_says(tmp_path: Path) -> None:
+    path = write(tmp_path / "m", "V000001__x.sql")
+    f = files.scan(path.parent).files[0]
+    sql = "ASSERT TOPIC 't' TIMEOUT 2 MINUTES;\nASSERT SCHEMA ID 3 TIMEOUT 1500 MILLISECONDS;\nASSERT TOPIC u;\nDROP STREAM A;"
+    assert [s.waits_s for s in compile_migration(f, sql, {}).statements] == [120, 1.5, 1.0, 0.0]
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    ("INSERT INTO S (A, B) VALUES ('x');", "Columns: 2. Values: 1."),
+    ("INSERT INTO S (A) VALUES ('x', STRUCT(a := 1, b := 'y,z'));", "Columns: 1. Values: 2."),
+    ("INSERT INTO S VALUES 'x';", "invalid INSERT VALUES"),
+])
+def test_an_insert_values_that_does_not_parse_stops_the_file_before_anything_is_sent(tmp_path: Path, sql: str,
+                                                                                     message: str) -> None:
+    with pytest.raises(InputError, match=message) as err:
+        compiled(tmp_path, "CREATE STREAM A WITH (KAFKA_TOPIC='a');\n" + sql)
+    assert err.value.line == 2
+    assert [t for t, _, _ in compiled(tmp_path, "INSERT INTO S (A, B) VALUES ('x,y', ARRAY[1, 2]);")] == [
+        "INSERT INTO S (A, B) VALUES ('x,y', ARRAY[1, 2]);"]
