@@ -38,7 +38,7 @@ class Expected:
 def steps_hash(p: Plan) -> str:
     writes = [[s.action, s.name, s.renamed_from, sorted(s.config.items())] for s in p.writes]
     pubs = [[c.database, c.publication, list(c.add), list(c.drop)] for c in p.publications]
-    return _sha(json.dumps([writes, pubs], sort_keys=True))
+    return _sha(json.dumps([writes, pubs]))  # lists only (configs as sorted pairs): a stable text
 
 
 def _sha(text: str | bytes) -> str:
@@ -87,14 +87,19 @@ def load(path: Path, project: Project) -> Loaded:
     if _sha(Path(project.file).read_bytes()) != doc["project"]:
         moved.insert(0, project.file)
     if moved:
-        raise StalePlan(f"plan {doc['id']} is stale: {', '.join(moved[:5])}"
-                        f"{f' and {len(moved) - 5} more' if len(moved) > 5 else ''} changed since; make a new plan")
+        raise StalePlan(f"plan {doc['id']} is stale: {_listed(moved)} changed since; make a new plan")
     expected = {name: Expected(c["live"], c["steps"]) for name, c in doc["clusters"].items()}
     return Loaded(doc["id"], tuple(doc["clusters"]), expected, dict(doc.get("options", {})))
 
 
 def _moved(before: Mapping[str, str], now: Mapping[str, str]) -> list[str]:
     return sorted(p for p in set(before) | set(now) if before.get(p) != now.get(p))
+
+
+def _listed(names: Sequence[str], shown: int = 5) -> str:
+    """The first few names, and how many more: a message stays one readable line."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 class StalePlan(HephaestusError):
@@ -107,8 +112,7 @@ def stale(expected: Expected, live: Mapping[str, str], p: Plan) -> str:
     """Why the recomputed plan is not the saved one ("" when it is)."""
     moved = _moved(expected.live, live)
     if moved:
-        return (f"stale plan: the live config of {', '.join(moved[:5])}"
-                f"{f' and {len(moved) - 5} more' if len(moved) > 5 else ''} changed since the plan; make a new plan")
+        return f"stale plan: the live config of {_listed(moved)} changed since the plan; make a new plan"
     if steps_hash(p) != expected.steps:
         return "stale plan: the steps differ from the saved plan's (ownership or policy changed); make a new plan"
     return ""

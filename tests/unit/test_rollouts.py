@@ -44,6 +44,14 @@ def test_the_risk_table(cls: str, before: dict[str, str], change: dict[str, str]
     assert assess("create", cls, {}, after, ()).risk == "create" and assess("unchanged", cls, {}, {}, ()).risk == ""
 
 
+def test_a_rename_and_a_class_change_are_judged_by_what_ran_before() -> None:
+    renamed = assess("rename", POSTGRES, SRC, {**SRC, "slot.name": "s9"}, ("slot.name",))
+    assert renamed.risk == "destructive" and [k for k, _ in renamed.reasons] == ["slot.name"]
+    # the step's class is the new one; the table that applies is the running connector's
+    moved = assess("update", "io.Other", SRC, {**SRC, "connector.class": "io.Other"}, ("connector.class",))
+    assert moved.risk == "destructive" and [k for k, _ in moved.reasons] == ["connector.class"]
+
+
 def test_a_destructive_step_is_refused_unless_allowed_by_flag_or_file() -> None:
     live = {"src": Live("src", SRC, "source", "RUNNING")}
     moved = {"src": Desired("src", {**SRC, "slot.name": "s2"})}
