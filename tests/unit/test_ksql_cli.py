@@ -390,3 +390,31 @@ def test_assert_and_drop_connector_statements_apply(ksql: Ksql) -> None:
     result = ksql.cli("ksql", "apply", "--all")
     assert result.code == 0, result.err
     assert "migrated 4 checks (2 statements)" in result.out and ksql.stub.asserted == [3.0]
+
+
+@pytest.mark.parametrize(("statement", "said"), [
+    ("DROP STREAM BOB_USERS;", "Cannot drop BOB_USERS.\nThe following queries read from this source: [CTAS_USERS_LATEST_"),
+    ("CREATE OR REPLACE STREAM BOB_USERS (NAME STRING) WITH (KAFKA_TOPIC='local.manabie.bob.public.users');",
+     "Cannot upgrade data source"),
+    ("ALTER TABLE USERS_LATEST ADD COLUMN AGE INT;", "ALTER command is not supported for CREATE ... AS statements."),
+    ("TERMINATE CTAS_NOPE_9;", "Unknown queryId: CTAS_NOPE_9"),
+    ("CREATE SINK CONNECTOR LMSDWH_USERS_SINK WITH ('connector.class' = 'x');", "Connector LMSDWH_USERS_SINK already"),
+])
+def test_what_the_server_refuses_is_recorded_as_error_with_its_message(ksql: Ksql, statement: str, said: str) -> None:
+    ksql.cli("ksql", "init")
+    assert ksql.cli("ksql", "apply", "--until", "2").code == 0
+    ksql.write("V000003__bob_students.sql", statement + "\n")
+    result = ksql.cli("ksql", "apply", "--all")
+    assert result.code == 1 and "version 3 recorded as ERROR" in result.err, result.err
+    assert ksql.state("3")["STATE"] == "ERROR" and said in ksql.state("3")["ERROR_REASON"]
+
+
+def test_a_compatible_replace_and_an_alter_of_a_plain_stream_apply(ksql: Ksql) -> None:
+    ksql.cli("ksql", "init")
+    ksql.write("V000003__bob_students.sql",
+               "CREATE OR REPLACE STREAM BOB_USERS (USER_ID STRING KEY, NAME STRING, AGE INT) "
+               "WITH (KAFKA_TOPIC='local.manabie.bob.public.users', VALUE_FORMAT='JSON');\n"
+               "ALTER STREAM BOB_USERS ADD COLUMN CITY STRING;\n")
+    result = ksql.cli("ksql", "apply", "--all")
+    assert result.code == 0, result.err
+    assert [c[0] for c in ksql.stub.sources["BOB_USERS"].columns] == ["USER_ID", "NAME", "AGE", "CITY"]
