@@ -32,6 +32,8 @@ registries), so hephaestus's ksqlDB support is tested against this stub. It stan
   EXISTS a `warning_entity` instead.
 * ASSERT TOPIC/SCHEMA (REST/server/execution/AssertExecutor.java): the server holds the answer
   up to the statement's TIMEOUT (recorded in `asserted`), then 417 / 41700.
+* Pull-query streams: the 200 and the header go out first, so a query that fails later ends
+  its stream with an error object (`stream_errors`; DelimitedQueryStreamResponseWriter).
 * Auth: optional basic auth (401).
 
 It keeps streams and tables: `INSERT INTO … VALUES` appends to a stream, and a table created
@@ -103,6 +105,7 @@ class KsqlStub:
         self.requests: list[Recorded] = []
         self.sequence = 0
         self.pull_lag = 0
+        self.stream_errors = 0  # pull queries whose answer breaks off with an error object after the header
         self.healthy = True
         self._pulls = 0
         self._pending: list[tuple[int, str, str, dict[str, Any]]] = []  # visible after, table, key, row
@@ -548,6 +551,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _rows(self, names: list[str], rows: list[list[Any]]) -> None:
         header = {"columnNames": names, "columnTypes": ["STRING"] * len(names)}
+        if self.stub.stream_errors > 0:  # the status (200) went out before the query failed
+            self.stub.stream_errors -= 1
+            rows = [*rows[:1], {"@type": "generic_error", "error_code": 50000,  # type: ignore[list-item]
+                                "message": "Query terminated: store closed"}]
         if self.headers.get("Accept", "") == "application/json":
             return self._send(200, [header, *rows], "application/json")
         text = "\n".join(json.dumps(x) for x in [header, *rows]) + "\n"

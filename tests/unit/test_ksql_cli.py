@@ -418,3 +418,12 @@ def test_a_compatible_replace_and_an_alter_of_a_plain_stream_apply(ksql: Ksql) -
     result = ksql.cli("ksql", "apply", "--all")
     assert result.code == 0, result.err
     assert [c[0] for c in ksql.stub.sources["BOB_USERS"].columns] == ["USER_ID", "NAME", "AGE", "CITY"]
+
+
+def test_init_and_apply_wait_for_a_server_that_is_still_starting(ksql: Ksql) -> None:
+    ksql.stub.starting(2)  # 503 / 50302 twice first; the default bound (120 s) polls every 1 s
+    assert ksql.cli("ksql", "init").code == 0
+    result = ksql.cli("ksql", "apply", "--all")
+    assert result.code == 0, result.err
+    assert ksql.state("CURRENT")["VERSION"] == "3"
+    assert [r.path for r in ksql.stub.requests][:3] == ["/info"] * 3

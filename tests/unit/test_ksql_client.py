@@ -300,3 +300,15 @@ def test_properties_the_server_does_not_know_or_lets_no_one_set_are_refused(stub
     with client(stub.url) as c, pytest.raises(KsqlStatementError, match=message):
         c.execute(STREAM, {key: "x"})
     assert stub.sources == {}
+
+
+def test_an_error_object_after_the_header_fails_the_pull_and_no_row_is_returned(stub: KsqlStub) -> None:
+    with client(stub.url) as c:
+        c.execute(STREAM)
+        c.execute(TABLE)
+        c.execute("INSERT INTO USERS (ID, NAME) VALUES ('u1', 'a');")
+        stub.fresh.clear()
+        stub.stream_errors = 1
+        with pytest.raises(KsqlError, match="store closed"):
+            c.pull("SELECT * FROM T;")
+        assert c.pull("SELECT * FROM T;") == [{"ID": "u1", "NAME": "a"}]
