@@ -106,7 +106,7 @@ def _token(value: str, name: str, source: str, line: int) -> str:
         return value
     if len(value) > 1 and value[0] == value[-1] == "'":
         return "'" + value[1:-1].replace("''", "'").replace("'", "''") + "'"
-    if value.lower() in ("true", "false") or _NUMBER.fullmatch(value):
+    if _NUMBER.fullmatch(value):  # (true and false read as identifiers above: they go in as they are too)
         return value
     raise VariableError(source, f"${{{name}}} = {value!r} is neither an identifier nor a literal ('text', a "
                         "number, true, false): ksqlDB refuses it there", line=line)

@@ -326,3 +326,76 @@ def test_an_insert_values_that_does_not_parse_stops_the_file_before_anything_is_
     assert err.value.line == 2
     assert [t for t, _, _ in compiled(tmp_path, "INSERT INTO S (A, B) VALUES ('x,y', ARRAY[1, 2]);")] == [
         "INSERT INTO S (A, B) VALUES ('x,y', ARRAY[1, 2]);"]
+
+
+# --- pinned to the letter (the survivors of the first mutation run) --------------------------------
+
+@pytest.mark.parametrize(("value", "token"), [
+    ('"a"', '"a"'), ("`a`", "`a`"), ("TRUE", "TRUE"), ("''", "''"), ("'it''s'", "'it''s'"), ("'a'b'", "'a''b'"),
+    ("-1.5e3", "-1.5e3"), (".5", ".5"), ("+7", "+7"),
+])
+def test_single_tokens_go_in_as_ksqldb_would_have_them(value: str, token: str) -> None:
+    assert sub("INSERT INTO T VALUES (${v});", v=value) == f"INSERT INTO T VALUES ({token});"
+
+
+@pytest.mark.parametrize("value", ["'", '"', "`", '"a b"', "`a`b`", '""', "1.2.3", "e5"])
+def test_what_only_looks_like_a_token_is_refused(value: str) -> None:
+    if value == "e5":  # an identifier, not a number: fine
+        assert sub("DROP STREAM ${v};", v=value) == "DROP STREAM e5;"
+        return
+    with pytest.raises(VariableError) as err:
+        sub("DROP STREAM ${v};", v=value)
+    assert str(err.value).endswith(f"${{v}} = {value!r} is neither an identifier nor a literal ('text', a number, "
+                                   "true, false): ksqlDB refuses it there")
+
+
+def test_the_messages_say_what_to_do() -> None:
+    with pytest.raises(VariableError) as err:
+        sub("DROP STREAM ${Missing};")
+    assert str(err.value).endswith("${Missing} is not defined: outside a '…' string a variable must be defined "
+                                   "(DEFINE, or -d name=value)")
+    with pytest.raises(HephaestusError) as bad:
+        parse_defines(("a=b=c",))
+    assert str(bad.value) == ("--define 'a=b=c': variables must be defined as name=value, with one '=' and a value "
+                              "(ksql-migrations' rule)")
+    with pytest.raises(HephaestusError) as name:
+        parse_defines(("9x=y",))
+    assert str(name.value) == "--define '9x=y': '9x' is not a variable name like my_var"
+
+
+@pytest.mark.parametrize(("sql", "message", "line"), [
+    ("A;\n-- x", "a -- comment on the last line needs a line break after it (ksql-migrations refuses the file "
+                 "otherwise)", 2),
+    ("A;\n\n/* x", "unterminated /* comment", 3),
+    ("A;\n'x", "unterminated string starting with '", 2),
+    ("\nDROP `a;", "a ';' inside a `…` name: ksql-migrations ends the statement there; rename it", 2),
+])
+def test_the_splitters_messages_and_lines(sql: str, message: str, line: int) -> None:
+    with pytest.raises(InputError) as err:
+        sqltext.split(sql, "f.sql")
+    assert err.value.line == line and str(err.value).endswith(message)
+
+
+def test_lines_count_through_comments_strings_and_names() -> None:
+    sql = "/* a\nb */ A;\n'x\ny' B;\n-- c\n`n\nm` C;\n--\nD;"
+    assert [(s.text, s.line) for s in sqltext.split(sql, "f")] == [
+        ("A;", 2), ("'x\ny' B;", 3), ("`n\nm` C;", 6), ("D;", 9)]
+    assert [s.text for s in sqltext.split("-- only a comment\n", "f")] == []
+    assert sqltext.split("X '--'; Y '/*';", "f")[1].text == "Y '/*';"
+
+
+@pytest.mark.parametrize(("text", "items"), [
+    ("a, b", ["a", "b"]), ("", []), ("  ", []), ("a", ["a"]), ("f(a, b), 'x, y', `c,d`, \"e,f\", [1, 2]",
+                                                          ["f(a, b)", "'x, y'", "`c,d`", '"e,f"', "[1, 2]"]),
+    ("a,", ["a", ""]), (",", ["", ""]),
+])
+def test_top_level_items(text: str, items: list[str]) -> None:
+    assert sqltext.top_level(text) == items
+
+
+def test_preview_is_the_first_line_shortened() -> None:
+    assert sqltext.preview("  SELECT 1  ") == "SELECT 1"
+    assert sqltext.preview("A\nB") == "A …"
+    assert sqltext.preview("x" * 81) == "x" * 80 + " …"
+    assert sqltext.preview("x" * 80) == "x" * 80
+    assert sqltext.preview("   ") == ""
