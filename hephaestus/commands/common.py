@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 EXIT_OK, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+
+
+def colour_wanted() -> bool:
+    """No colour when NO_COLOR is set to anything (no-color.org); rich reads it by itself, and
+    click drops colour codes on its own when the output is not a terminal."""
+    return not os.environ.get("NO_COLOR")
 
 project_option = click.option(
     "--project", "project_file", type=click.Path(dir_okay=False, path_type=Path),

@@ -22,6 +22,7 @@ from hephaestus.commands.common import (
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
+    colour_wanted,
     cluster_option,
     lock_timeout_option,
     metrics_textfile_option,
@@ -189,7 +190,7 @@ _COLOURS = {"create": "green", "update": "yellow", "rename": "blue", "delete": "
 
 def _colour(text: str, action: str) -> str:
     # click.echo strips these codes when stdout is not a terminal.
-    colour = _COLOURS.get(action)
+    colour = _COLOURS.get(action) if colour_wanted() else None
     return click.style(text, fg=colour, bold=action in ("header", "error")) if colour else text
 
 

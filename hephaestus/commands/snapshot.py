@@ -13,10 +13,12 @@ from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, lock
 
 
 class _DefaultToSend(click.Group):
-    """`snapshot --connector X t1` means `snapshot send --connector X t1` (the issue's form)."""
+    """`snapshot --connector X t1` means `snapshot send --connector X t1` (the issue's form).
+    Only an option may start the short form: a word that is no command (`stauts`) is a usage
+    error naming the commands, never a snapshot sent."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+        if args and args[0].startswith("-") and args[0] not in ("-h", "--help"):
             args = ["send", *args]
         return super().parse_args(ctx, args)
 

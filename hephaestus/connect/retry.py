@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from hephaestus.connect.errors import ConnectError
+from hephaestus.errors import first_line
+
+_log = logging.getLogger("hephaestus.connect")
 
 
 def _transient(exc: BaseException) -> bool:
@@ -51,4 +55,12 @@ class RetryPolicy:
         wait = wait_exponential_jitter(multiplier=self.initial_wait, max=self.max_wait,
                                        exp_base=self.multiplier, jitter=self.jitter)
         return Retrying(stop=stop_after_attempt(self.attempts), wait=wait,
-                        retry=retry_if_exception(_transient), reraise=True)
+                        retry=retry_if_exception(_transient), reraise=True, before_sleep=self._say)
+
+    def _say(self, state: RetryCallState) -> None:
+        """A line on stderr before each wait: a retrying run is not a hung one."""
+        failed = state.outcome.exception() if state.outcome else None
+        if failed is not None and state.next_action is not None:
+            # the hint after " — " comes with the final error; here only what happened
+            _log.warning("%s; trying again in %.1f s (attempt %d of %d)", first_line(failed).split(" — ")[0],
+                         state.next_action.sleep, state.attempt_number + 1, self.attempts)

@@ -28,15 +28,9 @@ from hephaestus.yamlsrc import (
     cap_message,
     format_path,
     load_yaml,
-    packaged_schema,
     packaged_validator,
     schema_errors_of,
 )
-
-
-def definitions_schema() -> dict[str, Any]:
-    """The JSON Schema shipped in the package (also written to schemas/ for editors)."""
-    return packaged_schema("hephaestus.generator", "definitions.schema.json")
 
 
 def load_definitions(directory: Path) -> list[Definition]:

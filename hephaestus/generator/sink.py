@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hephaestus.classes import CONFLUENT_SINK, DEBEZIUM_SINK
 from hephaestus.generator import debezium, naming
-from hephaestus.generator.model import Definition, SinkSpec, TableRef, TenantFilter, TopicPipeline
+from hephaestus.generator.model import (
+    Definition,
+    SinkSpec,
+    TableRef,
+    TenantFilter,
+    TopicPipeline,
+)
 from hephaestus.generator.naming import Scope
 from hephaestus.generator.source import converters
-
-CONFLUENT_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
-DEBEZIUM_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
-JDBC_SINK_CLASSES = frozenset({CONFLUENT_SINK, DEBEZIUM_SINK})
 
 
 def sink_config(d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from hephaestus.classes import POSTGRES_SOURCE as POSTGRES_CONNECTOR
 from hephaestus.generator import naming
 from hephaestus.generator.model import Definition, TableRef
 from hephaestus.generator.naming import Scope
-
-POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 
 
 def captured_tables(d: Definition) -> list[TableRef]:

@@ -10,16 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from hephaestus.classes import JDBC_SINK_CLASSES
 from hephaestus.reconciler import publications, renames
 from hephaestus.reconciler.model import Desired, Live, comparable
 from hephaestus.reconciler.risk import Risk, assess
 
 __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
 
-JDBC_SINK_CLASSES = frozenset({
-    "io.confluent.connect.jdbc.JdbcSinkConnector",
-    "io.debezium.connector.jdbc.JdbcSinkConnector",
-})
 
 Action = Literal["create", "update", "rename", "delete", "state", "protected", "unmanaged", "unchanged"]
 WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete", "state"})

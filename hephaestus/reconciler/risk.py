@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from hephaestus.classes import JDBC_SINK_CLASSES as JDBC_SINKS
+from hephaestus.classes import POSTGRES_SOURCE as POSTGRES
+
 Risk = Literal["", "create", "delete", "restart", "destructive"]
 
-POSTGRES = "io.debezium.connector.postgresql.PostgresConnector"
-JDBC_SINKS = frozenset({"io.confluent.connect.jdbc.JdbcSinkConnector", "io.debezium.connector.jdbc.JdbcSinkConnector"})
 
 # Debezium PostgreSQL source (Debezium 3.x connector reference, "Connector properties"):
 SOURCE_KEYS: dict[str, str] = {

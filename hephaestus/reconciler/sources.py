@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hephaestus.classes import POSTGRES_SOURCE as POSTGRES_SOURCE  # re-exported
 from hephaestus.errors import HephaestusError
 from hephaestus.secrets import is_placeholder
 
-POSTGRES_SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
 SIGNAL_TABLE_DDL = ("CREATE TABLE {table} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
                     "data VARCHAR(2048)); ALTER PUBLICATION {publication} ADD TABLE {table};")
 

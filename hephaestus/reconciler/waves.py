@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from hephaestus.classes import POSTGRES_SOURCE as SOURCE
 from hephaestus.reconciler.plan import Step
-
-SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
 
 
 def topic_prefix(cfg: Mapping[str, str]) -> str:

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hephaestus.classes import POSTGRES_SOURCE as POSTGRES
+
 Verdict = Literal["ok", "over_limit", "inactive", "orphan", "lost"]
-POSTGRES = "io.debezium.connector.postgresql.PostgresConnector"
 DEFAULT_MAX_RETAINED = 1 << 30  # 1 GiB, held by a slot that is being read
 DEFAULT_IDLE_MAX_RETAINED = 64 << 20  # 64 MiB, held by one nobody reads
 

@@ -1,0 +1,9 @@
+"""The connector classes hephaestus knows by name, in one place (pure)."""
+
+from __future__ import annotations
+
+POSTGRES_SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
+CONFLUENT_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
+DEBEZIUM_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+# The JDBC sinks: the only connectors reconcile ever deletes (a sink's table stays; nothing is lost).
+JDBC_SINK_CLASSES = frozenset({CONFLUENT_SINK, DEBEZIUM_SINK})
