@@ -74,6 +74,7 @@ def median(run: Callable[[], object], repeat: int) -> float:
 
 def floors(src: str, dst: str, repeat: int) -> tuple[float, float]:
     with psycopg.connect(DSN, dbname=src) as a, psycopg.connect(DSN, dbname=dst) as b:
+
         def count(conn: psycopg.Connection[tuple[object, ...]]) -> object:
             return conn.execute("SELECT count(*) FROM users").fetchone()
 
@@ -84,13 +85,17 @@ def floors(src: str, dst: str, repeat: int) -> tuple[float, float]:
     return serial, parallel
 
 
-HASH_ALL = ("SELECT count(*), sum(hashtextextended(ROW(user_id::text, name::text, email::text, resource_path::text, "
-            "current_grade::text, created_at::text, updated_at::text, deleted_at::text)::text, 0)) "
-            "FROM users WHERE deleted_at IS NULL")
+HASH_ALL = (
+    "SELECT count(*), sum(hashtextextended(ROW(user_id::text, name::text, email::text, resource_path::text, "
+    "current_grade::text, created_at::text, updated_at::text, deleted_at::text)::text, 0)) "
+    "FROM users WHERE deleted_at IS NULL"
+)
 
 
-HASH_NATIVE = ("SELECT count(*), sum(hash_record_extended(ROW(user_id, name, email, resource_path, current_grade, "
-               "created_at, updated_at, deleted_at), 0)) FROM users WHERE deleted_at IS NULL")
+HASH_NATIVE = (
+    "SELECT count(*), sum(hash_record_extended(ROW(user_id, name, email, resource_path, current_grade, "
+    "created_at, updated_at, deleted_at), 0)) FROM users WHERE deleted_at IS NULL"
+)
 
 
 def hash_floor(src: str, dst: str, repeat: int, query: str = HASH_ALL) -> float:
@@ -103,13 +108,18 @@ def project(root: Path, src: str, dst: str) -> None:
     (root / "defs").mkdir()
     (root / "defs" / "bench.yaml").write_text(
         f"cluster: bench\ndatabase: {src}\nenvs: [bench]\norgs: [bench]\n"
-        f"pipelines:\n  - source_table: users\n    sinks: [{{database: {dst}}}]\n")
-    (root / "hephaestus.yaml").write_text("clusters: {bench: {connectors: c}}\ndatabases:\n" + "".join(
-        f"  {db}: {{dsn: 'host=127.0.0.1 port=25432 user=postgres dbname={db}'}}\n" for db in (src, dst)))
+        f"pipelines:\n  - source_table: users\n    sinks: [{{database: {dst}}}]\n"
+    )
+    (root / "hephaestus.yaml").write_text(
+        "clusters: {bench: {connectors: c}}\ndatabases:\n"
+        + "".join(f"  {db}: {{dsn: 'host=127.0.0.1 port=25432 user=postgres dbname={db}'}}\n" for db in (src, dst))
+    )
 
 
 def accuracy(root: Path, deep: bool) -> Report:
-    report = run_accuracy(load_project(root / "hephaestus.yaml"), load_definitions(root / "defs"), RunOptions(deep=deep))
+    report = run_accuracy(
+        load_project(root / "hephaestus.yaml"), load_definitions(root / "defs"), RunOptions(deep=deep)
+    )
     assert report.results[0].error is None, report.results[0].error
     return report
 
@@ -143,24 +153,45 @@ def measure(root: Path, src: str, dst: str, repeat: int, rows: int) -> None:
     print("| what | seconds | × serial floor | notes |\n|---|---|---|---|")
     row("floor: count(*) source, then sink", serial, serial)
     row("floor: count(*) both sides at once", parallel, serial)
-    row("floor: hash every row's text once, both sides at once", hash_floor(src, dst, repeat), serial,
-        "no segments, no cuts: the text hashing alone (the md5 fallback's shape)")
-    row("floor: hash every row's values once, both sides at once", hash_floor(src, dst, repeat, HASH_NATIVE), serial,
-        "the same with hash_record_extended: what --deep does with one type per column on both sides")
+    row(
+        "floor: hash every row's text once, both sides at once",
+        hash_floor(src, dst, repeat),
+        serial,
+        "no segments, no cuts: the text hashing alone (the md5 fallback's shape)",
+    )
+    row(
+        "floor: hash every row's values once, both sides at once",
+        hash_floor(src, dst, repeat, HASH_NATIVE),
+        serial,
+        "the same with hash_record_extended: what --deep does with one type per column on both sides",
+    )
     row("accuracy (counts)", median(lambda: accuracy(root, False), repeat), serial, "default filter deleted_at IS NULL")
-    row("accuracy --deep, identical", median(lambda: accuracy(root, True), repeat), serial, "count, sampled cuts, one range-checksum scan per side")
+    row(
+        "accuracy --deep, identical",
+        median(lambda: accuracy(root, True), repeat),
+        serial,
+        "count, sampled cuts, one range-checksum scan per side",
+    )
     with psycopg.connect(DSN, dbname=dst, autocommit=True) as conn:
         conn.execute("UPDATE users SET name = 'changed' WHERE user_id = %s", [f"u-{rows // 2 + 7:07d}"])
     report = accuracy(root, True)
     diff = report.results[0].diff
     assert diff is not None and diff.different.total == 1 and diff.total == 1, diff
-    row("accuracy --deep, one row differs", median(lambda: accuracy(root, True), repeat), serial,
-        f"found {diff.different.keys[0][0]}; {diff.queries} queries per side")
+    row(
+        "accuracy --deep, one row differs",
+        median(lambda: accuracy(root, True), repeat),
+        serial,
+        f"found {diff.different.keys[0][0]}; {diff.queries} queries per side",
+    )
     command_level(root, src, dst, repeat)
     # The portable md5 hash, which a run falls back to when the servers' fast hashes differ.
     run._hashes = lambda source, sink: (True, False)  # type: ignore[assignment]  # the md5 fallback
-    row("accuracy --deep, one row differs, md5", median(lambda: accuracy(root, True), repeat), serial,
-        "the fallback for servers of different endianness")
+    row(
+        "accuracy --deep, one row differs, md5",
+        median(lambda: accuracy(root, True), repeat),
+        serial,
+        "the fallback for servers of different endianness",
+    )
 
 
 FLOOR = """

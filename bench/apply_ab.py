@@ -37,15 +37,22 @@ def write_fleet(folder: Path, count: int, batch_size: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(count):
         name = f"{PREFIX}{i:04d}"
-        config = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-                  "topics": f"bench.ab.{i}", "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
-                  "connection.username": "postgres",
-                  "connection.password": "${file:secrets/connect.properties:bob_password}",
-                  "insert.mode": "upsert", "primary.key.mode": "record_key", "batch.size": str(batch_size),
-                  "schema.evolution": "none", "tasks.max": "1",
-                  # One database connection per sink: 100 sinks stay under the stack's 200.
-                  "connection.pool.min_size": "1", "connection.pool.max_size": "1",
-                  "connection.pool.acquire_increment": "1"}
+        config = {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "topics": f"bench.ab.{i}",
+            "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+            "connection.username": "postgres",
+            "connection.password": "${file:secrets/connect.properties:bob_password}",
+            "insert.mode": "upsert",
+            "primary.key.mode": "record_key",
+            "batch.size": str(batch_size),
+            "schema.evolution": "none",
+            "tasks.max": "1",
+            # One database connection per sink: 100 sinks stay under the stack's 200.
+            "connection.pool.min_size": "1",
+            "connection.pool.max_size": "1",
+            "connection.pool.acquire_increment": "1",
+        }
         (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
 
 
@@ -75,8 +82,18 @@ def naive(folder: Path) -> tuple[float, int]:
 
 
 def ours(root: Path) -> tuple[float, int]:
-    seconds, out = timed([str(REPO / ".venv/bin/hephaestus"), "reconcile", "--auto-approve", "--project", str(root / "hephaestus.yaml"),
-                          "-o", "json", "--drift-only"])
+    seconds, out = timed(
+        [
+            str(REPO / ".venv/bin/hephaestus"),
+            "reconcile",
+            "--auto-approve",
+            "--project",
+            str(root / "hephaestus.yaml"),
+            "-o",
+            "json",
+            "--drift-only",
+        ]
+    )
     return seconds, json.loads(out)["clusters"][0]["requests"]
 
 
@@ -105,10 +122,16 @@ def main() -> None:
     loads = []
     with tempfile.TemporaryDirectory() as tmp, httpx.Client(base_url=CONNECT, timeout=60) as http:
         root = Path(tmp)
-        project = {"clusters": {"bench": {"url": CONNECT, "connectors": "connectors/bench"}},
-                   "policy": {"concurrency": args.concurrency, "stability_window_s": args.stability,
-                              **({"write_concurrency": args.write_concurrency} if args.write_concurrency else {}),
-                              "max_deletes": 100000, "max_delete_share": 1.0}}
+        project = {
+            "clusters": {"bench": {"url": CONNECT, "connectors": "connectors/bench"}},
+            "policy": {
+                "concurrency": args.concurrency,
+                "stability_window_s": args.stability,
+                **({"write_concurrency": args.write_concurrency} if args.write_concurrency else {}),
+                "max_deletes": 100000,
+                "max_delete_share": 1.0,
+            },
+        }
         (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
         reset(http)
         for pair in range(args.pairs):
@@ -122,19 +145,27 @@ def main() -> None:
     report(results, args, loads)
 
 
-def report(results: dict[str, dict[str, list[tuple[float, int]]]], args: argparse.Namespace,
-           loads: list[float]) -> None:
-    print(f"{args.connectors} RUNNING sinks, {args.pairs} pairs, hephaestus concurrency {args.concurrency}, "
-          f"write concurrency {args.write_concurrency or 'default'}, "
-          f"stability window {args.stability:g} s; load average {min(loads):.1f}–{max(loads):.1f}")
-    print("| shape | naive min / median | hephaestus min / median | naive ÷ hephaestus (medians) | requests naive / ours |")
+def report(
+    results: dict[str, dict[str, list[tuple[float, int]]]], args: argparse.Namespace, loads: list[float]
+) -> None:
+    print(
+        f"{args.connectors} RUNNING sinks, {args.pairs} pairs, hephaestus concurrency {args.concurrency}, "
+        f"write concurrency {args.write_concurrency or 'default'}, "
+        f"stability window {args.stability:g} s; load average {min(loads):.1f}–{max(loads):.1f}"
+    )
+    print(
+        "| shape | naive min / median | hephaestus min / median | naive ÷ hephaestus (medians) "
+        "| requests naive / ours |"
+    )
     print("|---|---|---|---|---|")
     for shape in SHAPES:
         n = [s for s, _ in results["naive"][shape]]
         o = [s for s, _ in results["ours"][shape]]
-        print(f"| {shape} | {min(n):.2f} / {statistics.median(n):.2f} s | {min(o):.2f} / {statistics.median(o):.2f} s | "
-              f"{statistics.median(n) / statistics.median(o):.2f}× | "
-              f"{results['naive'][shape][0][1]} / {results['ours'][shape][0][1]} |")
+        print(
+            f"| {shape} | {min(n):.2f} / {statistics.median(n):.2f} s | {min(o):.2f} / {statistics.median(o):.2f} s | "
+            f"{statistics.median(n) / statistics.median(o):.2f}× | "
+            f"{results['naive'][shape][0][1]} / {results['ours'][shape][0][1]} |"
+        )
 
 
 if __name__ == "__main__":

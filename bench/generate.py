@@ -48,10 +48,16 @@ def write_fleet(root: Path, envs: int, orgs: int, tables: int, sinks: int, colum
     all_tables = {f"public.t{i:03d}": table for i in range(tables)}
     for db in ["src"] + [f"sink{j}" for j in range(sinks)]:
         (root / "schemas" / f"{db}.json").write_text(json.dumps({"database": db, "tables": all_tables}))
-    pipelines = [{"source_table": f"t{i:03d}", "sinks": [{"database": f"sink{j}"} for j in range(sinks)]}
-                 for i in range(tables)]
-    definition = {"cluster": "bench", "database": "src", "envs": [f"e{i}" for i in range(envs)],
-                  "orgs": [f"o{i}" for i in range(orgs)], "pipelines": pipelines}
+    pipelines = [
+        {"source_table": f"t{i:03d}", "sinks": [{"database": f"sink{j}"} for j in range(sinks)]} for i in range(tables)
+    ]
+    definition = {
+        "cluster": "bench",
+        "database": "src",
+        "envs": [f"e{i}" for i in range(envs)],
+        "orgs": [f"o{i}" for i in range(orgs)],
+        "pipelines": pipelines,
+    }
     (root / "definitions" / "src.yaml").write_text(json.dumps(definition))  # JSON is YAML
 
 
@@ -70,23 +76,35 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_fleet(root, *SHAPES[args.shape])
-        ours = [str(REPO / ".venv/bin/hephaestus"), "generate", "--definitions", str(root / "definitions"),
-                "--schemas", str(root / "schemas"), "--out", str(root / "connectors")]
+        ours = [
+            str(REPO / ".venv/bin/hephaestus"),
+            "generate",
+            "--definitions",
+            str(root / "definitions"),
+            "--schemas",
+            str(root / "schemas"),
+            "--out",
+            str(root / "connectors"),
+        ]
         timed(ours, root / "connectors")  # warm-up, and the documents the floor writes
-        docs = {p.relative_to(root / "connectors").as_posix(): json.loads(p.read_text())
-                for p in sorted((root / "connectors").rglob("*.json"))}
+        docs = {
+            p.relative_to(root / "connectors").as_posix(): json.loads(p.read_text())
+            for p in sorted((root / "connectors").rglob("*.json"))
+        }
         (root / "docs.json").write_text(json.dumps(docs))
         floor = [sys.executable, "-c", FLOOR, str(root / "docs.json"), str(root / "floor")]
         ours_s, floor_s = [], []
         for pair in range(args.pairs):
             runs = [(ours_s, ours, root / "connectors"), (floor_s, floor, root / "floor")]
-            for sink, argv, out in (runs if pair % 2 == 0 else runs[::-1]):
+            for sink, argv, out in runs if pair % 2 == 0 else runs[::-1]:
                 sink.append(timed(argv, out))
         size = sum(len(json.dumps(d)) for d in docs.values())
         o, f = statistics.median(ours_s), statistics.median(floor_s)
         print(f"shape {args.shape}: {len(docs)} files (~{size / 1e6:.1f} MB); load average {os.getloadavg()[0]:.1f}")
-        print(f"| generate, command level | {min(ours_s):.3f} / {o:.3f} s | floor {min(floor_s):.3f} / {f:.3f} s | "
-              f"{o / f:.2f}× |")
+        print(
+            f"| generate, command level | {min(ours_s):.3f} / {o:.3f} s | floor {min(floor_s):.3f} / {f:.3f} s | "
+            f"{o / f:.2f}× |"
+        )
 
 
 if __name__ == "__main__":

@@ -28,11 +28,18 @@ def write_fleet(root: Path, count: int, batch_size: int) -> None:
     sink.mkdir(parents=True, exist_ok=True)
     for i in range(count):
         name = f"bench_sink_{i:04d}"
-        config = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-                  "topics": f"bench.topic.{i}", "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
-                  "connection.username": "postgres", "connection.password": "${file:secrets/connect.properties:bob_password}",
-                  "insert.mode": "upsert", "primary.key.mode": "record_key", "batch.size": str(batch_size),
-                  "schema.evolution": "none", "tasks.max": "1"}
+        config = {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "topics": f"bench.topic.{i}",
+            "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+            "connection.username": "postgres",
+            "connection.password": "${file:secrets/connect.properties:bob_password}",
+            "insert.mode": "upsert",
+            "primary.key.mode": "record_key",
+            "batch.size": str(batch_size),
+            "schema.evolution": "none",
+            "tasks.max": "1",
+        }
         (sink / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
 
 
@@ -60,9 +67,15 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        project = {"clusters": {"bench": {"url": CONNECT, "connectors": "connectors/bench"}},
-                   "policy": {"initial_state": "STOPPED", "concurrency": args.concurrency,
-                              "max_deletes": 100000, "max_delete_share": 1.0}}
+        project = {
+            "clusters": {"bench": {"url": CONNECT, "connectors": "connectors/bench"}},
+            "policy": {
+                "initial_state": "STOPPED",
+                "concurrency": args.concurrency,
+                "max_deletes": 100000,
+                "max_delete_share": 1.0,
+            },
+        }
         (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
         write_fleet(root, args.connectors, 100)
         print(f"fleet: {args.connectors} JDBC sinks (STOPPED), concurrency {args.concurrency}, {CONNECT}")

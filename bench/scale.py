@@ -35,19 +35,31 @@ SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 
 
 def config(i: int) -> dict[str, str]:
-    return {"connector.class": SINK, "topics": f"bench.scale.{i}", "tasks.max": "1",
-            "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres", "connection.username": "postgres",
-            "connection.password": "${file:secrets/connect.properties:bob_password}"}
+    return {
+        "connector.class": SINK,
+        "topics": f"bench.scale.{i}",
+        "tasks.max": "1",
+        "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+        "connection.username": "postgres",
+        "connection.password": "${file:secrets/connect.properties:bob_password}",
+    }
 
 
 def write_files(root: Path, names: list[str]) -> Path:
     folder = root / "connectors/bench/sink"
     folder.mkdir(parents=True, exist_ok=True)
-    for i, name in enumerate(names):
+    for name in names:
         (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config(int(name.split("_")[-1]))}))
-    project = {"clusters": {"bench": {"url": CONNECT, "connectors": "connectors/bench", "select": [f"{PREFIX}*"]}},
-               "policy": {"initial_state": "STOPPED", "stability_window_s": 0, "ready_timeout_s": 600,
-                          "max_deletes": 100000, "max_delete_share": 1.0}}
+    project = {
+        "clusters": {"bench": {"url": CONNECT, "connectors": "connectors/bench", "select": [f"{PREFIX}*"]}},
+        "policy": {
+            "initial_state": "STOPPED",
+            "stability_window_s": 0,
+            "ready_timeout_s": 600,
+            "max_deletes": 100000,
+            "max_delete_share": 1.0,
+        },
+    }
     (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
     return root / "hephaestus.yaml"
 
@@ -56,8 +68,10 @@ def ensure(http: httpx.Client, names: list[str]) -> None:
     live = set(http.get("/connectors").json())
     for name in names:
         if name not in live:
-            r = http.post("/connectors", json={"name": name, "config": config(int(name.split("_")[-1])),
-                                               "initial_state": "STOPPED"})
+            r = http.post(
+                "/connectors",
+                json={"name": name, "config": config(int(name.split("_")[-1])), "initial_state": "STOPPED"},
+            )
             assert r.status_code in (201, 409), r.text
 
 
@@ -119,8 +133,9 @@ def creates(n: int, batches: list[int]) -> None:
                 for i, name in enumerate(names):
                     (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config(i)}))
                 before = rebalances()
-                t, out = in_process(["reconcile", "--auto-approve", "--project", str(path), "-o", "json",
-                                     "--batch-size", str(size)])
+                t, out = in_process(
+                    ["reconcile", "--auto-approve", "--project", str(path), "-o", "json", "--batch-size", str(size)]
+                )
                 report = json.loads(out)["clusters"][0]
                 label = "unpaced" if not size else f"batches of {size}"
                 print(f"| {label} | {t:.1f} s | {report['requests']} | {rebalances() - before} |", flush=True)

@@ -11,19 +11,25 @@ import argparse
 import contextlib
 import io
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
-import sys
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the stack helpers live in tests/
 
 from hephaestus.cli import run  # noqa: E402
 from tests.stack.support import (  # noqa: E402
-    Stack, add_db_secrets, create_database, drop_database, execute, read_rows, remove_db_secrets, unique_suffix,
+    Stack,
+    add_db_secrets,
+    create_database,
+    drop_database,
+    execute,
+    read_rows,
+    remove_db_secrets,
+    unique_suffix,
 )
 
 
@@ -52,32 +58,68 @@ def one_run(stack: Stack, rows: int, chunk: int) -> tuple[float, float]:
 def _measure(stack: Stack, bob: str, fatima: str, rows: int, chunk: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        execute(stack.dsn(bob), f"INSERT INTO students (student_id, current_grade, resource_path) "
-                f"SELECT 's-' || g, g % 12, 'r' FROM generate_series(1, {rows}) g")
-        cli("schemas", "dump", "--dsn", stack.dsn("postgres"), "--database", bob, "--database", fatima,
-            "--out", str(root / "schemas"))
-        definition = {"cluster": "bench", "database": bob, "envs": ["local"], "orgs": ["manabie"],
-                      "secrets_file": "secrets/connect.properties",
-                      "source": {"snapshot_mode": "no_data", "snapshot_chunk_size": chunk},
-                      "sink_defaults": {"dlq_replication_factor": 1},
-                      "pipelines": [{"source_table": "locations", "sinks": [{"database": fatima}]}]}
+        execute(
+            stack.dsn(bob),
+            f"INSERT INTO students (student_id, current_grade, resource_path) "
+            f"SELECT 's-' || g, g % 12, 'r' FROM generate_series(1, {rows}) g",
+        )
+        cli(
+            "schemas",
+            "dump",
+            "--dsn",
+            stack.dsn("postgres"),
+            "--database",
+            bob,
+            "--database",
+            fatima,
+            "--out",
+            str(root / "schemas"),
+        )
+        definition = {
+            "cluster": "bench",
+            "database": bob,
+            "envs": ["local"],
+            "orgs": ["manabie"],
+            "secrets_file": "secrets/connect.properties",
+            "source": {"snapshot_mode": "no_data", "snapshot_chunk_size": chunk},
+            "sink_defaults": {"dlq_replication_factor": 1},
+            "pipelines": [{"source_table": "locations", "sinks": [{"database": fatima}]}],
+        }
         (root / "definitions").mkdir()
         write = lambda: (root / "definitions/bob.yaml").write_text(yaml.safe_dump(definition))  # noqa: E731
         write()
-        gen = ["generate", "--definitions", str(root / "definitions"), "--schemas", str(root / "schemas"),
-               "--out", str(root / "connectors")]
+        gen = [
+            "generate",
+            "--definitions",
+            str(root / "definitions"),
+            "--schemas",
+            str(root / "schemas"),
+            "--out",
+            str(root / "connectors"),
+        ]
         cli(*gen)
-        project = {"clusters": {"bench": {"url": stack.connect_url, "connectors": "connectors/bench",
-                                          "select": [f"*{bob}*"]}},
-                   "databases": {bob: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={bob}"}}, "policy": {"max_delete_share": 1.0}}
+        project = {
+            "clusters": {"bench": {"url": stack.connect_url, "connectors": "connectors/bench", "select": [f"*{bob}*"]}},
+            "databases": {bob: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={bob}"}},
+            "policy": {"max_delete_share": 1.0},
+        }
         (root / "hephaestus.yaml").write_text(yaml.safe_dump(project))
         cli("reconcile", "--auto-approve", "--project", str(root / "hephaestus.yaml"))
         definition["pipelines"].append({"source_table": "students", "sinks": [{"database": fatima}]})
         write()
         cli(*gen)
         start = time.perf_counter()
-        report = json.loads(cli("reconcile", "--auto-approve", "--project", str(root / "hephaestus.yaml"), "-o", "json",
-                                "--send-incremental-snapshot"))
+        report = json.loads(
+            cli(
+                "reconcile",
+                "--auto-approve",
+                "--project",
+                str(root / "hephaestus.yaml"),
+                "-o",
+                "json",
+                "--send-incremental-snapshot",
+            )
+        )
         signalled = time.perf_counter() - start
         assert any(r["action"] == "snapshot" and r["ok"] for r in report["clusters"][0]["results"]), report
         while read_rows(stack.dsn(fatima), "SELECT count(*) FROM students")[0][0] < rows:
@@ -107,9 +149,11 @@ def main() -> None:
     stack = Stack.from_env()
     for chunk in (int(c) for c in args.chunks.split(",")):
         signalled, total = one_run(stack, args.rows, chunk)
-        print(f"chunk {chunk:5d}: {args.rows} rows; reconcile incl. signal {signalled:6.2f}s; "
-              f"signal-to-last-row {total - signalled:6.2f}s; end to end {total:6.2f}s "
-              f"({args.rows / (total - signalled):,.0f} rows/s)")
+        print(
+            f"chunk {chunk:5d}: {args.rows} rows; reconcile incl. signal {signalled:6.2f}s; "
+            f"signal-to-last-row {total - signalled:6.2f}s; end to end {total:6.2f}s "
+            f"({args.rows / (total - signalled):,.0f} rows/s)"
+        )
 
 
 if __name__ == "__main__":

@@ -31,9 +31,14 @@ HEPHAESTUS = str(REPO / ".venv/bin/hephaestus")
 
 
 def config(i: int) -> dict[str, str]:
-    return {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": f"bench.start.{i}",
-            "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres", "connection.username": "postgres",
-            "connection.password": "${file:secrets/connect.properties:bob_password}", "tasks.max": "1"}
+    return {
+        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+        "topics": f"bench.start.{i}",
+        "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+        "connection.username": "postgres",
+        "connection.password": "${file:secrets/connect.properties:bob_password}",
+        "tasks.max": "1",
+    }
 
 
 def seconds(argv: list[str]) -> float:
@@ -93,9 +98,12 @@ def main() -> None:
                 root = Path(tmp)
                 fleet(http, root, count)
                 listing = ["curl", "-sf", "-o", "/dev/null", f"{CONNECT}/connectors?expand=info&expand=status"]
-                ab(f"no-op dry run, {count} STOPPED sinks", [[PYTHON, "-c", "pass"], listing],
-                   [HEPHAESTUS, "reconcile", "--dry-run", "--project", str(root / "hephaestus.yaml")],
-                   args.pairs)
+                ab(
+                    f"no-op dry run, {count} STOPPED sinks",
+                    [[PYTHON, "-c", "pass"], listing],
+                    [HEPHAESTUS, "reconcile", "--dry-run", "--project", str(root / "hephaestus.yaml")],
+                    args.pairs,
+                )
         if not args.keep:
             for name in [n for n in http.get("/connectors").json() if n.startswith(PREFIX)]:
                 http.delete(f"/connectors/{name}")

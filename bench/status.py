@@ -43,8 +43,9 @@ def project(root: Path) -> Path:
 
 def status_run(path: Path) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([HEPHAESTUS, "status", "-o", "json", "--project", str(path)], capture_output=True,
-                          check=False)
+    proc = subprocess.run(
+        [HEPHAESTUS, "status", "-o", "json", "--project", str(path)], capture_output=True, check=False
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 2):
         raise SystemExit(f"status failed ({proc.returncode}): {proc.stderr.decode()[-1000:]}")
@@ -52,8 +53,9 @@ def status_run(path: Path) -> float:
 
 
 def requests_sent(path: Path) -> int:
-    proc = subprocess.run([HEPHAESTUS, "-v", "status", "-o", "json", "--project", str(path)], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [HEPHAESTUS, "-v", "status", "-o", "json", "--project", str(path)], capture_output=True, text=True, check=False
+    )
     return sum(1 for line in proc.stderr.splitlines() if " GET " in line or " PUT " in line or " POST " in line)
 
 
@@ -61,16 +63,36 @@ def scrapes(path: Path, runs: int) -> tuple[list[float], float]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([HEPHAESTUS, "exporter", "--project", str(path), "--port", str(port), "--address",
-                             "127.0.0.1", "--interval", "30"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            HEPHAESTUS,
+            "exporter",
+            "--project",
+            str(path),
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+            "--interval",
+            "30",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         check = None
         deadline = time.monotonic() + 120
         while check is None and time.monotonic() < deadline:
             try:
                 text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-                check = next((float(line.split()[-1]) for line in text.splitlines()
-                              if line.startswith("hephaestus_exporter_check_duration_seconds ")), None)
+                check = next(
+                    (
+                        float(line.split()[-1])
+                        for line in text.splitlines()
+                        if line.startswith("hephaestus_exporter_check_duration_seconds ")
+                    ),
+                    None,
+                )
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
@@ -104,9 +126,11 @@ def main() -> None:
                 floors = [seconds([PYTHON, "-c", "pass"]) + seconds(listing) for _ in range(args.runs)]
                 ours = [status_run(path) for _ in range(args.runs)]
                 scrape, check = scrapes(path, args.runs)
-                print(f"| {count} STOPPED sinks | {statistics.median(floors):.3f} s | "
-                      f"{min(ours):.3f} / {statistics.median(ours):.3f} s | {requests_sent(path)} | {check:.3f} s | "
-                      f"{statistics.median(scrape) * 1000:.1f} ms |")
+                print(
+                    f"| {count} STOPPED sinks | {statistics.median(floors):.3f} s | "
+                    f"{min(ours):.3f} / {statistics.median(ours):.3f} s | {requests_sent(path)} | {check:.3f} s | "
+                    f"{statistics.median(scrape) * 1000:.1f} ms |"
+                )
         for name in [n for n in http.get("/connectors").json() if n.startswith(PREFIX)]:
             http.delete(f"/connectors/{name}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end", file=sys.stderr)

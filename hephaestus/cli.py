@@ -13,10 +13,9 @@ from pathlib import Path
 import click
 
 from hephaestus import __version__
-from hephaestus.errors import HephaestusError
-
 from hephaestus.commands import register
 from hephaestus.commands.common import EXIT_DRIFT, EXIT_ERROR, EXIT_OK
+from hephaestus.errors import HephaestusError
 
 _dir = click.Path(file_okay=False, path_type=Path)
 
@@ -28,19 +27,37 @@ def cli(verbose: bool) -> None:
     """GitOps reconciler and job runner for Kafka Connect + Debezium fleets."""
     import logging  # not for --version and --help
 
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
-                        format="hephaestus: %(levelname)s %(name)s: %(message)s", force=True)
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="hephaestus: %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
     for noisy in ("httpx", "httpcore", "slack_sdk"):  # their DEBUG lines carry headers and URLs
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 @cli.command()
-@click.option("--definitions", type=_dir, default=Path("definitions"), show_default=True,
-              help="Folder of definition YAML files (one per source database).")
-@click.option("--schemas", type=_dir, default=Path("schemas"), show_default=True,
-              help="Folder of schema snapshots (<database>.json).")
-@click.option("--out", type=_dir, default=Path("connectors"), show_default=True,
-              help="Connector folder: writes <cluster>/source and <cluster>/sink.")
+@click.option(
+    "--definitions",
+    type=_dir,
+    default=Path("definitions"),
+    show_default=True,
+    help="Folder of definition YAML files (one per source database).",
+)
+@click.option(
+    "--schemas",
+    type=_dir,
+    default=Path("schemas"),
+    show_default=True,
+    help="Folder of schema snapshots (<database>.json).",
+)
+@click.option(
+    "--out",
+    type=_dir,
+    default=Path("connectors"),
+    show_default=True,
+    help="Connector folder: writes <cluster>/source and <cluster>/sink.",
+)
 @click.option("--check", is_flag=True, help="Write nothing; list what would change; exit 2 if anything would.")
 def generate(definitions: Path, schemas: Path, out: Path, check: bool) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched)."""
@@ -64,8 +81,12 @@ def schemas() -> None:
 
 
 @schemas.command("dump")
-@click.option("--dsn", required=True, envvar="HEPHAESTUS_DSN",
-              help="libpq connection string (or env HEPHAESTUS_DSN); its dbname is replaced.")
+@click.option(
+    "--dsn",
+    required=True,
+    envvar="HEPHAESTUS_DSN",
+    help="libpq connection string (or env HEPHAESTUS_DSN); its dbname is replaced.",
+)
 @click.option("--database", "databases", required=True, multiple=True, help="Database to dump (repeatable).")
 @click.option("--out", type=_dir, default=Path("schemas"), show_default=True)
 def schemas_dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
@@ -139,8 +160,10 @@ def _run(argv: list[str] | None) -> int:
         click.echo(f"error: {exc}", err=True)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - a bug: one line for the user, never a raw traceback
-        click.echo(f"error: unexpected {type(exc).__name__}: {exc} (a bug in hephaestus; "
-                   "HEPHAESTUS_TRACEBACK=1 shows where)", err=True)
+        click.echo(
+            f"error: unexpected {type(exc).__name__}: {exc} (a bug in hephaestus; HEPHAESTUS_TRACEBACK=1 shows where)",
+            err=True,
+        )
         if os.environ.get("HEPHAESTUS_TRACEBACK") == "1":
             import traceback
 

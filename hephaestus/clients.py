@@ -16,5 +16,6 @@ def connect_client(cluster: Cluster) -> ConnectClient:
     REDACTOR.learn_embedded(cluster.url)  # credentials in a URL given by url_env
     if cluster.secrets_file:
         REDACTOR.learn_file(cluster.secrets_file)
-    return ConnectClient(cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls,
-                         timeout=cluster.timeout_s)
+    return ConnectClient(
+        cluster.url, name=cluster.name, auth=cluster.auth(), verify=cluster.verify_tls, timeout=cluster.timeout_s
+    )

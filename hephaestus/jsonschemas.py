@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
 
-@lru_cache(maxsize=None)
+@cache
 def packaged_schema(package: str, name: str) -> dict[str, Any]:
     """A JSON Schema shipped inside the package."""
     schema: dict[str, Any] = json.loads(resources.files(package).joinpath(name).read_text())
@@ -53,6 +53,6 @@ class Checker:
         return iter(self._full.iter_errors(data))
 
 
-@lru_cache(maxsize=None)
+@cache
 def packaged_validator(package: str, name: str) -> Checker:
     return Checker(packaged_schema(package, name))

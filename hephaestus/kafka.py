@@ -75,12 +75,16 @@ def spans(bootstrap: str, topics: Sequence[str]) -> dict[str, tuple[Span, ...]]:
         meta = admin.list_topics(timeout=TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - KafkaException on an unreachable cluster
         raise HephaestusError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
-    parts = [TopicPartition(t, p) for t in sorted(set(topics)) if t in meta.topics
-             for p in sorted(meta.topics[t].partitions)]
+    parts = [
+        TopicPartition(t, p) for t in sorted(set(topics)) if t in meta.topics for p in sorted(meta.topics[t].partitions)
+    ]
     if not parts:
         return {t: () for t in topics}
-    ends = [_wait(admin.list_offsets({tp: spec for tp in parts}, request_timeout=TIMEOUT_S), "list offsets")
-            for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]  # type: ignore[no-untyped-call]
+    specs = (OffsetSpec.earliest(), OffsetSpec.latest())  # type: ignore[no-untyped-call]
+    ends = [
+        _wait(admin.list_offsets(dict.fromkeys(parts, spec), request_timeout=TIMEOUT_S), "list offsets")
+        for spec in specs
+    ]
     found: dict[str, list[Span]] = {t: [] for t in topics}
     for tp in parts:
         start, end = (_offset_of(e, tp) for e in ends)
@@ -102,9 +106,14 @@ def committed(bootstrap: str, groups: Sequence[str]) -> dict[str, dict[tuple[str
     if not groups:
         return {}
     admin = _admin(bootstrap)
-    futures = {g: next(iter(admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                               request_timeout=TIMEOUT_S).values()))
-               for g in groups}
+    futures = {
+        g: next(
+            iter(
+                admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=TIMEOUT_S).values()
+            )
+        )
+        for g in groups
+    }
     out: dict[str, dict[tuple[str, int], int]] = {}
     for group, result in _wait(futures, "list consumer group offsets").items():
         out[group] = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or () if tp.offset >= 0}
@@ -129,8 +138,9 @@ def delete_before(bootstrap: str, positions: Mapping[tuple[str, int], int]) -> N
     _wait(admin.delete_records(parts, request_timeout=TIMEOUT_S), "delete records")
 
 
-def read(bootstrap: str, froms: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int],
-         limit: int | None = None) -> Iterator[Record]:
+def read(
+    bootstrap: str, froms: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int], limit: int | None = None
+) -> Iterator[Record]:
     """Records of each partition from its offset up to (not including) its end, partition after
     partition; at most `limit` in all. Bounded: a partition that stops yielding ends the read."""
     from confluent_kafka import Consumer, TopicPartition
@@ -138,8 +148,14 @@ def read(bootstrap: str, froms: Mapping[tuple[str, int], int], ends: Mapping[tup
     todo = {tp: o for tp, o in froms.items() if o < ends.get(tp, 0)}
     if not todo:
         return
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"hephaestus-read-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "enable.partition.eof": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"hephaestus-read-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
     try:
         consumer.assign([TopicPartition(t, p, o) for (t, p), o in todo.items()])
         yield from _drain(consumer, todo, ends, limit)
@@ -147,8 +163,9 @@ def read(bootstrap: str, froms: Mapping[tuple[str, int], int], ends: Mapping[tup
         consumer.close()
 
 
-def _drain(consumer: Any, todo: dict[tuple[str, int], int], ends: Mapping[tuple[str, int], int],
-           limit: int | None) -> Iterator[Record]:
+def _drain(
+    consumer: Any, todo: dict[tuple[str, int], int], ends: Mapping[tuple[str, int], int], limit: int | None
+) -> Iterator[Record]:
     count, deadline = 0, time.monotonic() + TIMEOUT_S * 3
     while todo and (limit is None or count < limit) and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
@@ -165,18 +182,33 @@ def _drain(consumer: Any, todo: dict[tuple[str, int], int], ends: Mapping[tuple[
         count += 1
         deadline = time.monotonic() + TIMEOUT_S * 3
         kind, ts = msg.timestamp()
-        yield Record(msg.topic(), msg.partition(), msg.offset(), ts if kind else None, msg.key(), msg.value(),
-                     tuple(msg.headers() or ()))
+        yield Record(
+            msg.topic(),
+            msg.partition(),
+            msg.offset(),
+            ts if kind else None,
+            msg.key(),
+            msg.value(),
+            tuple(msg.headers() or ()),
+        )
 
 
-def produce(bootstrap: str, records: Sequence[tuple[str, bytes | None, bytes | None, Sequence[tuple[str, bytes]]]]) -> int:
+def produce(
+    bootstrap: str, records: Sequence[tuple[str, bytes | None, bytes | None, Sequence[tuple[str, bytes]]]]
+) -> int:
     """Write (topic, key, value, headers) records with an idempotent producer (no duplicates
     from its own retries, order kept per partition); every one acknowledged by all replicas,
     else a HephaestusError saying how many were not."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "message.timeout.ms": int(TIMEOUT_S * 3000)})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "message.timeout.ms": int(TIMEOUT_S * 3000),
+        }
+    )
     failed: list[str] = []
 
     def done(err: Any, msg: Any) -> None:
@@ -188,6 +220,8 @@ def produce(bootstrap: str, records: Sequence[tuple[str, bytes | None, bytes | N
         producer.poll(0)
     left = producer.flush(TIMEOUT_S * 3)
     if failed or left:
-        raise HephaestusError(f"Kafka: {len(failed) + left} of {len(records)} records not acknowledged"
-                              + (f": {failed[0]}" if failed else ""))
+        raise HephaestusError(
+            f"Kafka: {len(failed) + left} of {len(records)} records not acknowledged"
+            + (f": {failed[0]}" if failed else "")
+        )
     return len(records)

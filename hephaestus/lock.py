@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,6 +44,7 @@ _DDL = """CREATE TABLE IF NOT EXISTS hephaestus_lock_holders (
   key text PRIMARY KEY, run_id text NOT NULL, host text NOT NULL, pid integer NOT NULL,
   command text NOT NULL, since timestamptz NOT NULL)"""
 
+
 def create_table(conn: Any, ddl: str) -> None:
     """Run a `CREATE TABLE IF NOT EXISTS`. It is not safe against itself: two sessions creating
     one table at the same moment can fail with a unique violation on `pg_type` (two
@@ -57,6 +58,7 @@ def create_table(conn: Any, ddl: str) -> None:
 class LockBusy(HephaestusError):
     """Another run held the cluster's lock for longer than we were willing to wait."""
 
+
 @dataclass(frozen=True)
 class Holder:
     run_id: str
@@ -66,36 +68,44 @@ class Holder:
     since: str = ""
 
     def now(self) -> Holder:
-        return Holder(self.run_id, self.command, self.host, self.pid,
-                      datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        return Holder(self.run_id, self.command, self.host, self.pid, datetime.now(UTC).isoformat(timespec="seconds"))
 
     def describe(self) -> str:
         return f"run {self.run_id} ({self.command}) on {self.host} pid {self.pid} since {self.since}"
+
 
 def resource_key(kind: str, url: str) -> str:
     """`connect http://host:port/path`: one cluster, one key, however it is spelled."""
     return f"{kind} {normalised_url(url)}"
 
+
 DEFAULT_TIMEOUT_S = 300.0  # longer than a heal run (restart_wait_s 60 s) and a typical apply
+
 
 def timeout_of(project: Project, flag: float | None) -> float:
     """--lock-timeout, else the project file's lock.timeout_s, else the default."""
     return float(flag if flag is not None else project.lock.get("timeout_s", DEFAULT_TIMEOUT_S))
 
+
 def new_run_id() -> str:
     """The id a run is known by in the lock holder record and the audit log."""
     return uuid.uuid4().hex[:12]
 
-def urls_lock(project: Project, kind: str, urls: Sequence[str], command: str, timeout_s: float,
-              run_id: str | None = None) -> AbstractContextManager[None]:
+
+def urls_lock(
+    project: Project, kind: str, urls: Sequence[str], command: str, timeout_s: float, run_id: str | None = None
+) -> AbstractContextManager[None]:
     """The locks of the servers (`kind`: connect, ksqldb) a run acts on."""
     keys = [resource_key(kind, url) for url in urls]
     return locked(project, keys, Holder(run_id or new_run_id(), command), timeout_s)
 
-def connect_lock(project: Project, clusters: Sequence[Cluster], command: str, timeout_s: float,
-                 run_id: str | None = None) -> AbstractContextManager[None]:
+
+def connect_lock(
+    project: Project, clusters: Sequence[Cluster], command: str, timeout_s: float, run_id: str | None = None
+) -> AbstractContextManager[None]:
     """The locks of the Connect clusters a run acts on."""
     return urls_lock(project, "connect", [c.url for c in clusters], command, timeout_s, run_id)
+
 
 @contextmanager
 def locked(project: Project, keys: Sequence[str], holder: Holder, timeout_s: float) -> Iterator[None]:
@@ -107,15 +117,20 @@ def locked(project: Project, keys: Sequence[str], holder: Holder, timeout_s: flo
             stack.enter_context(lock.held(holder.now(), timeout_s))
         yield
 
+
 def state_dsn(project: Project) -> str | None:
     """The deployment's shared database (lock, ownership record), if it names one."""
     database = project.lock.get("database") or project.heal.get("state", {}).get("database")
     return project.dsn(database, "the cluster lock") if database else None
 
+
 def _busy(key: str, holder: Holder | None, timeout_s: float) -> LockBusy:
     who = holder.describe() if holder else "another run (holder not recorded)"
-    return LockBusy(f"{key} is locked by {who}; gave up after waiting {timeout_s:.0f}s "
-                    "(--lock-timeout); a crashed holder's lock is released when its session ends")
+    return LockBusy(
+        f"{key} is locked by {who}; gave up after waiting {timeout_s:.0f}s "
+        "(--lock-timeout); a crashed holder's lock is released when its session ends"
+    )
+
 
 def _deadline_loop(timeout_s: float) -> Iterator[bool]:
     """Yields True while there is time left to try again, polling every POLL_S."""
@@ -125,6 +140,7 @@ def _deadline_loop(timeout_s: float) -> Iterator[bool]:
         if time.monotonic() >= deadline:
             return
         time.sleep(POLL_S)  # polling a lock held elsewhere, bounded by the deadline above
+
 
 class PgLock:
     def __init__(self, dsn: str, key: str) -> None:
@@ -136,18 +152,25 @@ class PgLock:
         import psycopg  # only runs that take a lock pay for the import
 
         try:
-            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10, options=_KEEPALIVES,
-                                   application_name=f"hephaestus {holder.command} {holder.run_id}")
+            conn = psycopg.connect(
+                self.dsn,
+                autocommit=True,
+                connect_timeout=10,
+                options=_KEEPALIVES,
+                application_name=f"hephaestus {holder.command} {holder.run_id}",
+            )
         except psycopg.Error as exc:
             raise HephaestusError(f"lock database: cannot connect: {str(exc).splitlines()[0]}") from exc
         with conn:
             create_table(conn, _DDL)
             if not any(self._try(conn) for _ in _deadline_loop(timeout_s)):
                 raise _busy(self.key, self._holder(conn), timeout_s)
-            conn.execute("INSERT INTO hephaestus_lock_holders VALUES (%s, %s, %s, %s, %s, %s) "
-                         "ON CONFLICT (key) DO UPDATE SET run_id = excluded.run_id, host = excluded.host, "
-                         "pid = excluded.pid, command = excluded.command, since = excluded.since",
-                         [self.key, holder.run_id, holder.host, holder.pid, holder.command, holder.since])
+            conn.execute(
+                "INSERT INTO hephaestus_lock_holders VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET run_id = excluded.run_id, host = excluded.host, "
+                "pid = excluded.pid, command = excluded.command, since = excluded.since",
+                [self.key, holder.run_id, holder.host, holder.pid, holder.command, holder.since],
+            )
             yield  # closing the connection ends the session and releases the lock
 
     def _try(self, conn: Any) -> bool:
@@ -155,12 +178,14 @@ class PgLock:
         return bool(row and row[0])
 
     def _holder(self, conn: Any) -> Holder | None:
-        row = conn.execute("SELECT run_id, command, host, pid, since FROM hephaestus_lock_holders "
-                           "WHERE key = %s", [self.key]).fetchone()
+        row = conn.execute(
+            "SELECT run_id, command, host, pid, since FROM hephaestus_lock_holders WHERE key = %s", [self.key]
+        ).fetchone()
         if row is None:
             return None
         since = row[4].isoformat(timespec="seconds") if hasattr(row[4], "isoformat") else str(row[4])
         return Holder(str(row[0]), str(row[1]), str(row[2]), int(row[3]), since)
+
 
 class FileLock:
     def __init__(self, folder: Path, key: str) -> None:

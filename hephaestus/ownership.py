@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,7 +52,7 @@ def scope_of(select: tuple[str, ...]) -> str:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class FileStore:
@@ -93,8 +93,9 @@ class FileStore:
         if not self.path.exists():
             return {}
         data = load_json(self.path)
-        ok = isinstance(data, dict) and all(isinstance(c, dict) and all(isinstance(r, dict) for r in c.values())
-                                            for c in data.values())
+        ok = isinstance(data, dict) and all(
+            isinstance(c, dict) and all(isinstance(r, dict) for r in c.values()) for c in data.values()
+        )
         if not ok:  # guessing could turn a sink we own into one we delete, or the reverse
             raise InputError(str(self.path), "ownership record is corrupt: repair it or restore it from backup")
         checked: dict[str, dict[str, dict[str, Any]]] = data
@@ -121,22 +122,30 @@ class PgStore:
 
     def owned(self, project: str, cluster: str) -> dict[str, Claim]:
         with self._conn() as conn:
-            rows = conn.execute("SELECT connector, scope, how, run_id, since FROM hephaestus_ownership "
-                                "WHERE project = %s AND cluster = %s", [project, cluster]).fetchall()
+            rows = conn.execute(
+                "SELECT connector, scope, how, run_id, since FROM hephaestus_ownership "
+                "WHERE project = %s AND cluster = %s",
+                [project, cluster],
+            ).fetchall()
         return {str(r[0]): Claim(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4].isoformat()) for r in rows}
 
     def claim(self, project: str, cluster: str, claims: Iterable[Claim]) -> None:
         rows = [[project, cluster, c.connector, c.scope, c.how, c.run_id] for c in claims]
         with self._conn() as conn, conn.cursor() as cur:
-            cur.executemany("INSERT INTO hephaestus_ownership (project, cluster, connector, scope, how, run_id) "
-                            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (project, cluster, connector) DO UPDATE "
-                            "SET scope = excluded.scope, how = excluded.how, run_id = excluded.run_id, "
-                            "since = now()", rows)
+            cur.executemany(
+                "INSERT INTO hephaestus_ownership (project, cluster, connector, scope, how, run_id) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (project, cluster, connector) DO UPDATE "
+                "SET scope = excluded.scope, how = excluded.how, run_id = excluded.run_id, "
+                "since = now()",
+                rows,
+            )
 
     def release(self, project: str, cluster: str, names: Iterable[str]) -> None:
         with self._conn() as conn:
-            conn.execute("DELETE FROM hephaestus_ownership WHERE project = %s AND cluster = %s "
-                         "AND connector = ANY(%s)", [project, cluster, list(names)])
+            conn.execute(
+                "DELETE FROM hephaestus_ownership WHERE project = %s AND cluster = %s AND connector = ANY(%s)",
+                [project, cluster, list(names)],
+            )
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:

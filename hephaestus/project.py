@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-from fnmatch import fnmatchcase
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -184,14 +184,22 @@ def _check_shared_urls(project: Project) -> None:
         try:
             url = normalised_url(c.url)
         except ValueError as exc:  # httpx.InvalidURL, or an address ipaddress refuses ("027.0.0.1")
-            errors.append(InputError(project.file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}",
-                                     field=f"clusters.{c.name}.url"))
+            errors.append(
+                InputError(
+                    project.file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}", field=f"clusters.{c.name}.url"
+                )
+            )
             continue
         first = seen.setdefault(url, c)
         if first is not c and scopes_overlap(first.select, c.select):
-            errors.append(InputError(project.file, f"clusters {first.name!r} and {c.name!r} both point at {c.url} "
-                                     "and their `select` scopes overlap: give each a disjoint select",
-                                     field=f"clusters.{c.name}.select"))
+            errors.append(
+                InputError(
+                    project.file,
+                    f"clusters {first.name!r} and {c.name!r} both point at {c.url} "
+                    "and their `select` scopes overlap: give each a disjoint select",
+                    field=f"clusters.{c.name}.select",
+                )
+            )
     if errors:
         raise InputErrors(errors)
 
@@ -210,8 +218,13 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         lock=data.get("lock", {}),
         base=base,
         name=data.get("name", "default"),
-        slack_webhook=_secret({"env": slack["webhook_env"]} if "webhook_env" in slack else
-                              {"file": slack["webhook_file"]} if "webhook_file" in slack else None),
+        slack_webhook=_secret(
+            {"env": slack["webhook_env"]}
+            if "webhook_env" in slack
+            else {"file": slack["webhook_file"]}
+            if "webhook_file" in slack
+            else None
+        ),
         ksqldb={n: _ksqldb(n, k, base) for n, k in data.get("ksqldb", {}).items()},
     )
 

@@ -78,8 +78,9 @@ def decode(raw: bytes | None, registry: SchemaRegistry | None = None) -> Decoded
 def _avro(raw: bytes, registry: SchemaRegistry | None) -> Decoded:
     schema_id = int.from_bytes(raw[1:5], "big")
     if registry is None:
-        return Decoded("binary", f"Avro (schema id {schema_id}; no schema registry configured), "
-                                 f"{_preview(raw)}", schema_id)
+        return Decoded(
+            "binary", f"Avro (schema id {schema_id}; no schema registry configured), {_preview(raw)}", schema_id
+        )
     import fastavro
 
     try:
@@ -87,8 +88,9 @@ def _avro(raw: bytes, registry: SchemaRegistry | None) -> Decoded:
     except HephaestusError as exc:
         return Decoded("binary", f"Avro (schema id {schema_id}; {exc}), {_preview(raw)}", schema_id)
     except Exception as exc:  # noqa: BLE001 - a body that does not fit its schema
-        return Decoded("binary", f"Avro (schema id {schema_id}; unreadable: {type(exc).__name__}), "
-                                 f"{_preview(raw)}", schema_id)
+        return Decoded(
+            "binary", f"Avro (schema id {schema_id}; unreadable: {type(exc).__name__}), {_preview(raw)}", schema_id
+        )
     return Decoded("avro", _jsonable(value), schema_id)
 
 

@@ -25,12 +25,10 @@ import os
 import re
 import reprlib
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml import events as ev
@@ -140,8 +138,11 @@ def load_json(path: Path) -> Any:
     file = str(path)
     text = read_text(path, MAX_JSON_BYTES)
     try:
-        data = json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(file, pairs),
-                          parse_constant=lambda name: _refuse(file, f"{name} is not a JSON number"))
+        data = json.loads(
+            text,
+            object_pairs_hook=lambda pairs: _unique_pairs(file, pairs),
+            parse_constant=lambda name: _refuse(file, f"{name} is not a JSON number"),
+        )
     except json.JSONDecodeError as exc:
         raise InputError(file, f"invalid JSON: {exc.msg}", line=exc.lineno) from exc
     except RecursionError as exc:
@@ -192,8 +193,9 @@ def _check_tree(file: str, data: Any, strings: bool = True) -> None:
         containers = [v for v in level if isinstance(v, (dict, list))]
         if containers and depth > MAX_DEPTH:
             raise InputError(file, f"nested deeper than {MAX_DEPTH} levels")
-        level = [x for v in containers
-                 for x in (v if isinstance(v, list) else (*v, *v.values()) if strings else v.values())]
+        level = [
+            x for v in containers for x in (v if isinstance(v, list) else (*v, *v.values()) if strings else v.values())
+        ]
         depth += 1
 
 
@@ -347,8 +349,11 @@ class _Builder:
     def _key(self, frame: _Frame, key: str, line: int | None) -> None:
         if key in frame.pos.keys:
             first = frame.pos.keys[key]
-            raise self._error(f"duplicate key {clip(key)} (first at line {first}): "
-                              "a second one would silently replace the first", line, (*frame.path, key))
+            raise self._error(
+                f"duplicate key {clip(key)} (first at line {first}): a second one would silently replace the first",
+                line,
+                (*frame.path, key),
+            )
         frame.pos.keys[key] = line
         frame.key = key
 
@@ -414,13 +419,22 @@ def _schema_errors(doc: YamlDoc, err: jsonschema.ValidationError) -> list[InputE
         allowed = schema.get("properties", {})
         extra = [k for k in err.instance if k not in allowed]
         listed = ", ".join(sorted(allowed))
-        return [InputError(doc.file, f"unknown key {clip(k)} (allowed: {listed})", field=format_path([*path, k]),
-                           line=doc.key_line(path, k)) for k in extra]
+        return [
+            InputError(
+                doc.file,
+                f"unknown key {clip(k)} (allowed: {listed})",
+                field=format_path([*path, k]),
+                line=doc.key_line(path, k),
+            )
+            for k in extra
+        ]
     if err.validator == "required" and isinstance(err.instance, dict):
         # Every missing key at once: one run of fixes, not one per run.
         missing = [k for k in schema.get("required", []) if k not in err.instance]
-        return [InputError(doc.file, f"missing required key {k!r}", field=format_path([*path, k]),
-                           line=doc.line_of(path)) for k in missing]
+        return [
+            InputError(doc.file, f"missing required key {k!r}", field=format_path([*path, k]), line=doc.line_of(path))
+            for k in missing
+        ]
     where = format_path(path) or "(root)"
     return [InputError(doc.file, _message(err, path, schema), field=where, line=doc.line_of(path))]
 

@@ -101,14 +101,17 @@ class ConnectDouble:
         if parts == ["health"]:
             return self._health()
         if parts[0] == "connector-plugins" and parts[-1] == "validate":
-            configs = [{"definition": {"name": k, "type": t}, "value": {"name": k, "errors": []}}
-                       for k, t in self.plugin_keys.items()]
+            configs = [
+                {"definition": {"name": k, "type": t}, "value": {"name": k, "errors": []}}
+                for k, t in self.plugin_keys.items()
+            ]
             return httpx.Response(200, json={"name": parts[1], "error_count": 0, "groups": [], "configs": configs})
         if parts[0] == "connector-plugins" and parts[-1] == "config":
             if not parts[1]:  # Connect: no plugin by that name
                 return error(404, "Unknown plugin: ")
-            return httpx.Response(200, json=[{"name": k, "type": t, "required": False}
-                                             for k, t in self.plugin_keys.items()])
+            return httpx.Response(
+                200, json=[{"name": k, "type": t, "required": False} for k, t in self.plugin_keys.items()]
+            )
         if parts == ["connectors"]:
             return self._list(request) if m == "GET" else self._create(json.loads(request.content or b"{}"))
         c = self.connectors.get(parts[1])
@@ -127,8 +130,13 @@ class ConnectDouble:
         if m == "GET" and rest == ["status"]:
             return httpx.Response(200, json=self._status(c))
         if m == "GET" and rest == ["tasks"]:
-            return httpx.Response(200, json=[{"id": {"connector": c.name, "task": i}, "config": dict(c.config)}
-                                             for i, _ in enumerate(c.task_states)])
+            return httpx.Response(
+                200,
+                json=[
+                    {"id": {"connector": c.name, "task": i}, "config": dict(c.config)}
+                    for i, _ in enumerate(c.task_states)
+                ],
+            )
         if rest == ["offsets"]:
             return self._offsets(c, m, request)
         if m == "PUT" and rest in (["pause"], ["resume"], ["stop"]):
@@ -145,9 +153,12 @@ class ConnectDouble:
         if m not in ("PATCH", "DELETE"):
             return error(405, "HTTP 405 Method Not Allowed")
         if c.state != "STOPPED":
-            return error(400, "Connectors must be in the STOPPED state before their offsets can be modified. "
-                              f"This can be done for the specified connector by issuing a 'PUT' request to the "
-                              f"'/connectors/{c.name}/stop' endpoint")
+            return error(
+                400,
+                "Connectors must be in the STOPPED state before their offsets can be modified. "
+                f"This can be done for the specified connector by issuing a 'PUT' request to the "
+                f"'/connectors/{c.name}/stop' endpoint",
+            )
         if m == "DELETE":  # ConnectorsResource.resetConnectorOffsets (Kafka 3.6+)
             c.offsets = []
             return httpx.Response(200, json={"message": "The offsets for this connector have been reset successfully"})
@@ -162,8 +173,9 @@ class ConnectDouble:
         if self.starting:
             self.starting -= 1
             return httpx.Response(503, json={"status": "starting", "message": "Worker is still starting up."})
-        return httpx.Response(200, json={"status": "healthy",
-                                         "message": "Worker has completed startup and is ready to handle requests."})
+        return httpx.Response(
+            200, json={"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
+        )
 
     def _list(self, request: httpx.Request) -> httpx.Response:
         expand = request.url.params.get_list("expand")
@@ -208,15 +220,24 @@ class ConnectDouble:
         if c.script:
             state = c.script.pop(0)
             c.task_states = [state] * max(1, len(c.task_states))
-            c.trace = "org.apache.kafka.connect.errors.ConnectException: boom\nCaused by: the root" \
-                if state == "FAILED" else None
-        tasks = [{"id": i, "state": s, "worker_id": "w1", **({"trace": c.trace} if s == "FAILED" else {})}
-                 for i, s in enumerate(c.task_states)]
+            c.trace = (
+                "org.apache.kafka.connect.errors.ConnectException: boom\nCaused by: the root"
+                if state == "FAILED"
+                else None
+            )
+        tasks = [
+            {"id": i, "state": s, "worker_id": "w1", **({"trace": c.trace} if s == "FAILED" else {})}
+            for i, s in enumerate(c.task_states)
+        ]
         return {"name": c.name, "type": c.type, "connector": {"state": c.state, "worker_id": "w1"}, "tasks": tasks}
 
     def _info(self, c: Connector) -> dict[str, Any]:
-        return {"name": c.name, "config": c.config, "type": c.type,
-                "tasks": [{"connector": c.name, "task": i} for i, _ in enumerate(c.task_states)]}
+        return {
+            "name": c.name,
+            "config": c.config,
+            "type": c.type,
+            "tasks": [{"connector": c.name, "task": i} for i, _ in enumerate(c.task_states)],
+        }
 
 
 @contextmanager

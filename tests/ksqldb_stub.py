@@ -96,8 +96,9 @@ class Recorded:
 
 
 class KsqlStub:
-    def __init__(self, version: str = "0.28.2", service_id: str = "default_",
-                 credentials: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self, version: str = "0.28.2", service_id: str = "default_", credentials: tuple[str, str] | None = None
+    ) -> None:
         self.version, self.service_id, self.credentials = version, service_id, credentials
         self.url = ""
         self.sources: dict[str, Source] = {}
@@ -123,14 +124,26 @@ class KsqlStub:
 
     # --- test controls -----------------------------------------------------------------
 
-    def fail(self, pattern: str, message: str = "Exception while preparing statement: boom", *,
-             status: int = 400, code: int = 40001, times: int | None = 1) -> None:
+    def fail(
+        self,
+        pattern: str,
+        message: str = "Exception while preparing statement: boom",
+        *,
+        status: int = 400,
+        code: int = 40001,
+        times: int | None = 1,
+    ) -> None:
         """Refuse the next statement(s) matching `pattern` (a regex, case-insensitive)."""
         self._failures.append(Failure(re.compile(pattern, re.I | re.S), message, status, code, times))
 
-    def fail_requests(self, path: str, status: int = 503, code: int = 50301,
-                      message: str = "Timed out while waiting for a previous command to execute",
-                      times: int = 1) -> None:
+    def fail_requests(
+        self,
+        path: str,
+        status: int = 503,
+        code: int = 50301,
+        message: str = "Timed out while waiting for a previous command to execute",
+        times: int = 1,
+    ) -> None:
         self._request_failures += [(path, status, code, message)] * times
 
     def starting(self, requests: int) -> None:
@@ -154,8 +167,12 @@ class KsqlStub:
     def ksql(self, body: dict[str, Any]) -> tuple[int, Any]:
         sequence = body.get("commandSequenceNumber")
         if isinstance(sequence, int) and sequence > self.sequence:
-            raise StubError(503, 50301, "Timed out while waiting for a previous command to execute. "
-                            f"command sequence number: {sequence}", "generic_error")
+            raise StubError(
+                503,
+                50301,
+                f"Timed out while waiting for a previous command to execute. command sequence number: {sequence}",
+                "generic_error",
+            )
         for key in body.get("streamsProperties") or {}:
             _check_property(str(key))
         entities: list[dict[str, Any]] = []
@@ -164,8 +181,13 @@ class KsqlStub:
                 self._injected(statement)
                 entities += self.statement(statement)
             except StubError as exc:
-                return exc.status, {"@type": "statement_error", "error_code": exc.code, "message": exc.message,
-                                    "statementText": statement, "entities": entities}
+                return exc.status, {
+                    "@type": "statement_error",
+                    "error_code": exc.code,
+                    "message": exc.message,
+                    "statementText": statement,
+                    "entities": entities,
+                }
         return 200, entities
 
     def _injected(self, statement: str) -> None:
@@ -205,10 +227,19 @@ class KsqlStub:
         self.commands[command] = final
         # A persistent query's command is answered before it runs (QUEUED), as the server does
         # when it stops waiting; its final status is then on GET /status/<commandId>.
-        shown = {"status": "QUEUED", "message": "Statement written to command topic", "queryId": None} \
-            if query and self.queue_commands else final
-        return {"@type": "currentStatus", "statementText": text, "commandId": command,
-                "commandStatus": shown, "commandSequenceNumber": self.sequence, "warnings": []}
+        shown = (
+            {"status": "QUEUED", "message": "Statement written to command topic", "queryId": None}
+            if query and self.queue_commands
+            else final
+        )
+        return {
+            "@type": "currentStatus",
+            "statementText": text,
+            "commandId": command,
+            "commandStatus": shown,
+            "commandSequenceNumber": self.sequence,
+            "warnings": [],
+        }
 
     def _command(self, kind: str, message: str) -> Any:
         return lambda text, match: [self._status(text, f"{kind}/generic/execute", message)]
@@ -218,8 +249,9 @@ class KsqlStub:
         if name in self.sources and not replace:
             if if_not:
                 return [self._status(text, f"{kind.lower()}/{name}/create", f"{kind.title()} already exists")]
-            raise StubError(400, 40001, f"Cannot add {kind.lower()} '{name}': A {kind.lower()} with the same "
-                            "name already exists")
+            raise StubError(
+                400, 40001, f"Cannot add {kind.lower()} '{name}': A {kind.lower()} with the same name already exists"
+            )
         columns, rest = self._columns(rest)
         props, rest = self._with(rest)
         source = Source(name, kind, str(props.get("KAFKA_TOPIC", name)), columns)
@@ -233,8 +265,10 @@ class KsqlStub:
                 self._fold(source, row, visible_after=-1)
         query = None
         if reads is not None:
-            query = next((q.id for q in self.queries.values() if q.sink == name),
-                         f"{'CTAS' if kind == 'TABLE' else 'CSAS'}_{name}_{len(self.queries) + 1}")
+            query = next(
+                (q.id for q in self.queries.values() if q.sink == name),
+                f"{'CTAS' if kind == 'TABLE' else 'CSAS'}_{name}_{len(self.queries) + 1}",
+            )
             self.queries[query] = Query(query, name, reads)
             if kind == "TABLE" and old is None:
                 self.fresh[name] = 1  # not queryable until its state store is up
@@ -260,7 +294,7 @@ class KsqlStub:
     def _with(self, rest: str) -> tuple[dict[str, Any], str]:
         if not re.match(r"WITH\s*\(", rest, re.I):
             return {}, rest
-        inside, rest = block(rest[rest.index("("):])
+        inside, rest = block(rest[rest.index("(") :])
         return self._properties(inside), rest
 
     def _properties(self, inside: str) -> dict[str, Any]:
@@ -300,13 +334,20 @@ class KsqlStub:
         name = ident(m[3])
         if name in self.connectors:
             if m[2]:
-                return [{"@type": "warning_entity", "statementText": text,
-                         "message": f"Connector {name} already exists"}]
+                return [
+                    {"@type": "warning_entity", "statementText": text, "message": f"Connector {name} already exists"}
+                ]
             raise StubError(409, 40900, f"Connector {name} already exists")
         config = self._properties(block(m[4])[0])
         self.connectors[name] = config
-        return [{"@type": "connector_info", "statementText": text, "warnings": [],
-                 "info": {"name": name, "config": config, "tasks": [], "type": m[1].lower()}}]
+        return [
+            {
+                "@type": "connector_info",
+                "statementText": text,
+                "warnings": [],
+                "info": {"name": name, "config": config, "tasks": [], "type": m[1].lower()},
+            }
+        ]
 
     def _insert(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
         target = self.sources.get(ident(m[1]))
@@ -319,7 +360,7 @@ class KsqlStub:
         unknown = set(columns) - {c[0] for c in target.columns}
         if unknown:
             raise StubError(400, 40001, f"Column name {sorted(unknown)[0]} does not exist.")
-        row = dict(zip(columns, values))
+        row = dict(zip(columns, values, strict=False))
         target.rows.append(row)
         for table in self.sources.values():
             if table.feed and table.feed[0] == target.name:
@@ -349,9 +390,13 @@ class KsqlStub:
             raise StubError(400, 40001, f"{kind.title()} {name} does not exist.")
         readers = sorted(q.id for q in self.queries.values() if name in q.reads and q.sink != name)
         if readers:
-            raise StubError(400, 40001, f"Cannot drop {name}.\nThe following queries read from this source: "
-                            f"[{', '.join(readers)}].\nThe following queries write into this source: [].\n"
-                            f"You need to terminate them before dropping {name}.")
+            raise StubError(
+                400,
+                40001,
+                f"Cannot drop {name}.\nThe following queries read from this source: "
+                f"[{', '.join(readers)}].\nThe following queries write into this source: [].\n"
+                f"You need to terminate them before dropping {name}.",
+            )
         self.queries = {i: q for i, q in self.queries.items() if q.sink != name}  # DROP ends its writer
         self.sources.pop(name, None)
         return [self._status(text, f"{kind.lower()}/`{name}`/drop", f"Source {name} dropped")]
@@ -359,8 +404,9 @@ class KsqlStub:
     def _drop_connector(self, text: str, name: str, if_exists: bool) -> list[dict[str, Any]]:
         if name not in self.connectors:
             if if_exists:
-                return [{"@type": "warning_entity", "statementText": text,
-                         "message": f"Connector '{name}' does not exist."}]
+                return [
+                    {"@type": "warning_entity", "statementText": text, "message": f"Connector '{name}' does not exist."}
+                ]
             raise StubError(404, 40400, f"Failed to drop connector: Connector {name} not found")
         self.connectors.pop(name)
         return [{"@type": "drop_connector", "statementText": text, "connectorName": name, "warnings": []}]
@@ -373,13 +419,15 @@ class KsqlStub:
         if any(q.sink == name for q in self.queries.values()):
             raise StubError(400, 40001, "ALTER command is not supported for CREATE ... AS statements.")
         if source.kind != kind:
-            raise StubError(400, 40001, f"Incompatible data source type is {source.kind}, but statement was "
-                            f"ALTER {kind}")
+            raise StubError(
+                400, 40001, f"Incompatible data source type is {source.kind}, but statement was ALTER {kind}"
+            )
         for item in top_level(m[3]):
             column = ident(re.sub(r"^ADD\s+(COLUMN\s+)?", "", item.strip(), flags=re.I).split()[0])
             if column in {c[0] for c in source.columns}:
-                raise StubError(400, 40001, f"Cannot add column {column} to schema. A column with the same "
-                                "name already exists.")
+                raise StubError(
+                    400, 40001, f"Cannot add column {column} to schema. A column with the same name already exists."
+                )
             source.columns.append((column, "STRING", False))
         return [self._status(text, f"{kind.lower()}/`{name}`/alter", f"{kind.title()} altered")]
 
@@ -392,13 +440,26 @@ class KsqlStub:
 
     def _list(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
         kind = m[2].lower()
-        found = [{"type": s.kind, "name": s.name, "topic": s.topic, "keyFormat": "KAFKA", "valueFormat": "JSON",
-                  "isWindowed": False} for s in self.sources.values() if s.kind == kind[:-1].upper()]
+        found = [
+            {
+                "type": s.kind,
+                "name": s.name,
+                "topic": s.topic,
+                "keyFormat": "KAFKA",
+                "valueFormat": "JSON",
+                "isWindowed": False,
+            }
+            for s in self.sources.values()
+            if s.kind == kind[:-1].upper()
+        ]
         return [{"@type": kind, "statementText": text, kind: found, "warnings": []}]
 
     def _select(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
-        raise StubError(400, 40002, "The following statement types should be issued to the websocket "
-                        "endpoint '/query':\n\t* PRINT\n\t* SELECT")
+        raise StubError(
+            400,
+            40002,
+            "The following statement types should be issued to the websocket endpoint '/query':\n\t* PRINT\n\t* SELECT",
+        )
 
     def _assert(self, text: str, m: re.Match[str]) -> list[dict[str, Any]]:
         kind, absent, rest = m[2].lower(), bool(m[1]), m[3]
@@ -430,8 +491,12 @@ class KsqlStub:
             raise StubError(400, 40001, f"{ident(m[2])} does not exist or is not a table.")
         if self.fresh.get(table.name):
             self.fresh[table.name] -= 1
-            raise StubError(400, 40000, f"Materialized data for key [CURRENT] is not available yet. "
-                            "Please try again later.", "generic_error")
+            raise StubError(
+                400,
+                40000,
+                "Materialized data for key [CURRENT] is not available yet. Please try again later.",
+                "generic_error",
+            )
         names = [c[0] for c in table.columns] if m[1].strip() == "*" else [ident(c) for c in top_level(m[1])]
         missing = [n for n in names if n not in {c[0] for c in table.columns}]
         if missing:
@@ -453,12 +518,28 @@ class KsqlStub:
 
 
 # LocalPropertyParser: what a request may set, and what no request may (KsqlEngine's immutable ones).
-_STREAMS_PROPERTIES = frozenset({"auto.offset.reset", "commit.interval.ms", "cache.max.bytes.buffering",
-                                 "num.stream.threads", "processing.guarantee", "buffered.records.per.partition",
-                                 "max.task.idle.ms", "statestore.cache.max.bytes"})
+_STREAMS_PROPERTIES = frozenset(
+    {
+        "auto.offset.reset",
+        "commit.interval.ms",
+        "cache.max.bytes.buffering",
+        "num.stream.threads",
+        "processing.guarantee",
+        "buffered.records.per.partition",
+        "max.task.idle.ms",
+        "statestore.cache.max.bytes",
+    }
+)
 _PREFIXES = ("ksql.", "consumer.", "producer.", "ksql.streams.")
-_IMMUTABLE = frozenset({"ksql.service.id", "bootstrap.servers", "ksql.streams.bootstrap.servers",
-                        "ksql.connect.url", "ksql.schema.registry.url"})
+_IMMUTABLE = frozenset(
+    {
+        "ksql.service.id",
+        "bootstrap.servers",
+        "ksql.streams.bootstrap.servers",
+        "ksql.connect.url",
+        "ksql.schema.registry.url",
+    }
+)
 
 
 def _check_property(key: str) -> None:
@@ -471,14 +552,21 @@ def _check_property(key: str) -> None:
 def _upgradeable(old: Source, new: Source) -> None:
     """CREATE OR REPLACE may add columns at the end, nothing else (MetaStoreImpl.putSource)."""
     if old.kind != new.kind:
-        raise StubError(400, 40001, f"Cannot add {new.kind.lower()} '{new.name}': A {old.kind.lower()} with the "
-                        "same name already exists")
+        raise StubError(
+            400,
+            40001,
+            f"Cannot add {new.kind.lower()} '{new.name}': A {old.kind.lower()} with the same name already exists",
+        )
     before, after = [c[0] for c in old.columns], [c[0] for c in new.columns]
-    if after[:len(before)] != before:
+    if after[: len(before)] != before:
         changed = [c for i, c in enumerate(before) if i >= len(after) or after[i] != c]
-        raise StubError(400, 40001, f"Cannot upgrade data source: DataSource '`{old.name}`' has schema = "
-                        f"{before} which is not upgradeable to {after} (The following columns are changed, "
-                        f"missing or reordered: [{', '.join(f'`{c}` STRING' for c in changed)}])")
+        raise StubError(
+            400,
+            40001,
+            f"Cannot upgrade data source: DataSource '`{old.name}`' has schema = "
+            f"{before} which is not upgradeable to {after} (The following columns are changed, "
+            f"missing or reordered: [{', '.join(f'`{c}` STRING' for c in changed)}])",
+        )
 
 
 def _seconds(n: int, unit: str) -> float:
@@ -532,17 +620,31 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, path: str, body: Any) -> None:
         stub = self.stub
         if (self.command, path) == ("GET", "/info"):
-            self._send(200, {"KsqlServerInfo": {"version": stub.version, "kafkaClusterId": "stub-cluster-id",
-                                                "ksqlServiceId": stub.service_id, "serverStatus": "RUNNING"}})
+            self._send(
+                200,
+                {
+                    "KsqlServerInfo": {
+                        "version": stub.version,
+                        "kafkaClusterId": "stub-cluster-id",
+                        "ksqlServiceId": stub.service_id,
+                        "serverStatus": "RUNNING",
+                    }
+                },
+            )
         elif (self.command, path) == ("GET", "/healthcheck"):
-            self._send(200, {"isHealthy": stub.healthy, "details": {"metastore": {"isHealthy": True},
-                                                                    "kafka": {"isHealthy": stub.healthy}}})
+            self._send(
+                200,
+                {
+                    "isHealthy": stub.healthy,
+                    "details": {"metastore": {"isHealthy": True}, "kafka": {"isHealthy": stub.healthy}},
+                },
+            )
         elif (self.command, path) == ("POST", "/ksql"):
             self._send(*stub.ksql(body))
         elif (self.command, path) == ("POST", "/query-stream"):
             self._rows(*stub.pull(body))
         elif self.command == "GET" and path.startswith("/status/"):
-            command = unquote(path[len("/status/"):])
+            command = unquote(path[len("/status/") :])
             if command not in stub.commands:
                 raise StubError(404, 40400, "Command not found", "generic_error")
             self._send(200, stub.commands[command])
@@ -553,8 +655,14 @@ class _Handler(BaseHTTPRequestHandler):
         header = {"columnNames": names, "columnTypes": ["STRING"] * len(names)}
         if self.stub.stream_errors > 0:  # the status (200) went out before the query failed
             self.stub.stream_errors -= 1
-            rows = [*rows[:1], {"@type": "generic_error", "error_code": 50000,  # type: ignore[list-item]
-                                "message": "Query terminated: store closed"}]
+            rows = [
+                *rows[:1],
+                {
+                    "@type": "generic_error",
+                    "error_code": 50000,  # type: ignore[list-item]
+                    "message": "Query terminated: store closed",
+                },
+            ]
         if self.headers.get("Accept", "") == "application/json":
             return self._send(200, [header, *rows], "application/json")
         text = "\n".join(json.dumps(x) for x in [header, *rows]) + "\n"

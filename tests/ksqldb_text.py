@@ -59,7 +59,7 @@ def block(text: str) -> tuple[str, str]:
         elif ch == ")":
             depth -= 1
             if depth == 0:
-                return text[1:i], text[i + 1:].strip()
+                return text[1:i], text[i + 1 :].strip()
     raise StubError(400, 40001, "line 1:1: mismatched input: unbalanced parenthesis")
 
 

@@ -38,12 +38,14 @@ def transport(schemas: dict[int, dict[str, Any]], seen: list[str]) -> httpx.Mock
         seen.append(f"{request.method} {request.url.path}")
         status, body = answer(schemas, request.method, request.url.path)
         return httpx.Response(status, json=body, headers={"content-type": "application/vnd.schemaregistry.v1+json"})
+
     return httpx.MockTransport(handle)
 
 
 @contextmanager
 def served(schemas: dict[int, dict[str, Any]]) -> Iterator[str]:
     """The double on a loopback port: yields its URL."""
+
     class Handler(BaseHTTPRequestHandler):
         def _serve(self) -> None:
             status, body = answer(schemas, self.command, self.path)

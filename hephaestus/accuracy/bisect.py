@@ -1,9 +1,10 @@
 """`--deep`: find the rows that differ without pulling whole tables (the data-diff algorithm).
 
 Cut the key range at `factor - 1` keys of the side with more rows, checksum every part on
-both sides in one scan each, and recurse into the parts whose checksums differ. Below `threshold` rows a part's keys and row
-hashes are compared in memory; a part one side lacks entirely is listed from the other side
-without hashing. Only the first `limit` keys of each kind are kept; the totals are exact.
+both sides in one scan each, and recurse into the parts whose checksums differ. Below
+`threshold` rows a part's keys and row hashes are compared in memory; a part one side lacks
+entirely is listed from the other side without hashing. Only the first `limit` keys of each
+kind are kept; the totals are exact.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class _Found:
 
     def add(self, kind: str, keys: Sequence[Key], total: int | None = None) -> None:
         self.totals[kind] += len(keys) if total is None else total
-        self.keys[kind].extend(keys[:max(self.room(kind), 0)])
+        self.keys[kind].extend(keys[: max(self.room(kind), 0)])
 
     def lists(self) -> list[KeyList]:
         return [KeyList(self.totals[k], tuple(self.keys[k])) for k in KINDS]
@@ -89,8 +90,9 @@ class _Run:
     found: _Found
 
 
-def deep_diff(source: Side, sink: Side, options: DeepOptions = DeepOptions(),
-              both: Both = one_then_other) -> tuple[Counts, KeyDiff]:
+def deep_diff(
+    source: Side, sink: Side, options: DeepOptions = DeepOptions(), both: Both = one_then_other
+) -> tuple[Counts, KeyDiff]:
     """The counts of both sides and the keys that differ."""
     run = _Run(source, sink, options, both, _Found(options.limit))
     # No whole-table checksum first: --deep mostly runs where counts already told of a
@@ -121,14 +123,14 @@ def _bisect(run: _Run, rng: Range, n_source: int, n_sink: int, depth: int) -> No
     cuts = larger.sampled_cuts(factor, rows) if rng == FULL else []
     cuts = cuts or larger.checkpoints(rng, math.ceil(rows / factor))
     a, b = run.both(lambda: run.source.checksums(rng, cuts), lambda: run.sink.checksums(rng, cuts))
-    for part, x, y in zip(parts(rng, cuts), a, b):
+    for part, x, y in zip(parts(rng, cuts), a, b, strict=False):
         if x != y:
             _resolve(run, part, x[0], y[0], depth + 1)
 
 
 def parts(rng: Range, cuts: Sequence[Key]) -> list[Range]:
     bounds = [rng[0], *cuts, rng[1]]
-    return list(zip(bounds, bounds[1:]))
+    return list(zip(bounds, bounds[1:], strict=False))
 
 
 def _in_memory(run: _Run, rng: Range) -> None:

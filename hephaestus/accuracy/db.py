@@ -19,9 +19,11 @@ from hephaestus.project import Project
 Connection = psycopg.Connection[tuple[object, ...]]
 
 # Values hash by their text form, which these settings shape: pin them on both sides.
-_SESSION = ("SELECT set_config('TimeZone', 'UTC', false), set_config('DateStyle', 'ISO, YMD', false), "
-            "set_config('IntervalStyle', 'postgres', false), set_config('extra_float_digits', '1', false), "
-            "set_config('bytea_output', 'hex', false)")
+_SESSION = (
+    "SELECT set_config('TimeZone', 'UTC', false), set_config('DateStyle', 'ISO, YMD', false), "
+    "set_config('IntervalStyle', 'postgres', false), set_config('extra_float_digits', '1', false), "
+    "set_config('bytea_output', 'hex', false)"
+)
 
 _COLUMNS = """
 SELECT a.attname, format_type(a.atttypid, NULL),
@@ -79,16 +81,21 @@ def inspect(conn: Connection, database: str, table: TableRef) -> TableInfo:
     if not rows:
         raise HephaestusError(f"table {table} does not exist in database {database}")
     key = conn.execute(_PRIMARY_KEY, [table.schema, table.table]).fetchall()
-    return TableInfo(tuple(str(r[0]) for r in rows), {str(r[0]): _opt(r[2]) for r in rows},
-                     tuple(str(r[0]) for r in key), {str(r[0]): str(r[1]) for r in rows})
+    return TableInfo(
+        tuple(str(r[0]) for r in rows),
+        {str(r[0]): _opt(r[2]) for r in rows},
+        tuple(str(r[0]) for r in key),
+        {str(r[0]): str(r[1]) for r in rows},
+    )
 
 
 def inspect_expectation(conn: Connection, database: str, query: str) -> TableInfo:
     """The columns an expectation's SELECT returns, read from an empty run of it (types and
     collations unknown: its rows hash by their text form)."""
     # The newline ends a trailing `-- comment` of the query before the parenthesis.
-    cur = conn.execute(sql.SQL("SELECT * FROM ({}\n) AS heph_expected LIMIT 0").format(
-        sql.SQL(query.replace("%", "%%"))), [])
+    cur = conn.execute(
+        sql.SQL("SELECT * FROM ({}\n) AS heph_expected LIMIT 0").format(sql.SQL(query.replace("%", "%%"))), []
+    )
     names = tuple(c.name for c in cur.description or ())
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

@@ -115,8 +115,7 @@ def allowance(spec: AccuracySpec, source_rows: int) -> int:
     return max(spec.tolerance_rows, int(spec.tolerance_percent * source_rows / 100))
 
 
-def judge(spec: AccuracySpec, counts: Counts, diff: KeyDiff | None,
-          lag_bytes: int | None) -> tuple[Verdict, int]:
+def judge(spec: AccuracySpec, counts: Counts, diff: KeyDiff | None, lag_bytes: int | None) -> tuple[Verdict, int]:
     """The verdict and the tolerance applied. Tolerance covers replication in flight only:
     with the slot caught up (or no slot to tell), any difference is a mismatch."""
     allowed = allowance(spec, counts.source) if lag_bytes else 0

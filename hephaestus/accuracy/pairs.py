@@ -20,14 +20,28 @@ def table_pairs(defs: Sequence[Definition]) -> list[TablePair]:
 
 
 def _table_pairs(d: Definition) -> list[TablePair]:
-    return [TablePair(_source(d, p.source_table, s), Endpoint(s.database, s.table), s.delete,
-                      s.tenant_filter, s.accuracy, _origin(d, s.path)) for p in d.pipelines for s in p.sinks]
+    return [
+        TablePair(
+            _source(d, p.source_table, s),
+            Endpoint(s.database, s.table),
+            s.delete,
+            s.tenant_filter,
+            s.accuracy,
+            _origin(d, s.path),
+        )
+        for p in d.pipelines
+        for s in p.sinks
+    ]
 
 
 def _topic_pairs(d: Definition) -> list[TablePair]:
     # The tenant filter was applied by the sink to ksqlDB's rows: the expectation says its own.
-    return [TablePair(_source(d, s.table, s), Endpoint(s.database, s.table), s.delete, None, s.accuracy,
-                      _origin(d, s.path)) for t in d.topics for s in t.sinks if s.accuracy.expect]
+    return [
+        TablePair(_source(d, s.table, s), Endpoint(s.database, s.table), s.delete, None, s.accuracy, _origin(d, s.path))
+        for t in d.topics
+        for s in t.sinks
+        if s.accuracy.expect
+    ]
 
 
 def _source(d: Definition, table: TableRef, sink: SinkSpec) -> Endpoint:
@@ -66,8 +80,7 @@ def filters(pair: TablePair, source_columns: Sequence[str], sink_columns: Sequen
     tables, only live rows compare — a purged row was soft-deleted first, so the sink's copy
     carries `deleted_at` and drops out. The tenant filter always narrows the source side: the
     sink only ever receives that tenant's rows."""
-    soft = (not pair.delete and SOFT_DELETE_COLUMN in source_columns
-            and SOFT_DELETE_COLUMN in sink_columns)
+    soft = not pair.delete and SOFT_DELETE_COLUMN in source_columns and SOFT_DELETE_COLUMN in sink_columns
     default = f"{SOFT_DELETE_COLUMN} IS NULL" if soft else None
     source = [c for c in (pair.spec.source_filter or default, _tenant(pair)) if c]
     sink = [c for c in (pair.spec.sink_filter or default,) if c]
@@ -90,14 +103,16 @@ def _and(conditions: list[str]) -> str:
     return " AND ".join(f"({c})" for c in conditions)
 
 
-def slot_candidates(d: Definition, env: str | None, org: str | None,
-                    select_globs: Sequence[str] = ()) -> list[str]:
+def slot_candidates(d: Definition, env: str | None, org: str | None, select_globs: Sequence[str] = ()) -> list[str]:
     """Slots (`{env}_{org}_{db}`) this deployment may measure lag on: --env/--org when given,
     else the definition's envs x orgs whose source connector the cluster's `select` runs."""
     scopes = [(e, o) for e in ([env] if env else d.envs) for o in ([org] if org else d.orgs)]
     if select_globs and not (env and org):
-        scopes = [(e, o) for e, o in scopes
-                  if any(fnmatchcase(f"{e}_{o}_{d.database}_source_connector", g) for g in select_globs)]
+        scopes = [
+            (e, o)
+            for e, o in scopes
+            if any(fnmatchcase(f"{e}_{o}_{d.database}_source_connector", g) for g in select_globs)
+        ]
     return [f"{e}_{o}_{d.database}" for e, o in scopes]
 
 
@@ -105,6 +120,9 @@ def pick_slot(database: str, candidates: Sequence[str], existing: Sequence[str])
     """The one candidate slot that exists in the source database; None when none does."""
     found = [c for c in candidates if c in set(existing)]
     if len(found) > 1:
-        raise InputError("--env/--org", f"database {database} has several replication slots of this "
-                         f"definition ({', '.join(found)}): pass --env and --org to pick one")
+        raise InputError(
+            "--env/--org",
+            f"database {database} has several replication slots of this "
+            f"definition ({', '.join(found)}): pass --env and --org to pick one",
+        )
     return found[0] if found else None

@@ -36,8 +36,11 @@ def metrics_of(report: Report, now: float | None = None) -> Metrics:
     metrics = Metrics()
     for r in report.results:
         _table(metrics, r)
-    metrics.set("accuracy_last_run_timestamp_seconds", "When the accuracy run ended (Unix time).",
-                time.time() if now is None else now)
+    metrics.set(
+        "accuracy_last_run_timestamp_seconds",
+        "When the accuracy run ended (Unix time).",
+        time.time() if now is None else now,
+    )
     metrics.set("accuracy_run_duration_seconds", "Wall time of the accuracy run.", report.seconds)
     metrics.set("accuracy_tables_mismatched", "Tables beyond tolerance in the last run.", report.count("mismatch"))
     metrics.set("accuracy_tables_failed", "Tables that could not be compared in the last run.", report.count("error"))
@@ -45,21 +48,27 @@ def metrics_of(report: Report, now: float | None = None) -> Metrics:
 
 
 def _table(metrics: Metrics, r: TableResult) -> None:
-    labels = dict(zip(LABELS, (r.pair.source.database, str(r.pair.source.table),
-                               r.pair.sink.database, str(r.pair.sink.table))))
-    metrics.set("accuracy_match", "1 when the sink matches its source (within tolerance), 0 otherwise.",
-                1 if r.verdict in ("match", "within_tolerance") else 0, labels)
+    values = (r.pair.source.database, str(r.pair.source.table), r.pair.sink.database, str(r.pair.sink.table))
+    labels = dict(zip(LABELS, values, strict=True))
+    metrics.set(
+        "accuracy_match",
+        "1 when the sink matches its source (within tolerance), 0 otherwise.",
+        1 if r.verdict in ("match", "within_tolerance") else 0,
+        labels,
+    )
     if r.counts is not None:
         metrics.set("accuracy_source_rows", "Rows compared on the source side.", r.counts.source, labels)
         metrics.set("accuracy_sink_rows", "Rows compared on the sink side.", r.counts.sink, labels)
         metrics.set("accuracy_delta_rows", "Sink rows minus source rows.", r.counts.delta, labels)
     if r.lag_bytes is not None:
-        metrics.set("accuracy_replication_lag_bytes", "WAL bytes the source slot has not confirmed.",
-                    r.lag_bytes, labels)
+        metrics.set(
+            "accuracy_replication_lag_bytes", "WAL bytes the source slot has not confirmed.", r.lag_bytes, labels
+        )
     if r.diff is not None:
         for kind in ("missing", "extra", "different"):
-            metrics.set(f"accuracy_{kind}_rows", f"Keys {kind} at the sink (--deep).",
-                        getattr(r.diff, kind).total, labels)
+            metrics.set(
+                f"accuracy_{kind}_rows", f"Keys {kind} at the sink (--deep).", getattr(r.diff, kind).total, labels
+            )
 
 
 def publish_metrics(report: Report, textfile: Path | None, pushgateway: str | None) -> None:

@@ -53,8 +53,10 @@ class TableQuery:
         return sql.Identifier(self.table.schema, self.table.table)
 
     def key_exprs(self) -> list[sql.Composable]:
-        return [sql.SQL("{} COLLATE \"C\"").format(sql.Identifier(k)) if k in self.collate_c
-                else sql.Identifier(k) for k in self.key]
+        return [
+            sql.SQL('{} COLLATE "C"').format(sql.Identifier(k)) if k in self.collate_c else sql.Identifier(k)
+            for k in self.key
+        ]
 
     def key_row(self) -> sql.Composable:
         return sql.SQL("({})").format(sql.SQL(", ").join(self.key_exprs()))
@@ -71,8 +73,10 @@ class TableQuery:
         if self.md5:
             return sql.SQL("('x' || substr(md5({}), 1, 15))::bit(60)::bigint").format(self.row_text())
         if self.native:
-            fields = sql.SQL(", ").join(sql.Identifier(c) if c in self.native else sql.SQL("{}::text").format(
-                sql.Identifier(c)) for c in self.columns)
+            fields = sql.SQL(", ").join(
+                sql.Identifier(c) if c in self.native else sql.SQL("{}::text").format(sql.Identifier(c))
+                for c in self.columns
+            )
             return sql.SQL("hash_record_extended(ROW({}), 0)").format(fields)
         return sql.SQL("hashtextextended({}, 0)").format(self.row_text())
 
@@ -82,7 +86,7 @@ class TableQuery:
         if self.filter:
             # `%` in a user's filter (LIKE 'a%') must not read as a placeholder.
             parts.append(sql.SQL("({})").format(sql.SQL(self.filter.replace("%", "%%"))))
-        for bound, op in zip(rng, (">=", "<")):
+        for bound, op in zip(rng, (">=", "<"), strict=False):
             if bound is not None:
                 parts.append(sql.SQL("{} {} {}").format(self.key_row(), sql.SQL(op), _placeholders(len(bound))))
                 params.extend(bound)
@@ -105,9 +109,10 @@ def bucket(q: TableQuery, checkpoints: Sequence[Key], offset: int = 0) -> Query:
         return sql.SQL("{}").format(sql.Literal(offset)), []
     mid = len(checkpoints) // 2
     left, left_params = bucket(q, checkpoints[:mid], offset)
-    right, right_params = bucket(q, checkpoints[mid + 1:], offset + mid + 1)
+    right, right_params = bucket(q, checkpoints[mid + 1 :], offset + mid + 1)
     text = sql.SQL("CASE WHEN {} < {} THEN {} ELSE {} END").format(
-        q.key_row(), _placeholders(len(checkpoints[mid])), left, right)
+        q.key_row(), _placeholders(len(checkpoints[mid])), left, right
+    )
     return text, [*checkpoints[mid], *left_params, *right_params]
 
 
@@ -116,7 +121,8 @@ def checksums(q: TableQuery, rng: Range, checkpoints: Sequence[Key]) -> Query:
     seg, seg_params = bucket(q, checkpoints)
     where, params = q.where(rng)
     text = sql.SQL("SELECT {} AS seg, count(*), coalesce(sum({}), 0) FROM {} WHERE {} GROUP BY 1").format(
-        seg, q.row_hash(), q.relation, where)
+        seg, q.row_hash(), q.relation, where
+    )
     return text, [*seg_params, *params]
 
 
@@ -125,10 +131,11 @@ def checkpoints(q: TableQuery, rng: Range, step: int) -> Query:
     split it into parts of `step` rows, read in one pass over the key index."""
     where, params = q.where(rng)
     order = sql.SQL(", ").join(q.key_exprs())
-    text = sql.SQL("SELECT {keys} FROM (SELECT {keys}, row_number() OVER (ORDER BY {order}) AS heph_rn "
-                   "FROM {rel} WHERE {where}) s WHERE heph_rn > 1 AND (heph_rn - 1) %% {step} = 0 "
-                   "ORDER BY heph_rn").format(keys=q.key_list(), order=order, rel=q.relation,
-                                              where=where, step=sql.Literal(step))
+    text = sql.SQL(
+        "SELECT {keys} FROM (SELECT {keys}, row_number() OVER (ORDER BY {order}) AS heph_rn "
+        "FROM {rel} WHERE {where}) s WHERE heph_rn > 1 AND (heph_rn - 1) %% {step} = 0 "
+        "ORDER BY heph_rn"
+    ).format(keys=q.key_list(), order=order, rel=q.relation, where=where, step=sql.Literal(step))
     return text, params
 
 
@@ -137,7 +144,8 @@ def sampled_keys(q: TableQuery, percent: float) -> Query:
     split that cost a few pages instead of a pass over every key."""
     where, params = q.where(FULL)
     text = sql.SQL("SELECT {} FROM {} TABLESAMPLE SYSTEM ({}) WHERE {} ORDER BY {}").format(
-        q.key_list(), q.relation, sql.Literal(percent), where, sql.SQL(", ").join(q.key_exprs()))
+        q.key_list(), q.relation, sql.Literal(percent), where, sql.SQL(", ").join(q.key_exprs())
+    )
     return text, params
 
 
@@ -149,7 +157,8 @@ def row_hashes(q: TableQuery, rng: Range) -> Query:
 def first_keys(q: TableQuery, rng: Range, limit: int) -> Query:
     where, params = q.where(rng)
     text = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT {}").format(
-        q.key_list(), q.relation, where, sql.SQL(", ").join(q.key_exprs()), sql.Literal(limit))
+        q.key_list(), q.relation, where, sql.SQL(", ").join(q.key_exprs()), sql.Literal(limit)
+    )
     return text, params
 
 
@@ -157,12 +166,28 @@ HASH_PROBE = "SELECT hashtextextended('hephaestus accuracy probe', 0)"
 
 # Built-in types with a hash opclass whose equality is a value's identity for a copy: not float
 # (0 = -0), not interval ('1 day' = '24 hours'), nothing without a hash (json, point).
-NATIVE_TYPES = frozenset({
-    "boolean", "smallint", "integer", "bigint", "numeric", "text", "character varying", "character",
-    "date", "time without time zone", "timestamp without time zone", "timestamp with time zone",
-    "uuid", "bytea", "jsonb"})
+NATIVE_TYPES = frozenset(
+    {
+        "boolean",
+        "smallint",
+        "integer",
+        "bigint",
+        "numeric",
+        "text",
+        "character varying",
+        "character",
+        "date",
+        "time without time zone",
+        "timestamp without time zone",
+        "timestamp with time zone",
+        "uuid",
+        "bytea",
+        "jsonb",
+    }
+)
 RECORD_PROBE = (
     "SELECT hash_record_extended(ROW(true, 1::int2, 2::int4, 3::int8, 1.50::numeric, 'text'::text, "
     "'varchar'::varchar, 'char'::char(6), date '2026-01-02', time '01:02:03.456', timestamp '2026-01-02 03:04:05.678', "
     "timestamptz '2026-01-02 03:04:05.678+00', '6f1c1a9e-0000-4000-8000-000000000001'::uuid, '\\x0102'::bytea, "
-    "'{\"a\": [1, 2]}'::jsonb, NULL::text), 0)")
+    "'{\"a\": [1, 2]}'::jsonb, NULL::text), 0)"
+)

@@ -8,17 +8,23 @@ from typing import Any
 from hephaestus.accuracy.model import Endpoint, Key, KeyList, Report, TableResult
 
 _HEADER = ("TABLE", "SOURCE", "SINK", "DELTA", "LAG", "VERDICT")
-_KINDS = (("missing", "in the source, not in the sink"), ("extra", "in the sink, not in the source"),
-          ("different", "in both, with other values"))
+_KINDS = (
+    ("missing", "in the source, not in the sink"),
+    ("extra", "in the sink, not in the source"),
+    ("different", "in both, with other values"),
+)
 
 
 def text(report: Report) -> str:
     rows = [_HEADER] + [_cells(r) for r in report.results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     lines = []
-    for row, result in zip(rows, (None, *report.results)):
-        lines.append("  ".join(c.ljust(w) if i in (0, 4, 5) else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    for row, result in zip(rows, (None, *report.results), strict=False):
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i in (0, 4, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=False))
+            ).rstrip()
+        )
         lines += _details(result) if result else []
     lines.append(summary(report))
     return "\n".join(lines) + "\n"
@@ -28,8 +34,14 @@ def _cells(r: TableResult) -> tuple[str, ...]:
     if r.counts is None:
         return (r.pair.name, "-", "-", "-", "-", r.verdict.upper())
     delta = f"{r.counts.delta:+d}" if r.counts.delta else "0"
-    return (r.pair.name, str(r.counts.source), str(r.counts.sink), delta, lag_text(r.lag_bytes),
-            r.verdict.upper().replace("_", " "))
+    return (
+        r.pair.name,
+        str(r.counts.source),
+        str(r.counts.sink),
+        delta,
+        lag_text(r.lag_bytes),
+        r.verdict.upper().replace("_", " "),
+    )
 
 
 def _details(r: TableResult) -> list[str]:
@@ -38,8 +50,11 @@ def _details(r: TableResult) -> list[str]:
         out.append(f"    within the tolerance of {r.allowed} rows while slot {r.slot} lags")
     if r.slot is None and r.counts is not None:
         out.append("    lag unknown: no replication slot of this definition in the source database")
-    return out + [_keys_line(kind, meaning, getattr(r.diff, kind)) for kind, meaning in _KINDS
-                  if r.diff and getattr(r.diff, kind).total]
+    return out + [
+        _keys_line(kind, meaning, getattr(r.diff, kind))
+        for kind, meaning in _KINDS
+        if r.diff and getattr(r.diff, kind).total
+    ]
 
 
 def _keys_line(kind: str, meaning: str, found: KeyList) -> str:
@@ -49,8 +64,11 @@ def _keys_line(kind: str, meaning: str, found: KeyList) -> str:
 
 
 def summary(report: Report) -> str:
-    counts = [f"{report.count(v)} {v.replace('_', ' ')}" for v in ("match", "within_tolerance", "mismatch", "error")
-              if report.count(v)]
+    counts = [
+        f"{report.count(v)} {v.replace('_', ' ')}"
+        for v in ("match", "within_tolerance", "mismatch", "error")
+        if report.count(v)
+    ]
     mode = "deep (checksums)" if report.deep else "counts"
     n = len(report.results)
     return f"{n} table{'' if n == 1 else 's'}, {mode}: {', '.join(counts) or 'none'} ({report.seconds:.2f}s)"
@@ -72,18 +90,30 @@ def key_text(key: Key) -> str:
 
 
 def as_json(report: Report) -> str:
-    doc = {"tables": [_json_row(r) for r in report.results], "deep": report.deep,
-           "summary": {v: report.count(v) for v in ("match", "within_tolerance", "mismatch", "error")},
-           "seconds": round(report.seconds, 3), "exit_code": report.exit_code}
+    doc = {
+        "tables": [_json_row(r) for r in report.results],
+        "deep": report.deep,
+        "summary": {v: report.count(v) for v in ("match", "within_tolerance", "mismatch", "error")},
+        "seconds": round(report.seconds, 3),
+        "exit_code": report.exit_code,
+    }
     return json.dumps(doc, indent=2, default=str) + "\n"
 
 
 def _json_row(r: TableResult) -> dict[str, Any]:
-    return {"source": _side(r.pair.source, r.counts.source if r.counts else None, r.filters.source),
-            "sink": _side(r.pair.sink, r.counts.sink if r.counts else None, r.filters.sink),
-            "delta": r.counts.delta if r.counts else None, "verdict": r.verdict,
-            "slot": r.slot, "lag_bytes": r.lag_bytes, "tolerance_rows": r.allowed,
-            "deep": _json_diff(r), "error": r.error, "definition": r.pair.origin, "seconds": r.seconds}
+    return {
+        "source": _side(r.pair.source, r.counts.source if r.counts else None, r.filters.source),
+        "sink": _side(r.pair.sink, r.counts.sink if r.counts else None, r.filters.sink),
+        "delta": r.counts.delta if r.counts else None,
+        "verdict": r.verdict,
+        "slot": r.slot,
+        "lag_bytes": r.lag_bytes,
+        "tolerance_rows": r.allowed,
+        "deep": _json_diff(r),
+        "error": r.error,
+        "definition": r.pair.origin,
+        "seconds": r.seconds,
+    }
 
 
 def _side(end: Endpoint, rows: int | None, where: str) -> dict[str, Any]:
@@ -94,8 +124,10 @@ def _side(end: Endpoint, rows: int | None, where: str) -> dict[str, Any]:
 def _json_diff(r: TableResult) -> dict[str, Any] | None:
     if r.diff is None:
         return None
-    out: dict[str, Any] = {k: {"total": getattr(r.diff, k).total, "keys": [_json_key(x) for x in getattr(r.diff, k).keys]}
-                           for k, _ in _KINDS}
+    out: dict[str, Any] = {
+        k: {"total": getattr(r.diff, k).total, "keys": [_json_key(x) for x in getattr(r.diff, k).keys]}
+        for k, _ in _KINDS
+    }
     return {**out, "queries_per_side": r.diff.queries}
 
 
@@ -108,8 +140,10 @@ def slack_text(report: Report) -> str | None:
     bad = [r for r in report.results if r.verdict in ("mismatch", "error")]
     if not bad:
         return None
-    lines = [f"hephaestus accuracy: {report.count('mismatch')} mismatch, {report.count('error')} error "
-             f"of {len(report.results)} tables"]
+    lines = [
+        f"hephaestus accuracy: {report.count('mismatch')} mismatch, {report.count('error')} error "
+        f"of {len(report.results)} tables"
+    ]
     for r in bad:
         lines.append(f"• `{r.pair.name}`: " + (f"error: {r.error}" if r.error else _slack_counts(r)))
     return "\n".join(lines)

@@ -66,8 +66,12 @@ def plan_jobs(project: Project, defs: Sequence[Definition], options: RunOptions)
     errors = [_missing(project, _user(every, n), n) for n in names if dsns[n] is None]
     if errors:
         raise InputErrors(errors)
-    return [_Job(pair, dsns[pair.source.database] or "", dsns[pair.sink.database] or "",
-                 _slots(project, d, options), options) for d, pair in every]
+    return [
+        _Job(
+            pair, dsns[pair.source.database] or "", dsns[pair.sink.database] or "", _slots(project, d, options), options
+        )
+        for d, pair in every
+    ]
 
 
 def _slots(project: Project, d: Definition, options: RunOptions) -> tuple[str, ...]:
@@ -80,8 +84,12 @@ def _user(every: Sequence[tuple[Definition, TablePair]], database: str) -> Table
 
 
 def _missing(project: Project, pair: TablePair, database: str) -> InputError:
-    return InputError(project.file, f"database {database!r} (used by {pair.origin}) is not in the "
-                      "project file: add it under databases: with its dsn", field=f"databases.{database}")
+    return InputError(
+        project.file,
+        f"database {database!r} (used by {pair.origin}) is not in the "
+        "project file: add it under databases: with its dsn",
+        field=f"databases.{database}",
+    )
 
 
 def compare(job: _Job) -> TableResult:
@@ -129,8 +137,11 @@ def _compare(job: _Job, source: Connection, sink: Connection) -> TableResult:
 
     def source_side() -> tuple[str | None, int | None, TableInfo, db.Probe | None]:
         slot = pairs.pick_slot(pair.source.database, job.slots, db.slots(source))
-        info = (db.inspect_expectation(source, pair.source.database, pair.source.query) if pair.source.query
-                else db.inspect(source, pair.source.database, pair.source.table))
+        info = (
+            db.inspect_expectation(source, pair.source.database, pair.source.query)
+            if pair.source.query
+            else db.inspect(source, pair.source.database, pair.source.table)
+        )
         return slot, db.slot_lag(source, slot) if slot else None, info, db.hash_probe(source) if deep else None
 
     def sink_side() -> tuple[TableInfo, db.Probe | None]:
@@ -152,8 +163,9 @@ def keyed_expectation(pair: TablePair, src: TableInfo, dst: TableInfo) -> TableI
     """An expectation's rows are keyed as the sink table is: its result must hold that key."""
     missing = [k for k in dst.primary_key if k not in src.columns]
     if missing:
-        raise HephaestusError(f"the expectation for {pair.sink} returns no {', '.join(missing)} "
-                              f"(the primary key of {pair.sink.table})")
+        raise HephaestusError(
+            f"the expectation for {pair.sink} returns no {', '.join(missing)} (the primary key of {pair.sink.table})"
+        )
     return replace(src, primary_key=dst.primary_key)
 
 
@@ -176,8 +188,15 @@ def _hashes(source: db.Probe, sink: db.Probe) -> tuple[bool, bool]:
     return not fast, fast and source.record is not None and source.record == sink.record
 
 
-def table_queries(pair: TablePair, src: TableInfo, dst: TableInfo, filters: Filters,
-                  deep: bool, md5: bool = False, record: bool = False) -> tuple[TableQuery, TableQuery]:
+def table_queries(
+    pair: TablePair,
+    src: TableInfo,
+    dst: TableInfo,
+    filters: Filters,
+    deep: bool,
+    md5: bool = False,
+    record: bool = False,
+) -> tuple[TableQuery, TableQuery]:
     """What each side counts and hashes: the columns both tables have (the generator's field
     intersection, from the live tables), keyed by the source's primary key."""
     columns = tuple(c for c in src.columns if c in dst.columns)
@@ -185,21 +204,31 @@ def table_queries(pair: TablePair, src: TableInfo, dst: TableInfo, filters: Filt
     if deep and not key:
         raise HephaestusError(f"{pair.source} has no primary key: --deep compares by key")
     if deep and set(key) != set(dst.primary_key):
-        raise HephaestusError(f"primary keys differ: {pair.source} ({', '.join(key)}) vs "
-                              f"{pair.sink} ({', '.join(dst.primary_key) or 'none'})")
+        raise HephaestusError(
+            f"primary keys differ: {pair.source} ({', '.join(key)}) vs "
+            f"{pair.sink} ({', '.join(dst.primary_key) or 'none'})"
+        )
     # Ranges must cut both sides alike: text keys of differing collations order in "C".
-    collate = frozenset(k for k in key if None not in (src.collations.get(k), dst.collations.get(k))
-                        and src.collations.get(k) != dst.collations.get(k))
+    collate = frozenset(
+        k
+        for k in key
+        if None not in (src.collations.get(k), dst.collations.get(k)) and src.collations.get(k) != dst.collations.get(k)
+    )
     native = frozenset(c for c in columns if _native(c, src, dst)) if record and not md5 else frozenset()
-    return (TableQuery(pair.source.table, key, columns, filters.source, collate, md5, native, pair.source.query),
-            TableQuery(pair.sink.table, key, columns, filters.sink, collate, md5, native))
+    return (
+        TableQuery(pair.source.table, key, columns, filters.source, collate, md5, native, pair.source.query),
+        TableQuery(pair.sink.table, key, columns, filters.sink, collate, md5, native),
+    )
 
 
 def _native(column: str, src: TableInfo, dst: TableInfo) -> bool:
     """Hashed as a value on both sides: one built-in type, and for text one collation."""
     kind = src.types.get(column)
-    return (kind in NATIVE_TYPES and kind == dst.types.get(column)
-            and src.collations.get(column) == dst.collations.get(column))
+    return (
+        kind in NATIVE_TYPES
+        and kind == dst.types.get(column)
+        and src.collations.get(column) == dst.collations.get(column)
+    )
 
 
 def concurrently(f: Callable[[], T], g: Callable[[], U]) -> tuple[T, U]:

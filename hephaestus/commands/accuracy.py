@@ -12,24 +12,51 @@ from hephaestus.commands.common import metrics_textfile_option, project_option, 
 
 @click.command("accuracy")
 @project_option
-@click.option("--definitions", type=click.Path(file_okay=False, path_type=Path), default=Path("definitions"),
-              show_default=True, help="Folder of definition YAML files: every pipeline sink is a table pair.")
+@click.option(
+    "--definitions",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("definitions"),
+    show_default=True,
+    help="Folder of definition YAML files: every pipeline sink is a table pair.",
+)
 @click.option("--env", help="Env of the source slot to measure lag on ({env}_{org}_{db}).")
 @click.option("--org", help="Org of the source slot to measure lag on.")
-@click.option("--table", "tables", multiple=True,
-              help="Only pairs with this table (repeatable): users, public.users, auth.users …")
-@click.option("--deep", is_flag=True,
-              help="Also compare row checksums by key range and list missing, extra and different keys.")
-@click.option("--keys", "key_limit", type=click.IntRange(0), default=100, show_default=True,
-              help="With --deep: keys listed per kind and table.")
-@click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Tables compared at once.")
+@click.option(
+    "--table",
+    "tables",
+    multiple=True,
+    help="Only pairs with this table (repeatable): users, public.users, auth.users …",
+)
+@click.option(
+    "--deep", is_flag=True, help="Also compare row checksums by key range and list missing, extra and different keys."
+)
+@click.option(
+    "--keys",
+    "key_limit",
+    type=click.IntRange(0),
+    default=100,
+    show_default=True,
+    help="With --deep: keys listed per kind and table.",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True, help="Tables compared at once."
+)
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @metrics_textfile_option
 @pushgateway_option
-def accuracy(project_file: Path, definitions: Path, env: str | None, org: str | None, tables: tuple[str, ...],
-             deep: bool, key_limit: int, concurrency: int, output: str, metrics_textfile: Path | None,
-             pushgateway: str | None) -> None:
+def accuracy(
+    project_file: Path,
+    definitions: Path,
+    env: str | None,
+    org: str | None,
+    tables: tuple[str, ...],
+    deep: bool,
+    key_limit: int,
+    concurrency: int,
+    output: str,
+    metrics_textfile: Path | None,
+    pushgateway: str | None,
+) -> None:
     """Prove each replicated table matches its source: row counts (and --deep checksums) on
     both sides. Exit 0 all match, 2 a mismatch beyond tolerance, 1 an error."""
     from hephaestus.accuracy import publish, render

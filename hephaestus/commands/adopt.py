@@ -25,33 +25,67 @@ def _secret(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
 @click.command("import")
 @project_option
 @cluster_option
-@click.option("--select", "globs", multiple=True, metavar="GLOB",
-              help="Only live connectors matching this glob (repeatable); within the cluster's select.")
-@click.option("--secret", "secrets", multiple=True, callback=_secret, metavar="KEY=PLACEHOLDER",
-              help="Write this placeholder for KEY instead of refusing its plaintext value, "
-                   "e.g. connection.password='${file:/opt/secrets.properties:pg_password}' (repeatable).")
+@click.option(
+    "--select",
+    "globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Only live connectors matching this glob (repeatable); within the cluster's select.",
+)
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    callback=_secret,
+    metavar="KEY=PLACEHOLDER",
+    help="Write this placeholder for KEY instead of refusing its plaintext value, "
+    "e.g. connection.password='${file:/opt/secrets.properties:pg_password}' (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Show the files it would write and what it would own; change nothing.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @lock_timeout_option
-def import_(project_file: Path, clusters: tuple[str, ...], globs: tuple[str, ...], secrets: dict[str, str],
-            dry_run: bool, output: str, lock_timeout: float | None) -> None:
+def import_(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    globs: tuple[str, ...],
+    secrets: dict[str, str],
+    dry_run: bool,
+    output: str,
+    lock_timeout: float | None,
+) -> None:
     """Adopt live connectors: write each to connectors/<cluster>/{source,sink}/<name>.json as the
     generator would and record it as owned, so reconcile then plans zero writes. A plaintext
     secret is refused (exit 1, nothing written) unless --secret names its placeholder."""
+    from hephaestus.generator.output import render_document
     from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
-    from hephaestus.generator.output import render_document
     from hephaestus.reconciler.importer import import_project
 
     project = load_project(project_file)
     for key, placeholder in secrets.items():
         if not placeholder.startswith("${") or not placeholder.endswith("}"):
             raise InputError("--secret", f"{placeholder!r} is not a ${{provider:path:key}} placeholder", field=key)
-    results = import_project(project, project.select(clusters), globs, secrets, dry_run, timeout_of(project, lock_timeout))
+    results = import_project(
+        project, project.select(clusters), globs, secrets, dry_run, timeout_of(project, lock_timeout)
+    )
     if output == "json":
-        click.echo(json.dumps({"dry_run": dry_run, "clusters": [
-            {"cluster": r.cluster, "connectors": [{"name": i.name, "action": i.how, "document": i.document or None}
-                                                  for i in r.items]} for r in results]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "dry_run": dry_run,
+                    "clusters": [
+                        {
+                            "cluster": r.cluster,
+                            "connectors": [
+                                {"name": i.name, "action": i.how, "document": i.document or None} for i in r.items
+                            ],
+                        }
+                        for r in results
+                    ],
+                },
+                indent=2,
+            )
+        )
         sys.exit(EXIT_OK)
     for r in results:
         click.echo(f"cluster {r.cluster}")
@@ -60,8 +94,10 @@ def import_(project_file: Path, clusters: tuple[str, ...], globs: tuple[str, ...
             if dry_run and i.document:
                 click.echo("    " + render_document(i.document).decode().rstrip().replace("\n", "\n    "))
         owned = sum(1 for i in r.items if i.how != "owned already")
-        click.echo(f"  {owned} {'to own' if dry_run else 'now owned'}, "
-                   f"{sum(1 for i in r.items if i.how.startswith('write'))} files")
+        click.echo(
+            f"  {owned} {'to own' if dry_run else 'now owned'}, "
+            f"{sum(1 for i in r.items if i.how.startswith('write'))} files"
+        )
 
 
 commands: list[click.Command] = [import_]

@@ -15,25 +15,41 @@ def colour_wanted() -> bool:
     click drops colour codes on its own when the output is not a terminal."""
     return not os.environ.get("NO_COLOR")
 
+
 project_option = click.option(
-    "--project", "project_file", type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("hephaestus.yaml"), show_default=True, envvar="HEPHAESTUS_PROJECT",
-    help="Project file naming the clusters and databases (env HEPHAESTUS_PROJECT).")
+    "--project",
+    "project_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("hephaestus.yaml"),
+    show_default=True,
+    envvar="HEPHAESTUS_PROJECT",
+    help="Project file naming the clusters and databases (env HEPHAESTUS_PROJECT).",
+)
 
-output_option = click.option("--output", "-o", type=click.Choice(["text", "json", "markdown"]),
-                             default="text", show_default=True)
+output_option = click.option(
+    "--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
+)
 
-cluster_option = click.option("--cluster", "clusters", multiple=True,
-                              help="Only this cluster (repeatable); default all.")
+cluster_option = click.option(
+    "--cluster", "clusters", multiple=True, help="Only this cluster (repeatable); default all."
+)
 
 metrics_textfile_option = click.option(
-    "--metrics-textfile", type=click.Path(dir_okay=False, path_type=Path), envvar="HEPHAESTUS_METRICS_TEXTFILE",
-    help="Write this run's metrics here for node-exporter's textfile collector (*.prom).")
+    "--metrics-textfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="HEPHAESTUS_METRICS_TEXTFILE",
+    help="Write this run's metrics here for node-exporter's textfile collector (*.prom).",
+)
 
-pushgateway_option = click.option("--pushgateway", envvar="HEPHAESTUS_PUSHGATEWAY",
-                                  help="Push this run's metrics to this Prometheus Pushgateway.")
+pushgateway_option = click.option(
+    "--pushgateway", envvar="HEPHAESTUS_PUSHGATEWAY", help="Push this run's metrics to this Prometheus Pushgateway."
+)
 
 lock_timeout_option = click.option(
-    "--lock-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+    "--lock-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
     help="Wait this long for another run holding the cluster's lock, then exit 1 naming it "
-         "(default: lock.timeout_s of the project file, else 300).")
+    "(default: lock.timeout_s of the project file, else 300).",
+)

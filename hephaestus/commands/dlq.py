@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +43,18 @@ def dlq_list(project_file: Path, clusters: tuple[str, ...], output: str) -> None
 
 
 def _dlq(d: Any) -> dict[str, Any]:
-    return {"cluster": d.cluster, "connector": d.connector, "topic": d.topic, "depth": d.depth,
-            "oldest": _when(d.oldest_ms) if d.oldest_ms is not None else None,
-            "partitions": [{"partition": s.partition, "start": s.start, "end": s.end} for s in d.spans]}
+    return {
+        "cluster": d.cluster,
+        "connector": d.connector,
+        "topic": d.topic,
+        "depth": d.depth,
+        "oldest": _when(d.oldest_ms) if d.oldest_ms is not None else None,
+        "partitions": [{"partition": s.partition, "start": s.start, "end": s.end} for s in d.spans],
+    }
 
 
 def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
 
 
 @dlq.command("show")
@@ -64,19 +69,33 @@ def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limi
     from hephaestus.dlq.run import show
 
     dlq_, shown = show(_cluster(project_file, clusters, connector), connector, limit)
-    rows: list[dict[str, Any]] = [{"partition": s.record.partition, "offset": s.record.offset,
-             "time": _when(s.record.timestamp_ms) if s.record.timestamp_ms is not None else None,
-             "error": errors_of(s.record), "key": {"format": s.key.kind, "value": masked(s.key.value)},
-             "value": {"format": s.value.kind, "value": masked(s.value.value)}} for s in shown]
+    rows: list[dict[str, Any]] = [
+        {
+            "partition": s.record.partition,
+            "offset": s.record.offset,
+            "time": _when(s.record.timestamp_ms) if s.record.timestamp_ms is not None else None,
+            "error": errors_of(s.record),
+            "key": {"format": s.key.kind, "value": masked(s.key.value)},
+            "value": {"format": s.value.kind, "value": masked(s.value.value)},
+        }
+        for s in shown
+    ]
     if output == "json":
-        click.echo(json.dumps({"connector": connector, "topic": dlq_.topic, "depth": dlq_.depth, "records": rows},
-                              indent=2, default=str))
+        click.echo(
+            json.dumps(
+                {"connector": connector, "topic": dlq_.topic, "depth": dlq_.depth, "records": rows},
+                indent=2,
+                default=str,
+            )
+        )
         return
     click.echo(f"{connector}: {dlq_.depth} record(s) in {dlq_.topic}; showing {len(rows)}")
     for r in rows:
         e = r["error"]
-        click.echo(f"- [{r['partition']}] offset {r['offset']} at {r['time']}: {e.get('stage', '?')} failed in "
-                   f"{e.get('class.name', '?')}: {e.get('exception.class.name', '')}: {e.get('exception.message', '')}")
+        click.echo(
+            f"- [{r['partition']}] offset {r['offset']} at {r['time']}: {e.get('stage', '?')} failed in "
+            f"{e.get('class.name', '?')}: {e.get('exception.class.name', '')}: {e.get('exception.message', '')}"
+        )
         click.echo(f"    from {e.get('topic', '?')}[{e.get('partition', '?')}] offset {e.get('offset', '?')}")
         click.echo(f"    key ({r['key']['format']}): {json.dumps(r['key']['value'], default=str)}")
         click.echo(f"    value ({r['value']['format']}): {json.dumps(r['value']['value'], default=str)}")
@@ -96,8 +115,10 @@ def _cluster(project_file: Path, clusters: tuple[str, ...], connector: str) -> A
         except HephaestusError:
             continue
         return c
-    raise HephaestusError(f"no cluster{'' if len(candidates) == 1 else 's'} "
-                          f"({', '.join(c.name for c in candidates)}) has a sink {connector} with a dead-letter queue")
+    raise HephaestusError(
+        f"no cluster{'' if len(candidates) == 1 else 's'} "
+        f"({', '.join(c.name for c in candidates)}) has a sink {connector} with a dead-letter queue"
+    )
 
 
 @dlq.command("replay")
@@ -106,8 +127,7 @@ def _cluster(project_file: Path, clusters: tuple[str, ...], connector: str) -> A
 @_connector_opt
 @click.option("--until", type=click.IntRange(min=0), help="Replay up to this DLQ offset (inclusive).")
 @click.option("--dry-run", is_flag=True, help="Count what would be replayed; send nothing.")
-def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, until: int | None,
-               dry_run: bool) -> None:
+def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, until: int | None, dry_run: bool) -> None:
     """Send parked records back to their original topic and partition (keys and headers kept),
     from where the last replay stopped; the sink's upsert then applies them."""
     from hephaestus.dlq.run import replay
@@ -118,13 +138,17 @@ def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, un
     result = replay(project, _cluster(project_file, clusters, connector), connector, until, dry_run)
     if result.refused:
         first = result.refused[0]
-        raise HephaestusError(f"nothing replayed: {len(result.refused)} record(s) cannot go back "
-                              f"(offset {first.record.offset}: {first.problem})")
+        raise HephaestusError(
+            f"nothing replayed: {len(result.refused)} record(s) cannot go back "
+            f"(offset {first.record.offset}: {first.problem})"
+        )
     targets = sorted({f"{r.topic}[{r.partition}]" for r in result.replays})
     verb = "would replay" if dry_run else "replayed"
     count = len(result.replays) if dry_run else result.sent
-    click.echo(f"{connector}: {verb} {count} record(s)" + (f" to {', '.join(targets)}" if targets else
-                                                           " (nothing parked since the last replay)"))
+    click.echo(
+        f"{connector}: {verb} {count} record(s)"
+        + (f" to {', '.join(targets)}" if targets else " (nothing parked since the last replay)")
+    )
 
 
 @dlq.command("purge")

@@ -15,9 +15,9 @@ from hephaestus.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
     cluster_option,
+    lock_timeout_option,
     metrics_textfile_option,
     project_option,
-    lock_timeout_option,
     pushgateway_option,
 )
 
@@ -27,14 +27,25 @@ from hephaestus.commands.common import (
 @cluster_option
 @click.option("--dry-run", is_flag=True, help="Show what would be restarted; restart and record nothing.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--state-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Keep restart counts in this JSON file (default: heal.state of the project file, "
-                   "else .hephaestus/heal-state.json).")
+@click.option(
+    "--state-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep restart counts in this JSON file (default: heal.state of the project file, "
+    "else .hephaestus/heal-state.json).",
+)
 @metrics_textfile_option
 @pushgateway_option
 @lock_timeout_option
-def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: str, state_file: Path | None,
-         metrics_textfile: Path | None, pushgateway: str | None, lock_timeout: float | None) -> None:
+def heal(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    dry_run: bool,
+    output: str,
+    state_file: Path | None,
+    metrics_textfile: Path | None,
+    pushgateway: str | None,
+    lock_timeout: float | None,
+) -> None:
     """Restart FAILED connectors/tasks (and long-UNASSIGNED ones); exit 0 healthy or healed,
     2 something still failing, 1 error."""
     from hephaestus.heal.run import heal_project
@@ -42,8 +53,9 @@ def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: s
     from hephaestus.project import load_project
 
     project = load_project(project_file)
-    results = heal_project(project, project.select(clusters), dry_run, state_file,
-                           lock_timeout_s=timeout_of(project, lock_timeout))
+    results = heal_project(
+        project, project.select(clusters), dry_run, state_file, lock_timeout_s=timeout_of(project, lock_timeout)
+    )
     if not dry_run and (metrics_textfile or pushgateway):
         from hephaestus.heal.metrics import metrics_of
 
@@ -53,13 +65,23 @@ def heal(project_file: Path, clusters: tuple[str, ...], dry_run: bool, output: s
     else:
         for r in results:
             _text(r)
-    sys.exit(EXIT_ERROR if any(r.error for r in results)
-             else EXIT_DRIFT if any(r.still_failing for r in results) else EXIT_OK)
+    sys.exit(
+        EXIT_ERROR
+        if any(r.error for r in results)
+        else EXIT_DRIFT
+        if any(r.still_failing for r in results)
+        else EXIT_OK
+    )
 
 
 def _dict(r: Any) -> dict[str, Any]:
-    return {"cluster": r.cluster, "url": r.url, "error": r.error or None, "notified": list(r.notified),
-            "connectors": [asdict(i) for i in r.items]}
+    return {
+        "cluster": r.cluster,
+        "url": r.url,
+        "error": r.error or None,
+        "notified": list(r.notified),
+        "connectors": [asdict(i) for i in r.items],
+    }
 
 
 def _text(r: Any) -> None:

@@ -56,20 +56,35 @@ def _lock(project: Any, clusters: list[Any], command: str, timeout: float | None
 @click.option("--until", "-u", type=_VERSION, help="Apply pending migrations up to and including this version.")
 @click.option("--version", "-v", "version", type=_VERSION, help="Apply only this version.")
 @click.option("--dry-run", is_flag=True, help="Show the files and statements that would run; send nothing.")
-@click.option("--define", "-d", "defines", multiple=True, metavar="NAME=VALUE",
-              help="A variable for ${NAME} in every file, as if each began with DEFINE (repeatable).")
+@click.option(
+    "--define",
+    "-d",
+    "defines",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variable for ${NAME} in every file, as if each began with DEFINE (repeatable).",
+)
 @lock_timeout_option
-def apply_cmd(project_file: Path, clusters: tuple[str, ...], all_: bool, next_: bool, until: int | None,
-              version: int | None, dry_run: bool, defines: tuple[str, ...], lock_timeout: float | None) -> None:
+def apply_cmd(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    all_: bool,
+    next_: bool,
+    until: int | None,
+    version: int | None,
+    dry_run: bool,
+    defines: tuple[str, ...],
+    lock_timeout: float | None,
+) -> None:
     """Apply pending migrations in version order: RUNNING, the statements, MIGRATED (or ERROR).
 
     Exit 2 when applied files changed or vanished (see `ksql validate`); nothing is applied then."""
+    from contextlib import nullcontext
+
     from hephaestus.ksql import apply as applying
     from hephaestus.ksql import render, run
     from hephaestus.ksql.variables import parse_defines
     from hephaestus.project import load_project
-
-    from contextlib import nullcontext
 
     options = applying.Options(_target(all_, next_, until, version), dry_run)
     project = load_project(project_file)
@@ -83,9 +98,16 @@ def apply_cmd(project_file: Path, clusters: tuple[str, ...], all_: bool, next_: 
 def _target(all_: bool, next_: bool, until: int | None, version: int | None) -> Target:
     from hephaestus.ksql.apply import Target
 
-    chosen = [t for t, on in ((Target("all"), all_), (Target("next"), next_),
-                              (Target("until", until or 0), until is not None),
-                              (Target("version", version or 0), version is not None)) if on]
+    chosen = [
+        t
+        for t, on in (
+            (Target("all"), all_),
+            (Target("next"), next_),
+            (Target("until", until or 0), until is not None),
+            (Target("version", version or 0), version is not None),
+        )
+        if on
+    ]
     if len(chosen) != 1:
         raise click.UsageError("give exactly one of --all, --next, --until N, --version N")
     return chosen[0]

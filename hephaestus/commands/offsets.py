@@ -32,8 +32,17 @@ def offsets_get(project_file: Path, clusters: tuple[str, ...], connector: str) -
     click.echo(json.dumps(get(cluster, connector), indent=2, sort_keys=True))
 
 
-def _change(project_file: Path, clusters: tuple[str, ...], connector: str, action: str, wanted: list[object],
-            force: bool, yes: bool, dry_run: bool, lock_timeout: float | None) -> None:
+def _change(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    connector: str,
+    action: str,
+    wanted: list[object],
+    force: bool,
+    yes: bool,
+    dry_run: bool,
+    lock_timeout: float | None,
+) -> None:
     from hephaestus.project import load_project
     from hephaestus.reconciler import offsets as ops
 
@@ -61,8 +70,15 @@ def _change(project_file: Path, clusters: tuple[str, ...], connector: str, actio
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Show the plan only.")
 @lock_timeout_option
-def offsets_reset(project_file: Path, clusters: tuple[str, ...], connector: str, force: bool, yes: bool,
-                  dry_run: bool, lock_timeout: float | None) -> None:
+def offsets_reset(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    connector: str,
+    force: bool,
+    yes: bool,
+    dry_run: bool,
+    lock_timeout: float | None,
+) -> None:
     """Delete the offsets: a sink re-delivers every record still in its topics."""
     _change(project_file, clusters, connector, "reset", [], force, yes, dry_run, lock_timeout)
 
@@ -71,23 +87,40 @@ def offsets_reset(project_file: Path, clusters: tuple[str, ...], connector: str,
 @project_option
 @cluster_option
 @_connector
-@click.option("--file", "offsets_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True,
-              help='JSON as `offsets get` prints it: {"offsets": [{"partition": …, "offset": …}, …]}.')
+@click.option(
+    "--file",
+    "offsets_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    required=True,
+    help='JSON as `offsets get` prints it: {"offsets": [{"partition": …, "offset": …}, …]}.',
+)
 @click.option("--force", is_flag=True, help="Also for a source (its offsets are tied to its slot).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Show the plan only.")
 @lock_timeout_option
-def offsets_set(project_file: Path, clusters: tuple[str, ...], connector: str, offsets_file: Path, force: bool,
-                yes: bool, dry_run: bool, lock_timeout: float | None) -> None:
+def offsets_set(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    connector: str,
+    offsets_file: Path,
+    force: bool,
+    yes: bool,
+    dry_run: bool,
+    lock_timeout: float | None,
+) -> None:
     """Set the offsets of the partitions the file names (the others keep theirs)."""
     from hephaestus.errors import InputError
     from hephaestus.yamlsrc import load_json
 
     doc = load_json(offsets_file)
-    if not isinstance(doc, dict) or not isinstance(doc.get("offsets"), list) or not all(
-            isinstance(o, dict) and "partition" in o and "offset" in o for o in doc["offsets"]):
-        raise InputError(str(offsets_file), 'expected {"offsets": [{"partition": {…}, "offset": {…}}, …]}',
-                         field="offsets")
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("offsets"), list)
+        or not all(isinstance(o, dict) and "partition" in o and "offset" in o for o in doc["offsets"])
+    ):
+        raise InputError(
+            str(offsets_file), 'expected {"offsets": [{"partition": {…}, "offset": {…}}, …]}', field="offsets"
+        )
     _change(project_file, clusters, connector, "set", doc["offsets"], force, yes, dry_run, lock_timeout)
 
 

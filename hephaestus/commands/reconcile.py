@@ -22,8 +22,8 @@ from hephaestus.commands.common import (
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
-    colour_wanted,
     cluster_option,
+    colour_wanted,
     lock_timeout_option,
     metrics_textfile_option,
     output_option,
@@ -40,34 +40,82 @@ from hephaestus.errors import HephaestusError
 @click.option("--exit-code", is_flag=True, help="With --dry-run: exit 2 when anything would change.")
 @output_option
 @click.option("--force", is_flag=True, help="Apply a plan that deletes more than the policy allows.")
-@click.option("--allow-destructive", is_flag=True,
-              help="Apply destructive changes (a new slot, another target table, …; see the plan's risk column).")
+@click.option(
+    "--allow-destructive",
+    is_flag=True,
+    help="Apply destructive changes (a new slot, another target table, …; see the plan's risk column).",
+)
 @click.option("--target", "targets", multiple=True, metavar="GLOB", help="Plan and apply only these connectors.")
 @click.option("--auto-approve", is_flag=True, help="Apply without asking (required without a terminal).")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path),
-              help="With --dry-run: save the plan here, for `--plan`.")
-@click.option("--plan", "plan_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Apply this saved plan exactly, or refuse if anything moved since.")
-@click.option("--batch-size", type=click.IntRange(min=0), default=None,
-              help="Write this many connectors at a time, each batch ready before the next (0: all).")
-@click.option("--batch-interval", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help="Pause between batches.")
-@click.option("--max-failures", type=click.IntRange(min=1), default=None,
-              help="Stop the rollout after this many batches with a failure (default 1).")
-@click.option("--deploy-custom-sinks", "--deployCustomSinkConnector", "deploy_custom", is_flag=True,
-              help="Also reconcile connectors/<cluster>/custom/ (the reference's flag).")
-@click.option("--send-incremental-snapshot", "--sendIncrementalSnapshot", "send_snapshot", is_flag=True,
-              help="Back-fill tables newly captured by an updated source (incremental snapshot).")
-@click.option("--drift-only", is_flag=True,
-              help="Report config drift only: leave FAILED/UNASSIGNED managed connectors out.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --dry-run: save the plan here, for `--plan`.",
+)
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Apply this saved plan exactly, or refuse if anything moved since.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Write this many connectors at a time, each batch ready before the next (0: all).",
+)
+@click.option(
+    "--batch-interval", type=click.FloatRange(min=0), default=None, metavar="SECONDS", help="Pause between batches."
+)
+@click.option(
+    "--max-failures",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Stop the rollout after this many batches with a failure (default 1).",
+)
+@click.option(
+    "--deploy-custom-sinks",
+    "--deployCustomSinkConnector",
+    "deploy_custom",
+    is_flag=True,
+    help="Also reconcile connectors/<cluster>/custom/ (the reference's flag).",
+)
+@click.option(
+    "--send-incremental-snapshot",
+    "--sendIncrementalSnapshot",
+    "send_snapshot",
+    is_flag=True,
+    help="Back-fill tables newly captured by an updated source (incremental snapshot).",
+)
+@click.option(
+    "--drift-only", is_flag=True, help="Report config drift only: leave FAILED/UNASSIGNED managed connectors out."
+)
 @lock_timeout_option
 @metrics_textfile_option
 @pushgateway_option
-def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit_code: bool, output: str,
-              force: bool, allow_destructive: bool, targets: tuple[str, ...], auto_approve: bool, out: Path | None,
-              plan_file: Path | None, batch_size: int | None, batch_interval: float | None,
-              max_failures: int | None, deploy_custom: bool, send_snapshot: bool, drift_only: bool,
-              lock_timeout: float | None, metrics_textfile: Path | None, pushgateway: str | None) -> None:
+def reconcile(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    dry_run: bool,
+    exit_code: bool,
+    output: str,
+    force: bool,
+    allow_destructive: bool,
+    targets: tuple[str, ...],
+    auto_approve: bool,
+    out: Path | None,
+    plan_file: Path | None,
+    batch_size: int | None,
+    batch_interval: float | None,
+    max_failures: int | None,
+    deploy_custom: bool,
+    send_snapshot: bool,
+    drift_only: bool,
+    lock_timeout: float | None,
+    metrics_textfile: Path | None,
+    pushgateway: str | None,
+) -> None:
     """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run).
 
     Exit 0 ok; 1 a step failed, or a managed connector is FAILED/UNASSIGNED after an apply;
@@ -78,8 +126,13 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
     project = load_project(project_file)
     if out and not dry_run:
         raise HephaestusError("--out saves a plan: use it with --dry-run (then apply it with --plan)")
-    saved: dict[str, Any] = {"force": force, "allow_destructive": allow_destructive, "targets": list(targets),
-                             "deploy_custom": deploy_custom, "clusters": list(clusters)}
+    saved: dict[str, Any] = {
+        "force": force,
+        "allow_destructive": allow_destructive,
+        "targets": list(targets),
+        "deploy_custom": deploy_custom,
+        "clusters": list(clusters),
+    }
     expected = None
     if plan_file:
         from hephaestus.reconciler.saved import load
@@ -109,20 +162,37 @@ def reconcile(project_file: Path, clusters: tuple[str, ...], dry_run: bool, exit
     sys.exit(_exit(outcomes, dry_run, exit_code))
 
 
-def _options(project: Any, saved: dict[str, Any], dry_run: bool, drift_only: bool, lock_timeout: float | None,
-             batch_size: int | None, batch_interval: float | None, max_failures: int | None) -> Any:
+def _options(
+    project: Any,
+    saved: dict[str, Any],
+    dry_run: bool,
+    drift_only: bool,
+    lock_timeout: float | None,
+    batch_size: int | None,
+    batch_interval: float | None,
+    max_failures: int | None,
+) -> Any:
     from hephaestus.lock import timeout_of
     from hephaestus.reconciler.run import RunOptions, apply_options_of
 
     applying = apply_options_of(project, _progress() if sys.stderr.isatty() else None)
-    applying = replace(applying, batch_size=applying.batch_size if batch_size is None else batch_size,
-                       batch_interval_s=applying.batch_interval_s if batch_interval is None else batch_interval,
-                       max_failures=applying.max_failures if max_failures is None else max_failures)
-    return RunOptions(dry_run=dry_run, force=saved["force"], deploy_custom=saved["deploy_custom"],
-                      apply=applying, drift_only=drift_only,
-                      unassigned_grace_s=project.policy.get("unassigned_grace_s", 60.0),
-                      lock_timeout_s=timeout_of(project, lock_timeout),
-                      allow_destructive=saved["allow_destructive"], targets=tuple(saved["targets"]))
+    applying = replace(
+        applying,
+        batch_size=applying.batch_size if batch_size is None else batch_size,
+        batch_interval_s=applying.batch_interval_s if batch_interval is None else batch_interval,
+        max_failures=applying.max_failures if max_failures is None else max_failures,
+    )
+    return RunOptions(
+        dry_run=dry_run,
+        force=saved["force"],
+        deploy_custom=saved["deploy_custom"],
+        apply=applying,
+        drift_only=drift_only,
+        unassigned_grace_s=project.policy.get("unassigned_grace_s", 60.0),
+        lock_timeout_s=timeout_of(project, lock_timeout),
+        allow_destructive=saved["allow_destructive"],
+        targets=tuple(saved["targets"]),
+    )
 
 
 def _run(project: Any, clusters: Any, options: Any, hooks: Any) -> list[Any]:
@@ -135,9 +205,11 @@ def _approved(project: Any, clusters: Any, options: Any, output: str) -> Any:
     """Show the plan and ask for `yes` (Terraform's prompt); what was shown is what may apply.
     None when there is nothing to apply (the plan shown says why)."""
     if not sys.stdin.isatty():
-        raise HephaestusError("reconcile would apply changes without a terminal to confirm them: pass "
-                              "--auto-approve (the `job run` jobs do), or review with --dry-run --out and "
-                              "apply with --plan")
+        raise HephaestusError(
+            "reconcile would apply changes without a terminal to confirm them: pass "
+            "--auto-approve (the `job run` jobs do), or review with --dry-run --out and "
+            "apply with --plan"
+        )
     from hephaestus.reconciler.saved import Expected, steps_hash
 
     preview = _run(project, clusters, replace(options, dry_run=True), None)
@@ -146,8 +218,9 @@ def _approved(project: Any, clusters: Any, options: Any, output: str) -> Any:
         if any(o.refused or o.failed for o in preview):
             sys.exit(_exit(preview, True, False))
         return None
-    answer = click.prompt("\nDo you want to perform these actions? Only 'yes' will be accepted", default="",
-                          show_default=False)
+    answer = click.prompt(
+        "\nDo you want to perform these actions? Only 'yes' will be accepted", default="", show_default=False
+    )
     if answer.strip() != "yes":
         raise HephaestusError("apply cancelled: nothing was changed")
     return {o.cluster: Expected(dict(o.live_hashes), steps_hash(o.plan)) for o in preview if o.plan}
@@ -181,11 +254,20 @@ def _progress() -> Any:
     def show(result: Any, done: int, total: int) -> None:
         mark = "[green]ok[/]" if result.ok else "[red]FAILED[/]"
         console.print(f"[{done}/{total}] {mark} {result.action} {result.name}: {result.detail}", markup=True)
+
     return show
 
 
-_COLOURS = {"create": "green", "update": "yellow", "rename": "blue", "delete": "red", "protected": "magenta",
-            "unmanaged": "cyan", "error": "red", "header": "bright_white"}
+_COLOURS = {
+    "create": "green",
+    "update": "yellow",
+    "rename": "blue",
+    "delete": "red",
+    "protected": "magenta",
+    "unmanaged": "cyan",
+    "error": "red",
+    "header": "bright_white",
+}
 
 
 def _colour(text: str, action: str) -> str:

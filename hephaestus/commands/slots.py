@@ -27,8 +27,15 @@ from hephaestus.commands.common import (
 @click.option("--yes", is_flag=True, help="With --drop-orphan: do not ask for confirmation.")
 @metrics_textfile_option
 @pushgateway_option
-def slots(project_file: Path, databases: tuple[str, ...], output: str, drop_orphan: str | None, yes: bool,
-          metrics_textfile: Path | None, pushgateway: str | None) -> None:
+def slots(
+    project_file: Path,
+    databases: tuple[str, ...],
+    output: str,
+    drop_orphan: str | None,
+    yes: bool,
+    metrics_textfile: Path | None,
+    pushgateway: str | None,
+) -> None:
     """Every logical replication slot: active, WAL retained, owner or orphan; exit 2 when one is
     over its limit, inactive or orphaned while retaining WAL, or lost; 1 on an error."""
     from hephaestus.project import load_project
@@ -49,9 +56,18 @@ def slots(project_file: Path, databases: tuple[str, ...], output: str, drop_orph
 
 def _row(j: Any) -> dict[str, Any]:
     s = j.slot
-    return {"database": s.database, "slot": s.name, "plugin": s.plugin, "active": s.active,
-            "retained_bytes": s.retained_bytes, "lag_bytes": s.lag_bytes, "wal_status": s.wal_status,
-            "owner": j.owner, "verdict": j.verdict, "reason": j.reason}
+    return {
+        "database": s.database,
+        "slot": s.name,
+        "plugin": s.plugin,
+        "active": s.active,
+        "retained_bytes": s.retained_bytes,
+        "lag_bytes": s.lag_bytes,
+        "wal_status": s.wal_status,
+        "owner": j.owner,
+        "verdict": j.verdict,
+        "reason": j.reason,
+    }
 
 
 def _text(found: Any) -> None:
@@ -60,9 +76,11 @@ def _text(found: Any) -> None:
     for j in found.judged:
         s = j.slot
         held = "-" if s.retained_bytes is None else size(s.retained_bytes)
-        click.echo(f"{s.database:16} {s.name:40} {'active' if s.active else 'inactive':8} {held:>10} "
-                   f"{s.wal_status or '-':10} {j.owner or 'orphan'}" + (f"  {j.verdict.upper()}: {j.reason}"
-                                                                          if j.verdict != "ok" else ""))
+        click.echo(
+            f"{s.database:16} {s.name:40} {'active' if s.active else 'inactive':8} {held:>10} "
+            f"{s.wal_status or '-':10} {j.owner or 'orphan'}"
+            + (f"  {j.verdict.upper()}: {j.reason}" if j.verdict != "ok" else "")
+        )
     for error in found.errors:
         click.echo(f"error: {error}", err=True)
     click.echo(f"{len(found.problems)} of {len(found.judged)} slot(s) need attention")
@@ -72,8 +90,10 @@ def _publish(project: Any, found: Any, textfile: Path | None, pushgateway: str |
     from hephaestus.notify import slack
 
     if found.problems:
-        lines = [f"`{slack.escape(j.slot.database)}`/`{slack.escape(j.slot.name)}`: {j.verdict} "
-                 f"({slack.escape(j.reason)})" for j in found.problems]
+        lines = [
+            f"`{slack.escape(j.slot.database)}`/`{slack.escape(j.slot.name)}`: {j.verdict} ({slack.escape(j.reason)})"
+            for j in found.problems
+        ]
         slack.post(project.webhook(), "hephaestus slots: replication slots need attention\n" + "\n".join(lines))
     if textfile or pushgateway:
         from hephaestus.status.metrics import slot_metrics
@@ -88,8 +108,10 @@ def _drop(project: Any, judged: Any, name: str, yes: bool) -> None:
 
     matches = [j for j in judged if j.slot.name == name]
     if len(matches) != 1:
-        raise HephaestusError(f"slot {name}: " + ("not found in the project's databases" if not matches
-                                                  else "in several databases: pass --database"))
+        raise HephaestusError(
+            f"slot {name}: "
+            + ("not found in the project's databases" if not matches else "in several databases: pass --database")
+        )
     (j,) = matches
     why = droppable(j)
     if why:

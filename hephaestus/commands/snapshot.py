@@ -37,8 +37,16 @@ def snapshot() -> None:
 @click.option("--stop", is_flag=True, help="Send stop-snapshot instead (for TABLES, or all when none).")
 @click.option("--slot-timeout", default=120.0, show_default=True, help="Seconds to wait for an active slot.")
 @lock_timeout_option
-def send_cmd(project_file: Path, clusters: tuple[str, ...], connector: str, tables: tuple[str, ...],
-             where: str | None, stop: bool, slot_timeout: float, lock_timeout: float | None) -> None:
+def send_cmd(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    connector: str,
+    tables: tuple[str, ...],
+    where: str | None,
+    stop: bool,
+    slot_timeout: float,
+    lock_timeout: float | None,
+) -> None:
     """Insert an execute-snapshot (or stop-snapshot) signal for TABLES of a source."""
     from hephaestus.errors import HephaestusError
     from hephaestus.lock import connect_lock, timeout_of
@@ -62,8 +70,15 @@ def send_cmd(project_file: Path, clusters: tuple[str, ...], connector: str, tabl
 @click.option("--wait", is_flag=True, help="Wait until the snapshot COMPLETED (bounded by --timeout).")
 @click.option("--timeout", default=30.0, show_default=True, help="Seconds to read the notification topic.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def status_cmd(project_file: Path, clusters: tuple[str, ...], connector: str, signal_id: str, wait: bool,
-               timeout: float, output: str) -> None:
+def status_cmd(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    connector: str,
+    signal_id: str,
+    wait: bool,
+    timeout: float,
+    output: str,
+) -> None:
     """STARTED / TABLE_SCAN_COMPLETED (status) / COMPLETED of one signal; exit 2 when a table
     was skipped (NO_PRIMARY_KEY, UNKNOWN_SCHEMA, …) or the snapshot has not completed."""
     from hephaestus.project import load_project

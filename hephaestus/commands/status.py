@@ -28,8 +28,14 @@ from hephaestus.commands.common import (
 @click.option("--all", "show_all", is_flag=True, help="List healthy connectors too (text output).")
 @metrics_textfile_option
 @pushgateway_option
-def status(project_file: Path, clusters: tuple[str, ...], output: str, show_all: bool,
-           metrics_textfile: Path | None, pushgateway: str | None) -> None:
+def status(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    output: str,
+    show_all: bool,
+    metrics_textfile: Path | None,
+    pushgateway: str | None,
+) -> None:
     """Every managed connector: state and tasks, heal's restarts, DLQ depth, consumer lag, slot;
     exit 0 healthy, 2 anything unhealthy, 1 something could not be read."""
     from hephaestus.project import load_project
@@ -45,14 +51,19 @@ def status(project_file: Path, clusters: tuple[str, ...], output: str, show_all:
         click.echo(json.dumps({"clusters": [_dict(v) for v in views]}, indent=2))
     else:
         _tables(views, show_all)
-    sys.exit(EXIT_ERROR if any(v.errors for v in views) else
-             EXIT_DRIFT if any(v.unhealthy for v in views) else EXIT_OK)
+    sys.exit(EXIT_ERROR if any(v.errors for v in views) else EXIT_DRIFT if any(v.unhealthy for v in views) else EXIT_OK)
 
 
 def _dict(v: Any) -> dict[str, Any]:
-    return {"cluster": v.cluster, "url": v.url, "errors": list(v.errors),
-            "connectors": [{**asdict(c), "tasks": [{"id": i, "state": s} for i, s in c.tasks],
-                            "healthy": c.healthy} for c in v.connectors]}
+    return {
+        "cluster": v.cluster,
+        "url": v.url,
+        "errors": list(v.errors),
+        "connectors": [
+            {**asdict(c), "tasks": [{"id": i, "state": s} for i, s in c.tasks], "healthy": c.healthy}
+            for c in v.connectors
+        ],
+    }
 
 
 def _tables(views: Any, show_all: bool) -> None:
@@ -64,16 +75,26 @@ def _tables(views: Any, show_all: bool) -> None:
     # A pipe or a log (cron, a Helm hook) gets whole names, not names folded to 80 columns.
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 1000)
     for v in views:
-        table = Table(title=f"{v.cluster} ({v.url}): {len(v.connectors) - len(v.unhealthy)} of "
-                            f"{len(v.connectors)} healthy", title_justify="left")
+        table = Table(
+            title=f"{v.cluster} ({v.url}): {len(v.connectors) - len(v.unhealthy)} of {len(v.connectors)} healthy",
+            title_justify="left",
+        )
         for column in ("connector", "state", "tasks", "restarts", "dlq", "lag", "slot", "problems"):
             table.add_column(column, overflow="fold")
         for c in v.connectors if show_all else v.unhealthy:
             tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
             slot = "-" if c.slot_retained is None else size(c.slot_retained)
             state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
-            table.add_row(c.name, state, tasks, f"{c.restarts}/{c.budget}", _n(c.dlq_depth), _n(c.consumer_lag),
-                          slot, "; ".join(c.problems) or "ok")
+            table.add_row(
+                c.name,
+                state,
+                tasks,
+                f"{c.restarts}/{c.budget}",
+                _n(c.dlq_depth),
+                _n(c.consumer_lag),
+                slot,
+                "; ".join(c.problems) or "ok",
+            )
         console.print(table)
         for error in v.errors:
             console.print(f"error: {error}", style="red")
@@ -87,8 +108,13 @@ def _n(value: int | None) -> str:
 @project_option
 @click.option("--port", type=click.IntRange(1, 65535), default=9401, show_default=True)
 @click.option("--address", default="0.0.0.0", show_default=True, help="Interface to listen on.")
-@click.option("--interval", type=click.FloatRange(min=1), default=60, show_default=True,
-              help="Seconds between two checks of the fleet (scrapes read the last check).")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1),
+    default=60,
+    show_default=True,
+    help="Seconds between two checks of the fleet (scrapes read the last check).",
+)
 def exporter(project_file: Path, port: int, address: str, interval: float) -> None:
     """Serve the fleet's status and slot gauges for Prometheus at /metrics (runs until stopped)."""
     from hephaestus.project import load_project

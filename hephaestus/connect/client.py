@@ -47,8 +47,7 @@ def _path(name: str, *rest: str) -> str:
 
 def _strings(connector: str, config: Mapping[str, str]) -> dict[str, str]:
     """Refuse, before any request, a config Connect would store differently than given."""
-    offenders = {str(k): type(v).__name__ for k, v in config.items()
-                 if not (isinstance(k, str) and isinstance(v, str))}
+    offenders = {str(k): type(v).__name__ for k, v in config.items() if not (isinstance(k, str) and isinstance(v, str))}
     if offenders:
         raise NonStringConfigValue(connector, offenders)
     return dict(config)
@@ -66,19 +65,32 @@ class ConnectClient:
     counts those that may change the cluster: every non-GET except config validation.
     """
 
-    def __init__(self, base_url: str, *, name: str = "default",
-                 auth: tuple[str, str] | None = None, verify: bool | str = True,
-                 timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
-                 retry: RetryPolicy = RetryPolicy(), settle_s: float | None = None,
-                 poll_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        name: str = "default",
+        auth: tuple[str, str] | None = None,
+        verify: bool | str = True,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        settle_s: float | None = None,
+        poll_s: float = 1.0,
+    ) -> None:
         """`settle_s`: after an ambiguous write, how long the live state is watched for it
         before it is sent again (default: as long as its answer was waited for, `timeout`)."""
         self.name = name
         server = str(httpx.URL(base_url).copy_with(username=None, password=None))
         self._http = httpx.Client(
-            base_url=base_url, auth=auth, verify=verify_for(verify, f"Kafka Connect '{name}'", base_url), timeout=timeout,
-            transport=transport, headers={"Accept": "application/json"},
-            event_hooks={"response": [self._on_response]})
+            base_url=base_url,
+            auth=auth,
+            verify=verify_for(verify, f"Kafka Connect '{name}'", base_url),
+            timeout=timeout,
+            transport=transport,
+            headers={"Accept": "application/json"},
+            event_hooks={"response": [self._on_response]},
+        )
         self._edge = Edge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
         self._http.event_hooks["request"] = [self._edge.on_request]
         self._secret_keys: dict[str, frozenset[str]] = {}
@@ -98,8 +110,7 @@ class ConnectClient:
     def __enter__(self) -> ConnectClient:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     # --- reads -------------------------------------------------------------------------
@@ -124,8 +135,10 @@ class ConnectClient:
             self._started = response.status_code != 503
             if not self._started and time.monotonic() >= deadline:
                 said = response.text[:200]
-                raise ConnectUnavailable(f"the worker is still starting after {self.STARTUP_TIMEOUT_S:.0f} s "
-                                         f"(GET /health: {said})", self._edge.where(Request("GET", "/health")))
+                raise ConnectUnavailable(
+                    f"the worker is still starting after {self.STARTUP_TIMEOUT_S:.0f} s (GET /health: {said})",
+                    self._edge.where(Request("GET", "/health")),
+                )
             if not self._started:
                 time.sleep(self.STARTUP_POLL_S)  # polling a condition, bounded by the deadline above
 
@@ -189,8 +202,7 @@ class ConnectClient:
     # Each write names what Connect answers on success (`Expect`) and how to tell from the
     # live state that it was applied (`applied`), which the edge uses after an ambiguous try.
 
-    def create(self, name: str, config: Mapping[str, str],
-               initial_state: str | None = None) -> str:
+    def create(self, name: str, config: Mapping[str, str], initial_state: str | None = None) -> str:
         """`POST /connectors`: "created", or "exists" when it already runs this very config
         (a concurrent create, or the echo of our own); another config there is a conflict.
         `initial_state` needs Connect 3.7+."""
@@ -198,8 +210,15 @@ class ConnectClient:
         body: dict[str, Any] = {"name": name, "config": sent}
         if initial_state is not None:
             body["initial_state"] = initial_state
-        req = Request("POST", "/connectors", name, body=body, masked=sensitive_values(sent),
-                      expect=Expect.INFO, applied=lambda: self._has_config(name, sent))
+        req = Request(
+            "POST",
+            "/connectors",
+            name,
+            body=body,
+            masked=sensitive_values(sent),
+            expect=Expect.INFO,
+            applied=lambda: self._has_config(name, sent),
+        )
         try:
             self._edge.call(req)
         except ConnectConflict as exc:
@@ -215,13 +234,21 @@ class ConnectClient:
         PUT is confirmed applied by re-reading, whether it created cannot be told: False.
         """
         sent = _strings(name, config)
-        response = self._edge.call(Request("PUT", _path(name, "config"), name, body=sent,
-                                           masked=sensitive_values(sent), expect=Expect.INFO,
-                                           applied=lambda: self._has_config(name, sent)))
+        response = self._edge.call(
+            Request(
+                "PUT",
+                _path(name, "config"),
+                name,
+                body=sent,
+                masked=sensitive_values(sent),
+                expect=Expect.INFO,
+                applied=lambda: self._has_config(name, sent),
+            )
+        )
         return response is not None and response.status_code == 201
 
     def delete(self, name: str) -> str:
-        """"deleted", or "already gone" (404). Offsets survive a delete: recreating the same
+        """ "deleted", or "already gone" (404). Offsets survive a delete: recreating the same
         name resumes from them."""
         req = Request("DELETE", _path(name), name, expect=Expect.EMPTY, applied=lambda: self._absent(name))
         try:
@@ -230,13 +257,17 @@ class ConnectClient:
             return "already gone"
         return "deleted"
 
-    def restart(self, name: str, include_tasks: bool = True,
-                only_failed: bool = True) -> dict[str, Any]:
+    def restart(self, name: str, include_tasks: bool = True, only_failed: bool = True) -> dict[str, Any]:
         """The status body of a 202, or {} for the plain form's 204 (or a restart seen applied)."""
-        params = (("includeTasks", str(include_tasks).lower()),
-                  ("onlyFailed", str(only_failed).lower()))
-        req = Request("POST", _path(name, "restart"), name, params=params, expect=Expect.EMPTY,
-                      applied=lambda: self._state(name, _restarted))
+        params = (("includeTasks", str(include_tasks).lower()), ("onlyFailed", str(only_failed).lower()))
+        req = Request(
+            "POST",
+            _path(name, "restart"),
+            name,
+            params=params,
+            expect=Expect.EMPTY,
+            applied=lambda: self._state(name, _restarted),
+        )
         return self._shaped(req, parse.document)
 
     def pause(self, name: str) -> None:
@@ -253,14 +284,25 @@ class ConnectClient:
         """`PATCH /connectors/{name}/offsets` (Kafka 3.6+; the connector must be STOPPED):
         partitions not named keep their offsets. Offsets hold no secrets, positions only."""
         body = {"offsets": offsets}
-        self._edge.call(Request("PATCH", _path(name, "offsets"), name, body=body, expect=Expect.EMPTY,
-                                applied=lambda: self._has_offsets(name, offsets)))
+        self._edge.call(
+            Request(
+                "PATCH",
+                _path(name, "offsets"),
+                name,
+                body=body,
+                expect=Expect.EMPTY,
+                applied=lambda: self._has_offsets(name, offsets),
+            )
+        )
 
     def reset_offsets(self, name: str) -> None:
         """`DELETE /connectors/{name}/offsets` (Kafka 3.6+; STOPPED): a sink's consumer group
         offsets are deleted, so it reads its topics again from the start."""
-        self._edge.call(Request("DELETE", _path(name, "offsets"), name, expect=Expect.EMPTY,
-                                applied=lambda: self._has_no_offsets(name)))
+        self._edge.call(
+            Request(
+                "DELETE", _path(name, "offsets"), name, expect=Expect.EMPTY, applied=lambda: self._has_no_offsets(name)
+            )
+        )
 
     def _has_no_offsets(self, name: str) -> Seen:
         try:
@@ -270,8 +312,9 @@ class ConnectClient:
         return not live
 
     def _write_state(self, name: str, verb: str, reached: Callable[[ConnectorStatus], bool]) -> None:
-        self._edge.call(Request("PUT", _path(name, verb), name, expect=Expect.EMPTY,
-                                applied=lambda: self._state(name, reached)))
+        self._edge.call(
+            Request("PUT", _path(name, verb), name, expect=Expect.EMPTY, applied=lambda: self._state(name, reached))
+        )
 
     # --- what the live cluster shows (for the edge's ambiguity checks) ------------------
 
@@ -318,8 +361,7 @@ class ConnectClient:
 
     def _on_response(self, response: httpx.Response) -> None:
         request = response.request
-        _log.debug("%s %s -> %d", request.method, request.url.raw_path.decode("ascii"),
-                   response.status_code)
+        _log.debug("%s %s -> %d", request.method, request.url.raw_path.decode("ascii"), response.status_code)
 
 
 def _restarted(st: ConnectorStatus) -> bool:

@@ -112,8 +112,9 @@ def is_write(request: httpx.Request) -> bool:
 class Edge:
     """Sends `Request`s to one cluster with the rules above; counts requests and writes."""
 
-    def __init__(self, http: httpx.Client, cluster: str, server: str, retry: RetryPolicy,
-                 settle_s: float, poll_s: float = 1.0) -> None:
+    def __init__(
+        self, http: httpx.Client, cluster: str, server: str, retry: RetryPolicy, settle_s: float, poll_s: float = 1.0
+    ) -> None:
         self.http = http
         self.cluster = cluster
         self.server = server
@@ -166,8 +167,11 @@ class Edge:
                 return True
             if time.monotonic() >= deadline or (seen is None and self.breaker.open):
                 if seen is None:
-                    raise OutcomeUnknown("the write may have been applied and the cluster could "
-                                         "not be read to tell; nothing was sent again", self.where(req))
+                    raise OutcomeUnknown(
+                        "the write may have been applied and the cluster could "
+                        "not be read to tell; nothing was sent again",
+                        self.where(req),
+                    )
                 return False
             time.sleep(self.poll_s)  # polling the live state, bounded by the deadline above
 
@@ -188,8 +192,12 @@ class Edge:
             self.breaker.answered()
         if not response.is_success:
             doc = _json(response)
-            raise from_status(response.status_code, self._message(response, doc, req), self.where(req),
-                              from_connect=_connect_error(doc))
+            raise from_status(
+                response.status_code,
+                self._message(response, doc, req),
+                self.where(req),
+                from_connect=_connect_error(doc),
+            )
         _check(response, req, self.where(req))
         return response
 
@@ -229,9 +237,12 @@ def _check(response: httpx.Response, req: Request, where: Call) -> None:
     doc = _json(response)
     kind = response.headers.get("content-type", "no content type").split(";")[0]
     if doc is None:
-        raise UnexpectedAnswer(f"the answer is not Connect's JSON ({kind}, {len(response.content)} bytes)",
-                               where, response.status_code)
-    if req.expect is Expect.INFO and not (isinstance(doc, dict) and doc.get("name") == req.connector
-                                          and isinstance(doc.get("config"), dict)):
-        raise UnexpectedAnswer("the answer is not the connector info naming this connector",
-                               where, response.status_code)
+        raise UnexpectedAnswer(
+            f"the answer is not Connect's JSON ({kind}, {len(response.content)} bytes)", where, response.status_code
+        )
+    if req.expect is Expect.INFO and not (
+        isinstance(doc, dict) and doc.get("name") == req.connector and isinstance(doc.get("config"), dict)
+    ):
+        raise UnexpectedAnswer(
+            "the answer is not the connector info naming this connector", where, response.status_code
+        )

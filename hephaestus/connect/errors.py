@@ -33,8 +33,15 @@ class ConnectError(HephaestusError):
     before it is sent again.
     """
 
-    def __init__(self, server_message: str, call: Call, status_code: int | None = None, *,
-                 transient: bool = False, ambiguous: bool = False) -> None:
+    def __init__(
+        self,
+        server_message: str,
+        call: Call,
+        status_code: int | None = None,
+        *,
+        transient: bool = False,
+        ambiguous: bool = False,
+    ) -> None:
         self.server_message = server_message
         self.call = call
         self.status_code = status_code
@@ -69,15 +76,19 @@ class ConnectError(HephaestusError):
         status = "" if self.status_code is None else f" (HTTP {self.status_code})"
         tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
         said = f": {self.server_message}" if self.server_message else ""
-        return (f"Kafka Connect '{self.call.cluster}': {self.method} {self.path} failed{tries}"
-                f"{status}{said} — {self.hint()}")
+        return (
+            f"Kafka Connect '{self.call.cluster}': {self.method} {self.path} failed{tries}"
+            f"{status}{said} — {self.hint()}"
+        )
 
 
 class ConnectorNotFound(ConnectError):
     def hint(self) -> str:
         # Status is written asynchronously, so it can 404 just after a successful create.
-        return (f"no connector '{self.connector}' on cluster '{self.call.cluster}' "
-                "(GET /connectors lists them; status can lag a create by a few seconds)")
+        return (
+            f"no connector '{self.connector}' on cluster '{self.call.cluster}' "
+            "(GET /connectors lists them; status can lag a create by a few seconds)"
+        )
 
 
 class ConnectConflict(ConnectError):
@@ -89,14 +100,15 @@ class ConnectConflict(ConnectError):
 
 class InvalidConnectorConfig(ConnectError):
     def hint(self) -> str:
-        return ("fix the named keys of the connector config; "
-                "PUT /connector-plugins/{class}/config/validate reports every invalid key")
+        return (
+            "fix the named keys of the connector config; "
+            "PUT /connector-plugins/{class}/config/validate reports every invalid key"
+        )
 
 
 class ConnectUnavailable(ConnectError):
     def hint(self) -> str:
-        return (f"check that Kafka Connect cluster '{self.call.cluster}' at {self.call.server} "
-                "is running and reachable")
+        return f"check that Kafka Connect cluster '{self.call.cluster}' at {self.call.server} is running and reachable"
 
 
 class ClusterUnreachable(ConnectUnavailable):
@@ -132,8 +144,10 @@ class NonStringConfigValue(HephaestusError, TypeError):
         self.keys = tuple(sorted(offenders))
         # Only key names and type names: the values themselves may be secrets.
         listed = ", ".join(f"{key} ({offenders[key]})" for key in self.keys)
-        super().__init__(f"connector '{connector}': config values must be strings, as Connect "
-                         f"stores them; quote these (e.g. \"true\", \"1\"): {listed}")
+        super().__init__(
+            f"connector '{connector}': config values must be strings, as Connect "
+            f'stores them; quote these (e.g. "true", "1"): {listed}'
+        )
 
 
 _REBALANCE = "rebalance"
@@ -169,15 +183,13 @@ def _server_error(status: int, text: str, server_message: str, call: Call) -> Co
     # it may have been applied, hence ambiguous. A generic 500 is a real failure: not retried.
     timed_out = (status == 500 and _TIMED_OUT in text) or status in (502, 504)
     if timed_out or status == 503 or (status == 500 and _REBALANCE in text):
-        return ConnectUnavailable(server_message, call, status, transient=True,
-                                  ambiguous=timed_out)
+        return ConnectUnavailable(server_message, call, status, transient=True, ambiguous=timed_out)
     return ConnectError(server_message, call, status)
 
 
 def from_transport(exc: httpx.TransportError, call: Call) -> ConnectError:
     """The typed error for a request that got no answer."""
-    what = f"no response ({type(exc).__name__}: {exc})" if str(exc) else \
-        f"no response ({type(exc).__name__})"
+    what = f"no response ({type(exc).__name__}: {exc})" if str(exc) else f"no response ({type(exc).__name__})"
     never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
     if isinstance(exc, (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)):
         return ConnectUnavailable(what, call, transient=True, ambiguous=not never_sent)

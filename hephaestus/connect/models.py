@@ -59,8 +59,7 @@ class LiveConnector(ConnectorStatus):
 
     @property
     def status(self) -> ConnectorStatus:
-        return ConnectorStatus(self.name, self.type, self.state, self.worker_id, self.trace,
-                               self.tasks)
+        return ConnectorStatus(self.name, self.type, self.state, self.worker_id, self.trace, self.tasks)
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,12 @@ def config(body: Any, where: str = "config") -> dict[str, str]:
 
 def _task(body: Any, where: str) -> TaskState:
     task = _obj(body, where)
-    return TaskState(int(task.get("id", -1)), str(task.get("state", UNKNOWN)),
-                     str(task.get("worker_id", "")), _opt(task.get("trace")))
+    return TaskState(
+        int(task.get("id", -1)),
+        str(task.get("state", UNKNOWN)),
+        str(task.get("worker_id", "")),
+        _opt(task.get("trace")),
+    )
 
 
 def _opt(value: Any) -> str | None:
@@ -61,11 +65,15 @@ def status(body: Any, where: str = "status") -> ConnectorStatus:
     """`GET /connectors/{name}/status` (also the `status` part of the expanded list)."""
     doc = _obj(body, where)
     conn = _obj(doc.get("connector", {}), f"{where}.connector")
-    tasks = tuple(_task(t, f"{where}.tasks[]") for t in _list(doc.get("tasks", []),
-                                                               f"{where}.tasks"))
-    return ConnectorStatus(str(doc.get("name", "")), str(doc.get("type", "unknown")),
-                           str(conn.get("state", UNKNOWN)), str(conn.get("worker_id", "")),
-                           _opt(conn.get("trace")), tuple(sorted(tasks, key=lambda t: t.id)))
+    tasks = tuple(_task(t, f"{where}.tasks[]") for t in _list(doc.get("tasks", []), f"{where}.tasks"))
+    return ConnectorStatus(
+        str(doc.get("name", "")),
+        str(doc.get("type", "unknown")),
+        str(conn.get("state", UNKNOWN)),
+        str(conn.get("worker_id", "")),
+        _opt(conn.get("trace")),
+        tuple(sorted(tasks, key=lambda t: t.id)),
+    )
 
 
 def fleet(body: Any) -> dict[str, LiveConnector]:
@@ -83,8 +91,9 @@ def statuses(body: Any) -> dict[str, ConnectorStatus]:
     """`GET /connectors?expand=status`, keyed by name; one without status is UNKNOWN (it
     lags a create), so a waiter keeps waiting for it rather than forgetting it."""
     doc = _obj(body, "connectors")
-    return {name: status(_obj(doc[name], name).get("status") or {"name": name}, f"{name}.status")
-            for name in sorted(doc)}
+    return {
+        name: status(_obj(doc[name], name).get("status") or {"name": name}, f"{name}.status") for name in sorted(doc)
+    }
 
 
 def task_configs(body: Any) -> list[dict[str, str]]:
@@ -101,14 +110,22 @@ def _live(name: str, entry: dict[str, Any]) -> LiveConnector | None:
     found = status(entry["status"], f"{name}.status") if "status" in entry else None
     st = found or _status_unknown(name, info)
     kind = str(info.get("type") or st.type or "unknown")
-    return LiveConnector(name, kind, st.state, st.worker_id, st.trace, st.tasks,
-                         config=config(info.get("config", {}), f"{name}.info.config"))
+    return LiveConnector(
+        name,
+        kind,
+        st.state,
+        st.worker_id,
+        st.trace,
+        st.tasks,
+        config=config(info.get("config", {}), f"{name}.info.config"),
+    )
 
 
 def _status_unknown(name: str, info: dict[str, Any]) -> ConnectorStatus:
     # Without status we still know how many tasks the connector has, from its info.
-    ids = sorted(int(_obj(t, f"{name}.info.tasks[]").get("task", -1))
-                 for t in _list(info.get("tasks", []), f"{name}.info.tasks"))
+    ids = sorted(
+        int(_obj(t, f"{name}.info.tasks[]").get("task", -1)) for t in _list(info.get("tasks", []), f"{name}.info.tasks")
+    )
     tasks = tuple(TaskState(i, UNKNOWN, "", None) for i in ids)
     return ConnectorStatus(name, str(info.get("type", "unknown")), UNKNOWN, "", None, tasks)
 
@@ -143,10 +160,8 @@ def validation(body: Any, connector_class: str, masked: Iterable[str]) -> Valida
 
 
 def plugins(body: Any) -> list[Plugin]:
-    return [_plugin(_obj(p, "connector-plugins[]"))
-            for p in _list(body, "connector-plugins")]
+    return [_plugin(_obj(p, "connector-plugins[]")) for p in _list(body, "connector-plugins")]
 
 
 def _plugin(doc: dict[str, Any]) -> Plugin:
-    return Plugin(str(doc.get("class", "")), str(doc.get("type", "")),
-                  str(doc.get("version", "")))
+    return Plugin(str(doc.get("class", "")), str(doc.get("type", "")), str(doc.get("version", "")))

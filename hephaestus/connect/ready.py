@@ -75,7 +75,7 @@ def failed(st: ConnectorStatus) -> bool:
 
 
 def failure(st: ConnectorStatus, masked: Sequence[str]) -> str | None:
-    """"FAILED: <root cause>" when the connector or a task failed, else None."""
+    """ "FAILED: <root cause>" when the connector or a task failed, else None."""
     if not failed(st):
         return None
     tasks = [t for t in st.tasks if t.state == FAILED]
@@ -108,8 +108,9 @@ class _Watch:
         self.config_seen = target.config is None
         self.last = "not reported yet"
 
-    def see(self, st: ConnectorStatus | None, now: float, client: ConnectClient,
-            options: ReadyOptions) -> Verdict | None:
+    def see(
+        self, st: ConnectorStatus | None, now: float, client: ConnectClient, options: ReadyOptions
+    ) -> Verdict | None:
         if st is None:
             self.since, self.last = None, "not listed yet"
             return None
@@ -145,9 +146,13 @@ class _Watch:
         return self.config_seen
 
 
-def wait_ready(client: ConnectClient, targets: Sequence[Target], options: ReadyOptions,
-               on_verdict: OnVerdict | None = None,
-               clock: Callable[[], float] = time.monotonic) -> dict[str, Verdict]:
+def wait_ready(
+    client: ConnectClient,
+    targets: Sequence[Target],
+    options: ReadyOptions,
+    on_verdict: OnVerdict | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Verdict]:
     """A verdict for every target: ready, FAILED, timed out, or unknown (cluster unreachable)."""
     watches = {t.name: _Watch(t) for t in targets}
     verdicts: dict[str, Verdict] = {}

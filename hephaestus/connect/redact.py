@@ -19,8 +19,7 @@ _NEVER_SECRET = frozenset({"name", "connector.class"})
 def sensitive_values(config: Mapping[str, str]) -> tuple[str, ...]:
     """The values of `config` to mask, longest first (and learnt by the redactor)."""
     REDACTOR.learn_config({k: v for k, v in config.items() if k not in _NEVER_SECRET})
-    found = {value for key, value in config.items()
-             if isinstance(value, str) and value and _sensitive(key, value)}
+    found = {value for key, value in config.items() if isinstance(value, str) and value and _sensitive(key, value)}
     return tuple(sorted(found, key=len, reverse=True))
 
 

@@ -47,20 +47,31 @@ class RetryPolicy:
     def budget_s(self) -> float:
         """The longest a call keeps retrying (waits between attempts, jitter left out): past
         this without any answer, the cluster counts as unreachable (see `edge.Breaker`)."""
-        waits = (min(self.initial_wait * self.multiplier ** n, self.max_wait) for n in range(self.attempts - 1))
+        waits = (min(self.initial_wait * self.multiplier**n, self.max_wait) for n in range(self.attempts - 1))
         return sum(waits)
 
     def retrying(self) -> Retrying:
         # tenacity's `multiplier` is our initial wait; our `multiplier` is its `exp_base`.
-        wait = wait_exponential_jitter(multiplier=self.initial_wait, max=self.max_wait,
-                                       exp_base=self.multiplier, jitter=self.jitter)
-        return Retrying(stop=stop_after_attempt(self.attempts), wait=wait,
-                        retry=retry_if_exception(_transient), reraise=True, before_sleep=self._say)
+        wait = wait_exponential_jitter(
+            multiplier=self.initial_wait, max=self.max_wait, exp_base=self.multiplier, jitter=self.jitter
+        )
+        return Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=wait,
+            retry=retry_if_exception(_transient),
+            reraise=True,
+            before_sleep=self._say,
+        )
 
     def _say(self, state: RetryCallState) -> None:
         """A line on stderr before each wait: a retrying run is not a hung one."""
         failed = state.outcome.exception() if state.outcome else None
         if failed is not None and state.next_action is not None:
             # the hint after " — " comes with the final error; here only what happened
-            _log.warning("%s; trying again in %.1f s (attempt %d of %d)", first_line(failed).split(" — ")[0],
-                         state.next_action.sleep, state.attempt_number + 1, self.attempts)
+            _log.warning(
+                "%s; trying again in %.1f s (attempt %d of %d)",
+                first_line(failed).split(" — ")[0],
+                state.next_action.sleep,
+                state.attempt_number + 1,
+                self.attempts,
+            )

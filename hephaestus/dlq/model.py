@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hephaestus.kafka import Record, Span
-from hephaestus.secrets import REDACTOR, is_sensitive, MASK
+from hephaestus.secrets import MASK, REDACTOR, is_sensitive
 
 DLQ_KEY = "errors.deadletterqueue.topic.name"
 ERROR_HEADER = "__connect.errors."
@@ -45,8 +45,8 @@ def errors_of(record: Record) -> dict[str, str]:
     """The Connect error headers of a DLQ record, short names, values redacted."""
     out = {}
     for key, raw in record.headers:
-        if key.startswith(ERROR_HEADER) and key[len(ERROR_HEADER):] in SHOWN:
-            out[key[len(ERROR_HEADER):]] = REDACTOR(_text(raw))
+        if key.startswith(ERROR_HEADER) and key[len(ERROR_HEADER) :] in SHOWN:
+            out[key[len(ERROR_HEADER) :]] = REDACTOR(_text(raw))
     return out
 
 
@@ -69,8 +69,11 @@ def replay_of(record: Record) -> Replay:
     topic = headers.get(ERROR_HEADER + "topic", "")
     partition = headers.get(ERROR_HEADER + "partition", "")
     if not topic or not partition.isdigit():
-        return Replay(record, problem="no __connect.errors.topic/partition header: the sink's "
-                                      "errors.deadletterqueue.context.headers.enable was off when it was parked")
+        return Replay(
+            record,
+            problem="no __connect.errors.topic/partition header: the sink's "
+            "errors.deadletterqueue.context.headers.enable was off when it was parked",
+        )
     return Replay(record, topic, int(partition))
 
 

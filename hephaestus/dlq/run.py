@@ -30,8 +30,11 @@ def replay_group(connector: str) -> str:
 
 def bootstrap_of(cluster: Cluster) -> str:
     if not cluster.kafka_bootstrap:
-        raise InputError("project file", f"cluster {cluster.name} has no kafka_bootstrap: dead-letter queues "
-                         "are read from Kafka", field=f"clusters.{cluster.name}.kafka_bootstrap")
+        raise InputError(
+            "project file",
+            f"cluster {cluster.name} has no kafka_bootstrap: dead-letter queues are read from Kafka",
+            field=f"clusters.{cluster.name}.kafka_bootstrap",
+        )
     return cluster.kafka_bootstrap
 
 
@@ -43,20 +46,34 @@ def find(cluster: Cluster, connector: str | None = None) -> list[Dlq]:
     topics = dlq_topics(configs)
     if connector is not None:
         if connector not in topics:
-            raise HephaestusError(f"{connector} is not a sink of cluster {cluster.name} with a dead-letter queue"
-                                  + ("" if connector in configs else " (no such sink in this deployment's select)"))
+            raise HephaestusError(
+                f"{connector} is not a sink of cluster {cluster.name} with a dead-letter queue"
+                + ("" if connector in configs else " (no such sink in this deployment's select)")
+            )
         topics = {connector: topics[connector]}
     bootstrap = bootstrap_of(cluster)
     spans = kafka.spans(bootstrap, sorted(set(topics.values())))
     oldest = _oldest(bootstrap, [s for ss in spans.values() for s in ss if s.depth])
-    return [Dlq(cluster.name, name, topic, spans[topic], min((oldest[(s.topic, s.partition)] for s in spans[topic]
-                                                              if (s.topic, s.partition) in oldest), default=None))
-            for name, topic in topics.items()]
+    return [
+        Dlq(
+            cluster.name,
+            name,
+            topic,
+            spans[topic],
+            min(
+                (oldest[(s.topic, s.partition)] for s in spans[topic] if (s.topic, s.partition) in oldest), default=None
+            ),
+        )
+        for name, topic in topics.items()
+    ]
 
 
 def _oldest(bootstrap: str, spans: Sequence[kafka.Span]) -> dict[tuple[str, int], int]:
-    first = kafka.read(bootstrap, {(s.topic, s.partition): s.start for s in spans},
-                       {(s.topic, s.partition): s.start + 1 for s in spans})
+    first = kafka.read(
+        bootstrap,
+        {(s.topic, s.partition): s.start for s in spans},
+        {(s.topic, s.partition): s.start + 1 for s in spans},
+    )
     return {(r.topic, r.partition): r.timestamp_ms for r in first if r.timestamp_ms is not None}
 
 
@@ -81,8 +98,10 @@ def show(cluster: Cluster, connector: str, limit: int) -> tuple[Dlq, list[Shown]
     (dlq,) = find(cluster, connector)
     froms = {(s.topic, s.partition): s.start for s in dlq.spans}
     with _registry(cluster) as registry:
-        records = [Shown(r, decode(r.key, registry), decode(r.value, registry))
-                   for r in kafka.read(bootstrap_of(cluster), froms, end_positions(dlq.spans, None), limit)]
+        records = [
+            Shown(r, decode(r.key, registry), decode(r.value, registry))
+            for r in kafka.read(bootstrap_of(cluster), froms, end_positions(dlq.spans, None), limit)
+        ]
     return dlq, records
 
 
@@ -113,8 +132,9 @@ def replay(project: Project, cluster: Cluster, connector: str, until: int | None
     with _journal(project, cluster) as journal:
         detail = f"{len(replays)} records from {dlq.topic} (up to offsets {_positions(ends)})"
         journal.event(connector, "dlq-replay", "intent", detail)
-        sent = kafka.produce(bootstrap, [(r.topic, r.record.key, r.record.value, own_headers(r.record))
-                                         for r in replays])
+        sent = kafka.produce(
+            bootstrap, [(r.topic, r.record.key, r.record.value, own_headers(r.record)) for r in replays]
+        )
         kafka.commit(bootstrap, group, _after(replays, froms))
         journal.event(connector, "dlq-replay", "ok", detail)
     return replace(result, sent=sent)

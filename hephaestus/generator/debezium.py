@@ -10,8 +10,7 @@ from hephaestus.generator.model import Definition
 
 SNAPSHOT_MODES = {
     2: {"always", "initial", "initial_only", "never", "no_data", "when_needed", "custom", "recovery"},
-    3: {"always", "initial", "initial_only", "no_data", "when_needed", "configuration_based",
-        "custom", "recovery"},
+    3: {"always", "initial", "initial_only", "no_data", "when_needed", "configuration_based", "custom", "recovery"},
 }
 
 # Keys Debezium 3.x removed (ExtractNewRecordState since 3.2): what to use instead.
@@ -36,9 +35,12 @@ def _snapshot_mode(d: Definition) -> list[tuple[str, str]]:
         return []
     hint = "; use no_data" if mode == "never" else ""
     target = ".".join(map(str, d.debezium_version))
-    return [("source.snapshot_mode",
-             f"snapshot mode {mode!r} does not exist in Debezium {target}{hint} "
-             f"(valid: {', '.join(sorted(modes))})")]
+    return [
+        (
+            "source.snapshot_mode",
+            f"snapshot mode {mode!r} does not exist in Debezium {target}{hint} (valid: {', '.join(sorted(modes))})",
+        )
+    ]
 
 
 def _converter(d: Definition) -> list[tuple[str, str]]:
@@ -49,9 +51,11 @@ def _converter(d: Definition) -> list[tuple[str, str]]:
 
 def _pipelines(d: Definition) -> list[tuple[str, str]]:
     signal = d.source.signal_table
-    return [(f"{p.path}.source_table",
-             f"{signal} is the signal table: its rows are signals, never replicated to a sink")
-            for p in d.pipelines if p.source_table == signal]
+    return [
+        (f"{p.path}.source_table", f"{signal} is the signal table: its rows are signals, never replicated to a sink")
+        for p in d.pipelines
+        if p.source_table == signal
+    ]
 
 
 def _removed_keys(d: Definition) -> list[tuple[str, str]]:
@@ -61,9 +65,12 @@ def _removed_keys(d: Definition) -> list[tuple[str, str]]:
             for key, _ in s.options:
                 removed = [r for r in REMOVED_IN_3 if key.endswith("." + r)]
                 if key.startswith("transforms.") and removed:
-                    problems.append((f"{s.path}.options.{key}",
-                                     f"removed in Debezium 3.x and silently ignored by Connect; "
-                                     f"use {REMOVED_IN_3[removed[0]]}"))
+                    problems.append(
+                        (
+                            f"{s.path}.options.{key}",
+                            f"removed in Debezium 3.x and silently ignored by Connect; use {REMOVED_IN_3[removed[0]]}",
+                        )
+                    )
     return problems
 
 

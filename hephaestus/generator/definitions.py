@@ -6,7 +6,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator import debezium
 from hephaestus.generator.model import (
@@ -68,8 +67,12 @@ def parse_definition(doc: YamlDoc) -> Definition:
 def _long_names(doc: YamlDoc) -> list[InputError]:
     """Names (cluster, database, env, org, table, field) longer than PostgreSQL allows: the
     checks after the schema (fan-out, snapshots) quote names whole in their messages."""
-    return [InputError(doc.file, too_long(part), field=format_path(path), line=doc.line_of(path))
-            for path, value in _names(doc.data) for part in value.split(".") if too_long(part)]
+    return [
+        InputError(doc.file, too_long(part), field=format_path(path), line=doc.line_of(path))
+        for path, value in _names(doc.data)
+        for part in value.split(".")
+        if too_long(part)
+    ]
 
 
 def _names(data: dict[str, Any]) -> Iterator[tuple[list[PathElem], str]]:
@@ -104,14 +107,22 @@ def _sink_names(path: list[PathElem], sink: dict[str, Any]) -> Iterator[tuple[li
 def _shapes(doc: YamlDoc) -> list[InputError]:
     """What the schema leaves to code, for messages that say what to write: a pipeline reads
     a table or a topic, and a topic's sinks name their table and never delete."""
-    return [InputError(doc.file, msg, field=format_path(path), line=doc.line_of(path))
-            for i, p in enumerate(doc.data["pipelines"]) for path, msg in _shape(p, ["pipelines", i])]
+    return [
+        InputError(doc.file, msg, field=format_path(path), line=doc.line_of(path))
+        for i, p in enumerate(doc.data["pipelines"])
+        for path, msg in _shape(p, ["pipelines", i])
+    ]
 
 
 def _shape(p: dict[str, Any], at: list[PathElem]) -> Iterator[tuple[list[PathElem], str]]:
     if ("source_table" in p) == ("source_topic" in p):
-        yield at, ("a pipeline reads either source_table (a captured table) or source_topic "
-                   "(a topic ksqlDB writes)" + (", not both" if "source_table" in p else ""))
+        yield (
+            at,
+            (
+                "a pipeline reads either source_table (a captured table) or source_topic "
+                "(a topic ksqlDB writes)" + (", not both" if "source_table" in p else "")
+            ),
+        )
         return
     if "source_table" in p:
         yield from (([*at, k], f"{k} belongs to a source_topic pipeline") for k in ("key", "columns") if k in p)
@@ -124,8 +135,16 @@ def _shape(p: dict[str, Any], at: list[PathElem]) -> Iterator[tuple[list[PathEle
 
 def _topic_deletes(d: Definition) -> list[tuple[str, str]]:
     # Also when `delete: true` comes from sink_defaults: the sink would drop deletes silently.
-    return [(f"{s.path}.delete", "a topic sink upserts by the value's key fields (record_value): "
-             "deletes cannot reach the table; set delete: false") for t in d.topics for s in t.sinks if s.delete]
+    return [
+        (
+            f"{s.path}.delete",
+            "a topic sink upserts by the value's key fields (record_value): "
+            "deletes cannot reach the table; set delete: false",
+        )
+        for t in d.topics
+        for s in t.sinks
+        if s.delete
+    ]
 
 
 def _validator() -> Checker:
@@ -144,9 +163,12 @@ def _line(doc: YamlDoc, field: str) -> int | None:
 # `compat: reference`: the defaults under which the reference system's configs come out (its
 # repo map: Debezium 2.4.1, snapshot.mode never, Avro with a registry on every CDC topic, the
 # Confluent JDBC sink without a DLQ, no notifications). Anything written in the file wins.
-_COMPAT = {"debezium_version": "2.4", "converter": {"format": "avro"},
-           "source": {"snapshot_mode": "never", "notifications": False},
-           "sink_defaults": {"flavour": "confluent", "dlq": False}}
+_COMPAT = {
+    "debezium_version": "2.4",
+    "converter": {"format": "avro"},
+    "source": {"snapshot_mode": "never", "notifications": False},
+    "sink_defaults": {"flavour": "confluent", "dlq": False},
+}
 
 
 def _with_compat(data: dict[str, Any]) -> dict[str, Any]:
@@ -174,12 +196,12 @@ def _build(doc: YamlDoc) -> Definition:
         secrets_file=data.get("secrets_file", "/config/kafka-connect-config.properties"),
         converter=Converter(conv.get("format", "json"), conv.get("schema_registry_url")),
         source=_source(data.get("source", {}), option_values(doc, ["source", "options"])),
-        pipelines=tuple(_pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])
-                        if "source_topic" not in p),
+        pipelines=tuple(
+            _pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"]) if "source_topic" not in p
+        ),
         lines=_lines(doc),
         compat=data.get("compat", ""),
-        topics=tuple(_topic(doc, p, i, defaults) for i, p in enumerate(data["pipelines"])
-                     if "source_topic" in p),
+        topics=tuple(_topic(doc, p, i, defaults) for i, p in enumerate(data["pipelines"]) if "source_topic" in p),
         state=data.get("state", ""),
         allow_destructive=data.get("allow_destructive", False),
     )
@@ -218,17 +240,22 @@ def _pipeline(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str,
 def _topic(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> TopicPipeline:
     # A topic sink names its table (checked after the schema): there is no source table to copy.
     sinks = _sinks(doc, raw, index, defaults, TableRef("public", ""))
-    return TopicPipeline(raw["source_topic"], tuple(raw.get("key", ())), tuple(raw.get("columns", ())),
-                         sinks, f"pipelines[{index}]")
+    return TopicPipeline(
+        raw["source_topic"], tuple(raw.get("key", ())), tuple(raw.get("columns", ())), sinks, f"pipelines[{index}]"
+    )
 
 
-def _sinks(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any],
-           source_table: TableRef) -> tuple[SinkSpec, ...]:
+def _sinks(
+    doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any], source_table: TableRef
+) -> tuple[SinkSpec, ...]:
     default_options = option_values(doc, ["sink_defaults", "options"])
     return tuple(
-        _sink({**defaults, **s, "accuracy": {**defaults.get("accuracy", {}), **s.get("accuracy", {})}},
-              {**default_options, **option_values(doc, ["pipelines", index, "sinks", j, "options"])},
-              source_table, f"pipelines[{index}].sinks[{j}]")
+        _sink(
+            {**defaults, **s, "accuracy": {**defaults.get("accuracy", {}), **s.get("accuracy", {})}},
+            {**default_options, **option_values(doc, ["pipelines", index, "sinks", j, "options"])},
+            source_table,
+            f"pipelines[{index}].sinks[{j}]",
+        )
         for j, s in enumerate(raw["sinks"])
     )
 
@@ -251,8 +278,13 @@ def _sink(raw: dict[str, Any], options: dict[str, str], source_table: TableRef, 
 
 def _accuracy(raw: dict[str, Any]) -> AccuracySpec:
     tolerance = raw.get("tolerance", {})
-    return AccuracySpec(raw.get("source_filter"), raw.get("sink_filter"),
-                        tolerance.get("rows", 0), float(tolerance.get("percent", 0)), raw.get("expect"))
+    return AccuracySpec(
+        raw.get("source_filter"),
+        raw.get("sink_filter"),
+        tolerance.get("rows", 0),
+        float(tolerance.get("percent", 0)),
+        raw.get("expect"),
+    )
 
 
 def option_values(doc: YamlDoc, path: Sequence[PathElem]) -> dict[str, str]:

@@ -47,8 +47,14 @@ def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Co
     for scope in naming.scopes(d):
         name = naming.source_name(d, scope)
         if d.pipelines:  # a definition of topic sinks only captures nothing
-            yield _connector(d, "source", name, source_config(d, scope),
-                             Origin(d.file, "database", d.line("database")), scope.file_stem(name))
+            yield _connector(
+                d,
+                "source",
+                name,
+                source_config(d, scope),
+                Origin(d.file, "database", d.line("database")),
+                scope.file_stem(name),
+            )
         for t in d.topics:
             for sink in t.sinks:
                 name = naming.topic_sink_name(d, scope, sink)
@@ -84,35 +90,49 @@ def _check_tables(d: Definition, snapshots: Mapping[str, Snapshot]) -> list[Inpu
     errors: list[InputError] = []
     source = snapshots.get(d.database)
     if source is None:
-        return [_err(d, "database", f"no schema snapshot for database {d.database!r} "
-                     f"(run: hephaestus schemas dump --database {d.database})")]
+        return [
+            _err(
+                d,
+                "database",
+                f"no schema snapshot for database {d.database!r} "
+                f"(run: hephaestus schemas dump --database {d.database})",
+            )
+        ]
     for p in d.pipelines:
         src = source.tables.get(p.source_table)
         if src is None:
-            errors.append(_err(d, f"{p.path}.source_table",
-                               f"table {p.source_table} not in {source.file}"))
+            errors.append(_err(d, f"{p.path}.source_table", f"table {p.source_table} not in {source.file}"))
             continue
         errors += [e for s in p.sinks for e in _check_sink(d, p, s, src, snapshots)]
     errors += [e for t in d.topics for s in t.sinks for e in _check_topic_sink(d, t, s, snapshots)]
     return errors
 
 
-def _check_topic_sink(d: Definition, t: TopicPipeline, sink: SinkSpec,
-                      snapshots: Mapping[str, Snapshot]) -> list[InputError]:
+def _check_topic_sink(
+    d: Definition, t: TopicPipeline, sink: SinkSpec, snapshots: Mapping[str, Snapshot]
+) -> list[InputError]:
     dst, errors = _sink_table(d, sink, snapshots)
     if dst is None:
         return errors
     key = {k.lower() for k in t.key}
     if key != set(dst.primary_key):
-        return [_err(d, f"{t.path}.key", f"the topic's key ({', '.join(t.key)}) is not the primary key of "
-                     f"{sink.database}.{sink.table} ({', '.join(dst.primary_key) or 'none'})")]
+        return [
+            _err(
+                d,
+                f"{t.path}.key",
+                f"the topic's key ({', '.join(t.key)}) is not the primary key of "
+                f"{sink.database}.{sink.table} ({', '.join(dst.primary_key) or 'none'})",
+            )
+        ]
     missing = key - {c.lower() for c in t.columns}
     if missing:
         return [_err(d, f"{t.path}.columns", f"key field(s) {', '.join(sorted(missing))} missing from columns")]
     return []
 
 
-def _sink_table(d: Definition, sink: SinkSpec, snapshots: Mapping[str, Snapshot]) -> tuple[TableSchema | None, list[InputError]]:
+def _sink_table(
+    d: Definition, sink: SinkSpec, snapshots: Mapping[str, Snapshot]
+) -> tuple[TableSchema | None, list[InputError]]:
     snap = snapshots.get(sink.database)
     if snap is None:
         return None, [_err(d, f"{sink.path}.database", f"no schema snapshot for database {sink.database!r}")]
@@ -122,18 +142,23 @@ def _sink_table(d: Definition, sink: SinkSpec, snapshots: Mapping[str, Snapshot]
     return dst, []
 
 
-def _check_sink(d: Definition, p: Pipeline, sink: SinkSpec, src: TableSchema,
-                snapshots: Mapping[str, Snapshot]) -> list[InputError]:
+def _check_sink(
+    d: Definition, p: Pipeline, sink: SinkSpec, src: TableSchema, snapshots: Mapping[str, Snapshot]
+) -> list[InputError]:
     dst, errors = _sink_table(d, sink, snapshots)
     if dst is None:
         return errors
     if not src.primary_key:
-        return [_err(d, f"{p.path}.source_table", f"{p.source_table} has no primary key: "
-                     "an upsert sink needs one")]
+        return [_err(d, f"{p.path}.source_table", f"{p.source_table} has no primary key: an upsert sink needs one")]
     if set(src.primary_key) != set(dst.primary_key):
-        return [_err(d, f"{sink.path}.table",
-                     f"primary keys differ: {d.database}.{p.source_table} ({', '.join(src.primary_key)}) "
-                     f"vs {sink.database}.{sink.table} ({', '.join(dst.primary_key) or 'none'})")]
+        return [
+            _err(
+                d,
+                f"{sink.path}.table",
+                f"primary keys differ: {d.database}.{p.source_table} ({', '.join(src.primary_key)}) "
+                f"vs {sink.database}.{sink.table} ({', '.join(dst.primary_key) or 'none'})",
+            )
+        ]
     return []
 
 
@@ -143,8 +168,14 @@ def _duplicates(connectors: list[Connector]) -> list[InputError]:
     for c in connectors:
         first = seen.setdefault((c.cluster, c.name), c)
         if first is not c:
-            errors.append(InputError(c.origin.file, f"connector name {c.name!r} is also "
-                                     f"produced by {first.origin}", c.origin.field, c.origin.line))
+            errors.append(
+                InputError(
+                    c.origin.file,
+                    f"connector name {c.name!r} is also produced by {first.origin}",
+                    c.origin.field,
+                    c.origin.line,
+                )
+            )
     return errors
 
 

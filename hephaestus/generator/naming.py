@@ -24,7 +24,7 @@ class Scope:
 
     def file_stem(self, name: str) -> str:
         """Helm names carry braces and spaces: file names leave the env/org prefix out."""
-        return name[len(self.prefix) + 1:] if self.helm else name
+        return name[len(self.prefix) + 1 :] if self.helm else name
 
 
 def scopes(d: Definition) -> list[Scope]:

@@ -38,8 +38,11 @@ class FileChanges:
         return bool(self.created or self.updated or self.removed)
 
     def lines(self) -> list[str]:
-        return ([f"create {p}" for p in self.created] + [f"update {p}" for p in self.updated]
-                + [f"remove {p}" for p in self.removed])
+        return (
+            [f"create {p}" for p in self.created]
+            + [f"update {p}" for p in self.updated]
+            + [f"remove {p}" for p in self.removed]
+        )
 
 
 def diff_files(wanted: Mapping[str, bytes], existing: Mapping[str, bytes]) -> FileChanges:

@@ -17,8 +17,9 @@ from hephaestus.generator.naming import Scope
 from hephaestus.generator.source import converters
 
 
-def sink_config(d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec,
-                pk: tuple[str, ...], fields: tuple[str, ...]) -> dict[str, str]:
+def sink_config(
+    d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec, pk: tuple[str, ...], fields: tuple[str, ...]
+) -> dict[str, str]:
     """One sink; `pk` and `fields` come from the schema snapshots (checked by the caller)."""
     build = _confluent if sink.flavour == "confluent" else _debezium
     config = {
@@ -34,8 +35,9 @@ def sink_config(d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec,
     return config
 
 
-def topic_sink_config(d: Definition, s: Scope, t: TopicPipeline, sink: SinkSpec,
-                      fields: tuple[str, ...]) -> dict[str, str]:
+def topic_sink_config(
+    d: Definition, s: Scope, t: TopicPipeline, sink: SinkSpec, fields: tuple[str, ...]
+) -> dict[str, str]:
     """A sink of a topic ksqlDB writes: flat rows (no Debezium envelope, so no unwrap), keyed by
     the value's fields (ksqlDB's KAFKA key format is raw bytes, read as a string), no deletes."""
     if sink.tenant_filter:  # the field as the record spells it (ksqlDB upper-cases names)
@@ -93,8 +95,9 @@ def _confluent_topic(d: Definition, t: TopicPipeline, sink: SinkSpec, fields: tu
     return config
 
 
-def _debezium(d: Definition, source_table: TableRef, sink: SinkSpec,
-              pk: tuple[str, ...], fields: tuple[str, ...]) -> dict[str, str]:
+def _debezium(
+    d: Definition, source_table: TableRef, sink: SinkSpec, pk: tuple[str, ...], fields: tuple[str, ...]
+) -> dict[str, str]:
     # Reads Debezium envelopes natively: no unwrap; record_key so that deletes can work.
     config = {
         "connector.class": DEBEZIUM_SINK,
@@ -112,8 +115,9 @@ def _debezium(d: Definition, source_table: TableRef, sink: SinkSpec,
     return config
 
 
-def _confluent(d: Definition, source_table: TableRef, sink: SinkSpec,
-               pk: tuple[str, ...], fields: tuple[str, ...]) -> dict[str, str]:
+def _confluent(
+    d: Definition, source_table: TableRef, sink: SinkSpec, pk: tuple[str, ...], fields: tuple[str, ...]
+) -> dict[str, str]:
     chain = ["unwrap", "tenant", "route"] if sink.tenant_filter else ["unwrap", "route"]
     config = {
         "connector.class": CONFLUENT_SINK,
@@ -128,8 +132,9 @@ def _confluent(d: Definition, source_table: TableRef, sink: SinkSpec,
         "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
         **debezium.unwrap_keys(d.debezium_version, sink.delete),
         "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
-        "transforms.route.regex": "([^.]+).([^.]+).([^.]+).([^.]+).([^.]+)" if d.compat == "reference"
-                                  else r"([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)",
+        "transforms.route.regex": "([^.]+).([^.]+).([^.]+).([^.]+).([^.]+)"
+        if d.compat == "reference"
+        else r"([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)\.([^.]+)",
         "transforms.route.replacement": "$5",
     }
     if sink.table != TableRef("public", source_table.table):

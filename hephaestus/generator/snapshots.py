@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator.model import Column, Snapshot, TableRef, TableSchema
 from hephaestus.jsonschemas import Checker
@@ -46,8 +45,9 @@ def load_snapshots(directory: Path) -> dict[str, Snapshot]:
             continue
         first = out.setdefault(snap.database, snap)
         if first is not snap:  # the second file would silently replace the first
-            errors.append(InputError(snap.file, f"database {clip(snap.database)} is also in {first.file}",
-                                     field="database"))
+            errors.append(
+                InputError(snap.file, f"database {clip(snap.database)} is also in {first.file}", field="database")
+            )
     if errors:
         raise InputErrors(errors)
     return out

@@ -47,8 +47,10 @@ def source_config(d: Definition, s: Scope) -> dict[str, str]:
 
 def _heartbeat_query(table: TableRef) -> str:
     # An upsert keeps one row and moves the slot even when captured tables are idle.
-    return (f"INSERT INTO {table} (id, updated_at) VALUES (1, now()) "
-            "ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at")
+    return (
+        f"INSERT INTO {table} (id, updated_at) VALUES (1, now()) "
+        "ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at"
+    )
 
 
 def _route(s: Scope, reference: bool) -> dict[str, str]:
@@ -76,8 +78,16 @@ def converters(d: Definition) -> dict[str, str]:
     if d.converter.format == "avro":
         url = d.converter.schema_registry_url or ""
         cls = "io.confluent.connect.avro.AvroConverter"
-        return {"key.converter": cls, "key.converter.schema.registry.url": url,
-                "value.converter": cls, "value.converter.schema.registry.url": url}
+        return {
+            "key.converter": cls,
+            "key.converter.schema.registry.url": url,
+            "value.converter": cls,
+            "value.converter.schema.registry.url": url,
+        }
     cls = "org.apache.kafka.connect.json.JsonConverter"
-    return {"key.converter": cls, "key.converter.schemas.enable": "true",
-            "value.converter": cls, "value.converter.schemas.enable": "true"}
+    return {
+        "key.converter": cls,
+        "key.converter.schemas.enable": "true",
+        "value.converter": cls,
+        "value.converter.schemas.enable": "true",
+    }

@@ -72,15 +72,21 @@ def _unassigned(seen: Observed, rec: Record, now: float, cfg: HealConfig) -> Dec
     since = rec.unassigned_since if rec.unassigned_since is not None else now
     rec = replace(rec, unassigned_since=since)
     if now - since < cfg.unassigned_grace_s:
-        return Decision(seen.name, "grace", rec, f"UNASSIGNED for {now - since:.0f}s (grace {cfg.unassigned_grace_s:.0f}s)")
+        return Decision(
+            seen.name, "grace", rec, f"UNASSIGNED for {now - since:.0f}s (grace {cfg.unassigned_grace_s:.0f}s)"
+        )
     return _failing(seen, rec, now, cfg, f"UNASSIGNED for {now - since:.0f}s")
 
 
 def _healthy(seen: Observed, rec: Record, now: float, cfg: HealConfig) -> Decision:
     if rec.count == 0 or rec.last_restart is None or now - rec.last_restart >= backoff_s(rec.count, cfg):
         return Decision(seen.name, "healthy", None, "running")
-    return Decision(seen.name, "healthy", replace(rec, unassigned_since=None),
-                    f"running since restart {rec.count}; the count resets after {backoff_s(rec.count, cfg):.0f}s")
+    return Decision(
+        seen.name,
+        "healthy",
+        replace(rec, unassigned_since=None),
+        f"running since restart {rec.count}; the count resets after {backoff_s(rec.count, cfg):.0f}s",
+    )
 
 
 def _failing(seen: Observed, rec: Record, now: float, cfg: HealConfig, why: str) -> Decision:
@@ -89,12 +95,18 @@ def _failing(seen: Observed, rec: Record, now: float, cfg: HealConfig, why: str)
     first_relapse = rec.count > 0 and rec.notified < 0
     if rec.count >= cfg.max_restarts:
         notify = rec.notified < rec.count
-        return Decision(seen.name, "exhausted", replace(rec, notified=rec.count),
-                        f"{why}; restart budget of {cfg.max_restarts} exhausted", notify)
+        return Decision(
+            seen.name,
+            "exhausted",
+            replace(rec, notified=rec.count),
+            f"{why}; restart budget of {cfg.max_restarts} exhausted",
+            notify,
+        )
     marked = replace(rec, notified=rec.count) if first_relapse else rec
     wait = 0.0 if rec.last_restart is None else backoff_s(rec.count, cfg) - (now - rec.last_restart)
     if wait > 0:
         return Decision(seen.name, "backoff", marked, f"{why}; restart {rec.count + 1} in {wait:.0f}s", first_relapse)
     restarted = replace(marked, count=rec.count + 1, last_restart=now, unassigned_since=None)
-    return Decision(seen.name, "restart", restarted, f"{why}; restart {rec.count + 1} of {cfg.max_restarts}",
-                    first_relapse)
+    return Decision(
+        seen.name, "restart", restarted, f"{why}; restart {rec.count + 1} of {cfg.max_restarts}", first_relapse
+    )

@@ -71,8 +71,14 @@ def _trace(c: LiveConnector, causes: int = 3) -> str:
     return root_cause(raw, sensitive_values(c.config), causes, sep="\n") if raw else ""
 
 
-def heal_cluster(client: ConnectClient, cluster: Cluster, store: StateStore, options: HealOptions,
-                 webhook: str | None, now: Callable[[], float] = time.time) -> ClusterHeal:
+def heal_cluster(
+    client: ConnectClient,
+    cluster: Cluster,
+    store: StateStore,
+    options: HealOptions,
+    webhook: str | None,
+    now: Callable[[], float] = time.time,
+) -> ClusterHeal:
     try:
         # Another deployment's connectors (outside `select`) are its own to heal.
         fleet = {n: c for n, c in client.fleet().items() if cluster.selects(n)}
@@ -108,8 +114,10 @@ def _await_healed(client: ConnectClient, items: Sequence[Item], options: HealOpt
     it starts, so an early RUNNING proves nothing."""
     pending = [Target(i.name) for i in items if i.verdict == "restart" and i.healed is None]
     verdicts = wait_ready(client, pending, options.ready)
-    return [Item(i.name, i.verdict, i.reason, verdicts[i.name].ok, i.failed_tasks, i.trace)
-            if i.name in verdicts else i for i in items]
+    return [
+        Item(i.name, i.verdict, i.reason, verdicts[i.name].ok, i.failed_tasks, i.trace) if i.name in verdicts else i
+        for i in items
+    ]
 
 
 def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
@@ -117,8 +125,10 @@ def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
     what = "restart budget exhausted" if item.verdict == "exhausted" else "failed again after a restart"
     tasks = ", ".join(str(t) for t in item.failed_tasks) or "-"
     esc = slack.escape  # names, reasons and traces come from the cluster
-    text = (f"hephaestus heal: `{esc(item.name)}` on cluster *{cluster.name}*: {what} ({esc(item.reason)}); "
-            f"failed tasks: {tasks}\n```{esc(item.trace or 'no trace')}```")
+    text = (
+        f"hephaestus heal: `{esc(item.name)}` on cluster *{cluster.name}*: {what} ({esc(item.reason)}); "
+        f"failed tasks: {tasks}\n```{esc(item.trace or 'no trace')}```"
+    )
     return slack.post(webhook, text)
 
 
@@ -139,15 +149,19 @@ def store_for(project: Project, state_file: Path | None) -> StateStore:
     return FileStore(state_file or project.base / state.get("file", ".hephaestus/heal-state.json"))
 
 
-def heal_project(project: Project, clusters: Sequence[Cluster], dry_run: bool, state_file: Path | None,
-                 client_factory: ClientFactory = connect_client,
-                 lock_timeout_s: float = DEFAULT_TIMEOUT_S) -> list[ClusterHeal]:
+def heal_project(
+    project: Project,
+    clusters: Sequence[Cluster],
+    dry_run: bool,
+    state_file: Path | None,
+    client_factory: ClientFactory = connect_client,
+    lock_timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[ClusterHeal]:
     options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)))
     webhook = None if dry_run else project.webhook()
     # The cluster lock, whatever state file is used: two heal runs (or a heal and a
     # reconcile) never act on one cluster at once. A dry run acts on nothing.
-    lock = nullcontext() if dry_run else \
-        connect_lock(project, clusters, "heal", lock_timeout_s)
+    lock = nullcontext() if dry_run else connect_lock(project, clusters, "heal", lock_timeout_s)
     with lock, store_for(project, state_file) as store:
         results = []
         for cluster in clusters:  # one at a time: the store is one session

@@ -30,8 +30,9 @@ class HealBusy(HephaestusError):
 
 class StateStore(Protocol):
     def __enter__(self) -> StateStore: ...
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None: ...
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
     def load(self, cluster: str) -> Records: ...
     def peek(self, cluster: str) -> Records: ...
     def save(self, cluster: str, records: Records) -> None: ...
@@ -56,8 +57,7 @@ class FileStore:
             raise HealBusy(f"another heal run holds {self.path.with_suffix('.lock')}") from exc
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._lock:
             self._lock.close()  # closing releases the flock
 
@@ -105,8 +105,12 @@ def _is(value: object, kinds: tuple[type, ...]) -> bool:
 
 
 # Record's fields and the JSON types each may hold (None: JSON null).
-_FIELDS: dict[str, tuple[type, ...]] = {"count": (int,), "last_restart": (int, float, type(None)),
-                                        "unassigned_since": (int, float, type(None)), "notified": (int,)}
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "count": (int,),
+    "last_restart": (int, float, type(None)),
+    "unassigned_since": (int, float, type(None)),
+    "notified": (int,),
+}
 
 
 _DDL = """CREATE TABLE IF NOT EXISTS hephaestus_heal_state (
@@ -132,8 +136,7 @@ class PgStore:
         create_table(self._conn, _DDL)
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._conn:
             self._conn.close()  # ending the session releases the advisory lock
 
@@ -145,8 +148,9 @@ class PgStore:
         """The records as last saved, on a connection of its own and without the heal lock."""
         try:
             with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
-                rows = conn.execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s",
-                                    [cluster]).fetchall()
+                rows = conn.execute(
+                    "SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster]
+                ).fetchall()
         except psycopg.errors.UndefinedTable:
             return {}  # heal never ran against this database
         except psycopg.Error as exc:
@@ -154,13 +158,18 @@ class PgStore:
         return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
 
     def load(self, cluster: str) -> Records:
-        rows = self._db().execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s",
-                                  [cluster]).fetchall()
+        rows = (
+            self._db()
+            .execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
+            .fetchall()
+        )
         return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
 
     def save(self, cluster: str, records: Records) -> None:
         with self._db().transaction():
             self._db().execute("DELETE FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
             for name, record in records.items():
-                self._db().execute("INSERT INTO hephaestus_heal_state (cluster, connector, record) "
-                                   "VALUES (%s, %s, %s)", [cluster, name, Jsonb(asdict(record))])
+                self._db().execute(
+                    "INSERT INTO hephaestus_heal_state (cluster, connector, record) VALUES (%s, %s, %s)",
+                    [cluster, name, Jsonb(asdict(record))],
+                )

@@ -80,8 +80,9 @@ def select(scan: Scan, previous: str, target: Target) -> Selection:
     minimum = 1 if previous == NONE_VERSION else int(previous) + 1
     if target.kind == "version":
         return _one_version(scan, previous, minimum, target.number)
-    eligible = [f for f in scan.files if f.version >= minimum
-                and (target.kind != "until" or f.version <= target.number)]
+    eligible = [
+        f for f in scan.files if f.version >= minimum and (target.kind != "until" or f.version <= target.number)
+    ]
     if target.kind == "next":
         if not eligible:
             raise HephaestusError("no eligible migrations: every local file is already migrated")
@@ -99,13 +100,14 @@ def _one_version(scan: Scan, previous: str, minimum: int, number: int) -> Select
     return Selection((found,), skipped)
 
 
-def apply(store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigration],
-          options: Options) -> ApplyResult:
+def apply(store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigration], options: Options) -> ApplyResult:
     store.require()
     checked = validate_chain(store, scan)
     if checked.problems:
-        raise Refused(f"ksqlDB '{store.client.name}': applied migrations do not match the files, nothing "
-                      "applied:\n  " + "\n  ".join(checked.problems))
+        raise Refused(
+            f"ksqlDB '{store.client.name}': applied migrations do not match the files, nothing "
+            "applied:\n  " + "\n  ".join(checked.problems)
+        )
     previous = checked.latest
     selection = select(scan, previous, options.target)
     plan = tuple(compiled[f.version] for f in selection.migrations)
@@ -130,20 +132,24 @@ def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str
     return Applied(f.version, f.name, len(migration.statements))
 
 
-def _run(store: MetadataStore, file: MigrationFile, statement: Statement, running: VersionInfo,
-         options: Options) -> None:
+def _run(
+    store: MetadataStore, file: MigrationFile, statement: Statement, running: VersionInfo, options: Options
+) -> None:
     try:
         store.client.execute(statement.text, dict(statement.properties), waits_s=statement.waits_s)
     except KsqlError as exc:
         said = sqltext.redact(exc.server_message, sqltext.sensitive_values(statement.text))
         # ksql-migrations' wording, quoting the statement as the file has it (masked: no secret in a row)
         reason = f"Failed to execute sql: {sqltext.mask(statement.raw or statement.text)}. Error: {said}"
-        recorded = _record_error(store, replace(running, state=State.ERROR, completed_on=str(options.clock()),
-                                                error_reason=reason))
-        raise MigrationFailed(f"ksqlDB '{store.client.name}': {file.path}:{statement.line}: "
-                              f"statement failed, version {running.version} {recorded}\n"
-                              f"  statement: {sqltext.preview(statement.shown, 200)}\n"
-                              f"  ksqlDB said: {said}") from exc
+        recorded = _record_error(
+            store, replace(running, state=State.ERROR, completed_on=str(options.clock()), error_reason=reason)
+        )
+        raise MigrationFailed(
+            f"ksqlDB '{store.client.name}': {file.path}:{statement.line}: "
+            f"statement failed, version {running.version} {recorded}\n"
+            f"  statement: {sqltext.preview(statement.shown, 200)}\n"
+            f"  ksqlDB said: {said}"
+        ) from exc
 
 
 def _record_error(store: MetadataStore, event: VersionInfo) -> str:
@@ -166,6 +172,7 @@ def _settle(store: MetadataStore, previous: str, options: Options) -> None:
         state = info.state.value if info else "absent"
         if attempt + 1 < options.settle_attempts:
             options.sleep(options.settle_wait_s)
-    raise BrokenChain(f"ksqlDB '{store.client.name}': version {previous} reads {state}, not MIGRATED, "
-                      f"after {options.settle_attempts} reads; nothing more applied")
-
+    raise BrokenChain(
+        f"ksqlDB '{store.client.name}': version {previous} reads {state}, not MIGRATED, "
+        f"after {options.settle_attempts} reads; nothing more applied"
+    )

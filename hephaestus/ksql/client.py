@@ -22,6 +22,7 @@ import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -58,8 +59,15 @@ class RetryPolicy:
 
     @classmethod
     def immediate(cls, attempts: int = 5) -> RetryPolicy:
-        return cls(attempts=attempts, initial_wait=0.0, max_wait=0.0, jitter=0.0, ready_timeout_s=1.0,
-                   settle_timeout_s=1.0, poll_s=0.01)
+        return cls(
+            attempts=attempts,
+            initial_wait=0.0,
+            max_wait=0.0,
+            jitter=0.0,
+            ready_timeout_s=1.0,
+            settle_timeout_s=1.0,
+            poll_s=0.01,
+        )
 
     def bound(self, timeout_s: float, first_s: float | None = 0.1) -> Bound:
         return Bound(timeout_s, self.poll_s, self.clock, self.sleep, first_s)
@@ -87,15 +95,29 @@ class _Request:
 class KsqlClient:
     """One ksqlDB server (or cluster behind one URL). `requests` counts HTTP requests sent."""
 
-    def __init__(self, base_url: str, *, name: str = "default", auth: tuple[str, str] | None = None,
-                 verify: bool | ssl.SSLContext = True, timeout: float = 30.0,
-                 transport: httpx.BaseTransport | None = None, retry: RetryPolicy = RetryPolicy()) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        name: str = "default",
+        auth: tuple[str, str] | None = None,
+        verify: bool | ssl.SSLContext = True,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+    ) -> None:
         self.name, self._retry, self._timeout = name, retry, timeout
         self.last_sequence: int | None = None
         self.requests = 0
         self._server = str(httpx.URL(base_url).copy_with(username=None, password=None))
-        self._http = httpx.Client(base_url=base_url, auth=auth, verify=verify, timeout=timeout,
-                                  transport=transport, event_hooks={"response": [self._on_response]})
+        self._http = httpx.Client(
+            base_url=base_url,
+            auth=auth,
+            verify=verify,
+            timeout=timeout,
+            transport=transport,
+            event_hooks={"response": [self._on_response]},
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -103,8 +125,7 @@ class KsqlClient:
     def __enter__(self) -> KsqlClient:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     # --- the API -----------------------------------------------------------------------
@@ -114,15 +135,20 @@ class KsqlClient:
         info = doc.get("KsqlServerInfo") if isinstance(doc, dict) else None
         if not isinstance(info, dict):
             raise self._unexpected("GET", "/info", "no KsqlServerInfo in the answer")
-        return ServerInfo(str(info.get("version", "")), str(info.get("kafkaClusterId", "")),
-                          str(info.get("ksqlServiceId", "")), str(info.get("serverStatus", "")))
+        return ServerInfo(
+            str(info.get("version", "")),
+            str(info.get("kafkaClusterId", "")),
+            str(info.get("ksqlServiceId", "")),
+            str(info.get("serverStatus", "")),
+        )
 
     def healthy(self) -> bool:
         doc = self._json(_Request("GET", "/healthcheck"))
         return isinstance(doc, dict) and doc.get("isHealthy") is True
 
-    def execute(self, sql: str, properties: Mapping[str, str] | None = None, *,
-                idempotent: bool = False, waits_s: float = 0.0) -> list[dict[str, Any]]:
+    def execute(
+        self, sql: str, properties: Mapping[str, str] | None = None, *, idempotent: bool = False, waits_s: float = 0.0
+    ) -> list[dict[str, Any]]:
         """Run statement(s) on `/ksql`; the answer's entities, once every command is final. A
         statement ksqlDB refuses or fails raises KsqlStatementError. Writes are not re-sent
         after an ambiguous failure. `waits_s`: how long the server may hold the answer (ASSERT …
@@ -145,13 +171,23 @@ class KsqlClient:
 
         def once() -> list[dict[str, Any]] | None:
             try:
-                return self._rows(self._call(_Request("POST", "/query-stream", {"sql": sql, "properties": {}},
-                                                      accept=DELIMITED, content_type="application/json")))
+                return self._rows(
+                    self._call(
+                        _Request(
+                            "POST",
+                            "/query-stream",
+                            {"sql": sql, "properties": {}},
+                            accept=DELIMITED,
+                            content_type="application/json",
+                        )
+                    )
+                )
             except KsqlError as exc:
                 if not _NOT_QUERYABLE.search(exc.server_message):
                     raise
                 refused[:] = [exc]
                 return None
+
         rows = until(once, self._retry.bound(self._retry.settle_timeout_s))
         if rows is None:
             raise refused[0]
@@ -165,10 +201,12 @@ class KsqlClient:
             status = e.get("commandStatus") if isinstance(e, dict) else None
             if isinstance(status, dict) and status.get("status") in _PENDING:
                 command = str(e.get("commandId", ""))
-                final = until(lambda: self._final(command), self._retry.bound(self._retry.settle_timeout_s))
+                final = until(partial(self._final, command), self._retry.bound(self._retry.settle_timeout_s))
                 if final is None:
-                    raise KsqlError(f"command {command} still {status.get('status')} after "
-                                    f"{self._retry.settle_timeout_s:g} s", self._where("GET", "/status"))
+                    raise KsqlError(
+                        f"command {command} still {status.get('status')} after {self._retry.settle_timeout_s:g} s",
+                        self._where("GET", "/status"),
+                    )
                 e["commandStatus"] = final
 
     def _final(self, command: str) -> dict[str, Any] | None:
@@ -200,7 +238,7 @@ class KsqlClient:
             if isinstance(item, dict):  # an error after the header ends the stream
                 raise from_status(500, item, "query failed", self._where("POST", "/query-stream"))
         names = [str(n) for n in items[0]["columnNames"]]
-        return [dict(zip(names, row)) for row in items[1:]]
+        return [dict(zip(names, row, strict=False)) for row in items[1:]]
 
     def _items(self, response: httpx.Response) -> list[Any]:
         """Delimited framing (a header object, then one JSON array per line) or, if the server
@@ -233,6 +271,7 @@ class KsqlClient:
                     raise
                 starting[:] = [exc]
                 return None
+
         response = until(once, self._retry.bound(self._retry.ready_timeout_s, first_s=None))
         if response is None:
             starting[0].still_not_ready(self._retry.ready_timeout_s)
@@ -257,8 +296,9 @@ class KsqlClient:
         policy = self._retry
         wait = wait_exponential_jitter(multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter)
         retry = retry_if_exception(lambda e: isinstance(e, KsqlError) and e.retryable(idempotent))
-        return Retrying(stop=stop_after_attempt(policy.attempts), wait=wait, retry=retry, reraise=True,
-                        sleep=policy.sleep)
+        return Retrying(
+            stop=stop_after_attempt(policy.attempts), wait=wait, retry=retry, reraise=True, sleep=policy.sleep
+        )
 
     def _once(self, req: _Request) -> httpx.Response:
         headers = {"Accept": req.accept}
@@ -268,8 +308,13 @@ class KsqlClient:
             content = json.dumps(req.body).encode()
         self.requests += 1
         try:
-            response = self._http.request(req.method, req.path, content=content, headers=headers,
-                                          timeout=req.timeout if req.timeout else httpx.USE_CLIENT_DEFAULT)
+            response = self._http.request(
+                req.method,
+                req.path,
+                content=content,
+                headers=headers,
+                timeout=req.timeout if req.timeout else httpx.USE_CLIENT_DEFAULT,
+            )
         except httpx.TransportError as exc:
             _log.debug("%s %s -> %s", req.method, req.path, type(exc).__name__)
             raise from_transport(exc, self._where(req.method, req.path)) from exc

@@ -29,8 +29,11 @@ _UNSUPPORTED = ("DESCRIBE", "EXPLAIN", "SELECT", "PRINT", "SHOW", "LIST")
 # their own for them: insertInto, createConnector/dropConnector, assertTopic/assertSchema); a
 # property on them is at best ignored, at worst refused.
 _BARE = re.compile(r"(CREATE\s+(SOURCE|SINK)\s+CONNECTOR|DROP\s+CONNECTOR|ASSERT)\b", re.IGNORECASE)
-_INSERT_VALUES = re.compile(rf"INSERT\s+INTO\s+(`[^`]*`|\"[^\"]*\"|{_NAME})\s*(\((?P<columns>.*?)\))?\s*"
-                            r"VALUES\s*(?P<values>.*?)\s*;\s*", re.IGNORECASE | re.DOTALL)
+_INSERT_VALUES = re.compile(
+    rf"INSERT\s+INTO\s+(`[^`]*`|\"[^\"]*\"|{_NAME})\s*(\((?P<columns>.*?)\))?\s*"
+    r"VALUES\s*(?P<values>.*?)\s*;\s*",
+    re.IGNORECASE | re.DOTALL,
+)
 _TIMEOUT = re.compile(r"\bTIMEOUT\s+([0-9]+)\s+(MILLISECONDS?|SECONDS?|MINUTES?|HOURS?|DAYS?)\b", re.IGNORECASE)
 _UNIT_S = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ASSERT_DEFAULT_S = 1.0  # ksql.assert.topic.default.timeout.ms / ksql.assert.schema.default.timeout.ms
@@ -99,8 +102,12 @@ def _check_insert_values(text: str, raw: sqltext.RawStatement, source: str) -> N
     if found.group("columns") is not None:
         columns, given = len(sqltext.top_level(found.group("columns"))), len(sqltext.top_level(values[1:-1]))
         if columns != given:
-            raise InputError(source, "Invalid `INSERT VALUES` statement. Number of columns and values must "
-                             f"match. Got: Columns: {columns}. Values: {given}.", line=raw.line)
+            raise InputError(
+                source,
+                "Invalid `INSERT VALUES` statement. Number of columns and values must "
+                f"match. Got: Columns: {columns}. Values: {given}.",
+                line=raw.line,
+            )
 
 
 def _waits(text: str) -> float:
@@ -145,5 +152,6 @@ _HANDLERS = {"DEFINE": _define, "UNDEFINE": _undefine, "SET": _set, "UNSET": _un
 def _check_supported(first: str, words: list[str], raw: sqltext.RawStatement, source: str) -> None:
     if first in _UNSUPPORTED or words[:2] == ["RUN", "SCRIPT"]:
         what = "RUN SCRIPT" if first == "RUN" else first
-        raise InputError(source, f"{what} statements cannot be part of a migration: "
-                         f"{sqltext.preview(raw.text)}", line=raw.line)
+        raise InputError(
+            source, f"{what} statements cannot be part of a migration: {sqltext.preview(raw.text)}", line=raw.line
+        )

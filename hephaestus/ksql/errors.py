@@ -40,8 +40,16 @@ class KsqlError(HephaestusError):
     """A ksqlDB REST call failed. `transient`: sending it again is safe. `ambiguous`: the
     server may have acted on it, so only an idempotent request (a read) is sent again."""
 
-    def __init__(self, server_message: str, call: Call, status: int | None = None,
-                 error_code: int | None = None, *, transient: bool = False, ambiguous: bool = False):
+    def __init__(
+        self,
+        server_message: str,
+        call: Call,
+        status: int | None = None,
+        error_code: int | None = None,
+        *,
+        transient: bool = False,
+        ambiguous: bool = False,
+    ):
         self.server_message, self.call = server_message, call
         self.status, self.error_code = status, error_code
         self.transient, self.ambiguous = transient, ambiguous
@@ -79,8 +87,10 @@ class KsqlError(HephaestusError):
         tries = f" after {self.attempts} attempts" if self.attempts > 1 else ""
         if self.waited_s is not None:
             tries = f", still not ready after {self.waited_s:g} s"
-        return (f"ksqlDB '{self.call.cluster}': {self.call.method} {self.call.path} failed{tries}"
-                f"{f' ({detail})' if detail else ''}: {self.server_message} — {self.hint()}")
+        return (
+            f"ksqlDB '{self.call.cluster}': {self.call.method} {self.call.path} failed{tries}"
+            f"{f' ({detail})' if detail else ''}: {self.server_message} — {self.hint()}"
+        )
 
 
 class KsqlStatementError(KsqlError):

@@ -75,8 +75,11 @@ def _check_unique(files: list[MigrationFile]) -> None:
     seen: dict[int, MigrationFile] = {}
     for f in files:
         if f.version in seen:
-            raise InputError(str(f.path), f"version {f.version} is also used by {seen[f.version].path.name}; "
-                             "each version must have exactly one file")
+            raise InputError(
+                str(f.path),
+                f"version {f.version} is also used by {seen[f.version].path.name}; "
+                "each version must have exactly one file",
+            )
         seen[f.version] = f
 
 

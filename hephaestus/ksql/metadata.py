@@ -21,8 +21,17 @@ NONE_VERSION = "<none>"
 NO_ERROR = "N/A"
 DEFAULT_STREAM = "MIGRATION_EVENTS"
 DEFAULT_TABLE = "MIGRATION_SCHEMA_VERSIONS"
-COLUMNS = ("VERSION_KEY", "VERSION", "NAME", "STATE", "CHECKSUM", "STARTED_ON", "COMPLETED_ON",
-           "PREVIOUS", "ERROR_REASON")
+COLUMNS = (
+    "VERSION_KEY",
+    "VERSION",
+    "NAME",
+    "STATE",
+    "CHECKSUM",
+    "STARTED_ON",
+    "COMPLETED_ON",
+    "PREVIOUS",
+    "ERROR_REASON",
+)
 _INFO_COLUMNS = "version, checksum, previous, state, name, started_on, completed_on, error_reason"
 
 
@@ -45,8 +54,13 @@ class Names:
 
     def with_topics(self, service_id: str) -> Names:
         """Default topics as ksql-migrations names them: `<service id>ksql_<name>`."""
-        return Names(self.stream, self.table, self.stream_topic or f"{service_id}ksql_{self.stream}",
-                     self.table_topic or f"{service_id}ksql_{self.table}", self.replicas)
+        return Names(
+            self.stream,
+            self.table,
+            self.stream_topic or f"{service_id}ksql_{self.stream}",
+            self.table_topic or f"{service_id}ksql_{self.table}",
+            self.replicas,
+        )
 
 
 @dataclass(frozen=True)
@@ -64,23 +78,36 @@ class VersionInfo:
 
     def values(self, key: str) -> tuple[str, ...]:
         """The row to insert under `key` (CURRENT or the version), in COLUMNS order."""
-        return (key, str(self.version), self.name, self.state.value, self.checksum, self.started_on,
-                self.completed_on, self.previous, self.error_reason)
+        return (
+            key,
+            str(self.version),
+            self.name,
+            self.state.value,
+            self.checksum,
+            self.started_on,
+            self.completed_on,
+            self.previous,
+            self.error_reason,
+        )
 
 
 def create_stream(names: Names) -> str:
-    return (f"CREATE STREAM {names.stream} (\n"
-            "  version_key STRING KEY,\n  version STRING,\n  name STRING,\n  state STRING,\n"
-            "  checksum STRING,\n  started_on STRING,\n  completed_on STRING,\n  previous STRING,\n"
-            "  error_reason STRING\n"
-            f") WITH (\n  KAFKA_TOPIC={literal(names.stream_topic)},\n  VALUE_FORMAT='JSON',\n"
-            f"  PARTITIONS=1,\n  REPLICAS={names.replicas}\n);")
+    return (
+        f"CREATE STREAM {names.stream} (\n"
+        "  version_key STRING KEY,\n  version STRING,\n  name STRING,\n  state STRING,\n"
+        "  checksum STRING,\n  started_on STRING,\n  completed_on STRING,\n  previous STRING,\n"
+        "  error_reason STRING\n"
+        f") WITH (\n  KAFKA_TOPIC={literal(names.stream_topic)},\n  VALUE_FORMAT='JSON',\n"
+        f"  PARTITIONS=1,\n  REPLICAS={names.replicas}\n);"
+    )
 
 
 def create_table(names: Names) -> str:
     latest = ",\n".join(f"  LATEST_BY_OFFSET({c}) AS {c}" for c in (c.lower() for c in COLUMNS[1:]))
-    return (f"CREATE TABLE {names.table}\n  WITH (KAFKA_TOPIC={literal(names.table_topic)})\n"
-            f"  AS SELECT\n  version_key,\n{latest}\n  FROM {names.stream}\n  GROUP BY version_key;")
+    return (
+        f"CREATE TABLE {names.table}\n  WITH (KAFKA_TOPIC={literal(names.table_topic)})\n"
+        f"  AS SELECT\n  version_key,\n{latest}\n  FROM {names.stream}\n  GROUP BY version_key;"
+    )
 
 
 def insert(names: Names, event: VersionInfo, key: str) -> str:
@@ -99,9 +126,18 @@ def select_versions(names: Names, versions: list[str]) -> str:
 
 def version_info(row: Mapping[str, Any]) -> VersionInfo:
     """A pull-query row (column names as ksqlDB returns them: upper case)."""
+
     def text(column: str) -> str:
         value = row.get(column)
         return "" if value is None else str(value)
-    return VersionInfo(int(text("VERSION")), text("NAME"), State(text("STATE")), text("CHECKSUM"),
-                       text("STARTED_ON"), text("COMPLETED_ON"), text("PREVIOUS") or NONE_VERSION,
-                       text("ERROR_REASON") or NO_ERROR)
+
+    return VersionInfo(
+        int(text("VERSION")),
+        text("NAME"),
+        State(text("STATE")),
+        text("CHECKSUM"),
+        text("STARTED_ON"),
+        text("COMPLETED_ON"),
+        text("PREVIOUS") or NONE_VERSION,
+        text("ERROR_REASON") or NO_ERROR,
+    )

@@ -72,11 +72,14 @@ def server_warnings(version: str) -> tuple[str, ...]:
     major, minor = int(match.group(1)), int(match.group(2))
     platform = major >= 4  # Confluent Platform numbers its ksqlDB 5.x, 6.x, 7.x
     if (major, minor) < ((6, 0) if platform else (0, 10)):
-        raise UnsupportedServer(f"ksqlDB {version} is too old for ksql-migrations metadata "
-                                "(needs Confluent Platform 6.0+ or ksqlDB 0.10+)")
+        raise UnsupportedServer(
+            f"ksqlDB {version} is too old for ksql-migrations metadata (needs Confluent Platform 6.0+ or ksqlDB 0.10+)"
+        )
     if (major, minor) < ((7, 2) if platform else (0, 24)):
-        return (f"ksqlDB {version} may serve /query-stream over HTTP/2 only; `ksql apply`, `info` and "
-                "`validate` need ksqlDB 0.24+ (pull queries over HTTP/1.1)",)
+        return (
+            f"ksqlDB {version} may serve /query-stream over HTTP/2 only; `ksql apply`, `info` and "
+            "`validate` need ksqlDB 0.24+ (pull queries over HTTP/1.1)",
+        )
     return ()
 
 
@@ -95,8 +98,10 @@ def _create_missing(client: KsqlClient, names: Names) -> tuple[tuple[str, ...], 
     """(created, already there): the stream first, as the table is built from it."""
     streams, tables = MetadataStore(client, names).sources()
     created: list[str] = []
-    for name, have, sql in ((names.stream, streams, metadata.create_stream(names)),
-                            (names.table, tables, metadata.create_table(names))):
+    for name, have, sql in (
+        (names.stream, streams, metadata.create_stream(names)),
+        (names.table, tables, metadata.create_table(names)),
+    ):
         if name.upper() not in have:
             client.execute(sql)
             created.append(name)
@@ -122,11 +127,14 @@ def validate_chain(store: MetadataStore, scan: Scan) -> ValidateResult:
 
 def _file_problems(info: VersionInfo, local: MigrationFile | None) -> list[str]:
     if local is None:
-        return [f"version {info.version} ({info.name}) is {info.state.value} on the server but has no "
-                "migration file locally"]
+        return [
+            f"version {info.version} ({info.name}) is {info.state.value} on the server but has no "
+            "migration file locally"
+        ]
     if local.checksum != info.checksum:
-        return [f"{local.path.name} changed after it was applied (checksum applied {info.checksum}, "
-                f"now {local.checksum})"]
+        return [
+            f"{local.path.name} changed after it was applied (checksum applied {info.checksum}, now {local.checksum})"
+        ]
     return []
 
 
@@ -155,5 +163,13 @@ def _row(version: int, found: VersionInfo | None, local: dict[int, MigrationFile
     if found is None:
         return InfoRow(version, file.name if file else "", State.PENDING)
     status = "missing" if file is None else "changed" if file.checksum != found.checksum else "ok"
-    return InfoRow(version, found.name, found.state, found.previous, found.started_on, found.completed_on,
-                   found.error_reason, status)
+    return InfoRow(
+        version,
+        found.name,
+        found.state,
+        found.previous,
+        found.started_on,
+        found.completed_on,
+        found.error_reason,
+        status,
+    )

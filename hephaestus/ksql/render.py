@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hephaestus.ksql.apply import ApplyResult
 from hephaestus.ksql.compiler import CompiledMigration
@@ -32,8 +32,9 @@ def apply_text(r: ApplyResult) -> list[str]:
         return [f"{head}; no eligible migrations, nothing to apply"]
     lines = [head]
     if r.skipped:
-        lines.append(f"  warning: versions {', '.join(map(str, r.skipped))} are skipped and will not be "
-                     "applied by later runs")
+        lines.append(
+            f"  warning: versions {', '.join(map(str, r.skipped))} are skipped and will not be applied by later runs"
+        )
     if r.dry_run:
         lines.append(f"  dry run: would apply {len(r.plan)} file(s); nothing sent")
         return lines + [line for m in r.plan for line in _planned(m)]
@@ -60,23 +61,36 @@ def info_text(r: InfoResult) -> list[str]:
         lines.append("No migrations files found")
     else:
         lines += _table([_INFO_HEADER] + [_info_cells(x) for x in shown])
-    lines += [f"warning: version {x.version} ({x.name}) is {x.state.value} on the server but has no migration file"
-              for x in r.rows if x.file == "missing"]
-    return lines + [f"warning: the file of version {x.version} ({x.name}) changed since it was applied (checksum)"
-                    for x in r.rows if x.file == "changed"]
+    lines += [
+        f"warning: version {x.version} ({x.name}) is {x.state.value} on the server but has no migration file"
+        for x in r.rows
+        if x.file == "missing"
+    ]
+    return lines + [
+        f"warning: the file of version {x.version} ({x.name}) changed since it was applied (checksum)"
+        for x in r.rows
+        if x.file == "changed"
+    ]
 
 
 def _info_cells(x: InfoRow) -> tuple[str, ...]:
     if x.state.value == "PENDING":
         return (str(x.version), x.name, x.state.value, "N/A", "N/A", "N/A", "N/A")
-    return (str(x.version), x.name, x.state.value, x.previous, _when(x.started_on), _when(x.completed_on),
-            x.error_reason)
+    return (
+        str(x.version),
+        x.name,
+        x.state.value,
+        x.previous,
+        _when(x.started_on),
+        _when(x.completed_on),
+        x.error_reason,
+    )
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
     """` a | b ` cells padded to the widest, a rule of dashes under the header and at the end."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    line = [" " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " " for row in rows]
+    line = [" " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + " " for row in rows]
     rule = "-" * (sum(widths) + 3 * len(widths) - 1)
     return [line[0], rule, *line[1:], rule]
 
@@ -84,6 +98,7 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 def info_json(results: list[InfoResult]) -> str:
     def row(x: InfoRow) -> dict[str, object]:
         return {**asdict(x), "state": x.state.value}
+
     doc = [{"cluster": r.cluster, "current": r.current, "versions": [row(x) for x in r.rows]} for r in results]
     return json.dumps(doc, indent=2)
 
@@ -100,5 +115,5 @@ def _when(epoch_ms: str) -> str:
     (`yyyy-MM-dd HH:mm:ss.SSS z`); anything else (empty, N/A) as it is."""
     if not epoch_ms.isdigit():
         return epoch_ms
-    moment = datetime.fromtimestamp(int(epoch_ms) / 1000, tz=timezone.utc).astimezone()
+    moment = datetime.fromtimestamp(int(epoch_ms) / 1000, tz=UTC).astimezone()
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} {moment.tzname()}"

@@ -60,8 +60,9 @@ def init(clusters: list[KsqlDB], conn: Connection = Connection()) -> Iterator[op
             yield operations.init(client, names_of(cluster))
 
 
-def apply(prepared: list[Prepared], options: applying.Options,
-          conn: Connection = Connection()) -> Iterator[applying.ApplyResult]:
+def apply(
+    prepared: list[Prepared], options: applying.Options, conn: Connection = Connection()
+) -> Iterator[applying.ApplyResult]:
     """Cluster by cluster, yielding each result as it is done; a failure stops the run."""
     for p in prepared:
         with open_client(p.cluster, transport=conn.transport, retry=conn.retry) as client:

@@ -56,8 +56,12 @@ class _Splitter:
         if sql.startswith("--", i):
             end = sql.find("\n", i)
             if end < 0:  # ksql-migrations: "failed to find closing token '\n'"
-                raise InputError(self.source, "a -- comment on the last line needs a line break after it "
-                                 "(ksql-migrations refuses the file otherwise)", line=self.line)
+                raise InputError(
+                    self.source,
+                    "a -- comment on the last line needs a line break after it "
+                    "(ksql-migrations refuses the file otherwise)",
+                    line=self.line,
+                )
             self.line += 1
             self.i = end + 1  # the line break goes with the comment, as in ksql-migrations
         elif sql.startswith("/*", i):
@@ -81,13 +85,13 @@ class _Splitter:
         end = self.sql.find("'", self.i + 1)  # `''` reads as two strings in a row: one quote
         if end < 0:
             raise InputError(self.source, "unterminated string starting with '", line=self.line)
-        self._take(self.sql[self.i:end + 1], quoted=True)
+        self._take(self.sql[self.i : end + 1], quoted=True)
         self.i = end + 1
 
     def _take(self, chunk: str, quoted: bool = False) -> None:
         if self.start is None and not chunk.isspace():
             self.start = self.line
-        if not quoted and chunk in "`\"":
+        if not quoted and chunk in '`"':
             self.names_open = "" if self.names_open == chunk else self.names_open or chunk
         self.buf.append(chunk)
         self.line += chunk.count("\n")
@@ -95,8 +99,12 @@ class _Splitter:
     def _emit(self) -> None:
         raw = "".join(self.buf) + ";"
         if self.names_open:
-            raise InputError(self.source, f"a ';' inside a {self.names_open}…{self.names_open} name: "
-                             "ksql-migrations ends the statement there; rename it", line=self.start)
+            raise InputError(
+                self.source,
+                f"a ';' inside a {self.names_open}…{self.names_open} name: "
+                "ksql-migrations ends the statement there; rename it",
+                line=self.start,
+            )
         if raw[:-1].strip():  # `;;` is an empty statement: nothing to send
             self.out.append(RawStatement(raw.strip(), self.start or self.line, raw))
         self.buf, self.start = [], None
@@ -137,15 +145,20 @@ def unquote(text: str) -> str:
 
 def sensitive_values(statement: str) -> tuple[str, ...]:
     """Literal values of sensitive WITH properties (passwords …), to redact from messages."""
-    return tuple(unquote(m.group("value")) for m in _PROPERTY.finditer(statement)
-                 if _hides(m.group("key"), unquote(m.group("value"))))
+    return tuple(
+        unquote(m.group("value"))
+        for m in _PROPERTY.finditer(statement)
+        if _hides(m.group("key"), unquote(m.group("value")))
+    )
 
 
 def mask(statement: str) -> str:
     """The statement as it may be shown: sensitive property values replaced by ****."""
+
     def one(m: re.Match[str]) -> str:
         hidden = _hides(m.group("key"), unquote(m.group("value")))
-        return m.group(0)[:m.start("value") - m.start()] + MASK + "'" if hidden else m.group(0)
+        return m.group(0)[: m.start("value") - m.start()] + MASK + "'" if hidden else m.group(0)
+
     return _PROPERTY.sub(one, statement)
 
 

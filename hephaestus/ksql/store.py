@@ -33,17 +33,26 @@ class MetadataStore:
     def sources(self) -> tuple[set[str], set[str]]:
         """Names of the streams and of the tables on the server (upper case, as stored)."""
         entities = self.client.execute("LIST STREAMS;\nLIST TABLES;", idempotent=True)
+
         def names(kind: str) -> set[str]:
-            return {str(s.get("name", "")).upper() for e in entities if e.get("@type") == kind
-                    for s in e.get(kind, []) if isinstance(s, dict)}
+            return {
+                str(s.get("name", "")).upper()
+                for e in entities
+                if e.get("@type") == kind
+                for s in e.get(kind, [])
+                if isinstance(s, dict)
+            }
+
         return names("streams"), names("tables")
 
     def require(self) -> None:
         streams, tables = self.sources()
         for name, have, kind in ((self.names.stream, streams, "stream"), (self.names.table, tables, "table")):
             if name.upper() not in have:
-                raise MetadataMissing(f"ksqlDB '{self.client.name}': no migrations metadata {kind} "
-                                      f"{name}; run `hephaestus ksql init` first")
+                raise MetadataMissing(
+                    f"ksqlDB '{self.client.name}': no migrations metadata {kind} "
+                    f"{name}; run `hephaestus ksql init` first"
+                )
 
     def current_version(self) -> str:
         rows = self.client.pull(metadata.select_current(self.names))
@@ -65,8 +74,10 @@ class MetadataStore:
     def get(self, version: str) -> VersionInfo:
         found = self.lookup([version]).get(version)
         if found is None:
-            raise BrokenChain(f"ksqlDB '{self.client.name}': version {version} is not in "
-                              f"{self.names.table} although the metadata refers to it")
+            raise BrokenChain(
+                f"ksqlDB '{self.client.name}': version {version} is not in "
+                f"{self.names.table} although the metadata refers to it"
+            )
         return found
 
     def record(self, event: VersionInfo) -> None:
@@ -89,8 +100,10 @@ class MetadataStore:
     def require_migrated(self, version: str, successor: str) -> VersionInfo:
         info = self.get(version)
         if info.state is not State.MIGRATED:
-            raise BrokenChain(f"ksqlDB '{self.client.name}': version {successor} follows version "
-                              f"{version}, whose state is {info.state.value}, not MIGRATED")
+            raise BrokenChain(
+                f"ksqlDB '{self.client.name}': version {successor} follows version "
+                f"{version}, whose state is {info.state.value}, not MIGRATED"
+            )
         return info
 
     def chain(self, start: str) -> list[VersionInfo]:
@@ -102,4 +115,3 @@ class MetadataStore:
             out.append(self.get(version))
             version = out[-1].previous
         return out
-

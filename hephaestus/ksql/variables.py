@@ -52,8 +52,10 @@ def parse_defines(pairs: tuple[str, ...]) -> dict[str, str]:
 def _pair(pair: str) -> tuple[str, str]:
     parts = pair.split("=")
     if len(parts) != 2 or not parts[1]:
-        raise HephaestusError(f"--define {pair!r}: variables must be defined as name=value, with one '=' "
-                              "and a value (ksql-migrations' rule)")
+        raise HephaestusError(
+            f"--define {pair!r}: variables must be defined as name=value, with one '=' "
+            "and a value (ksql-migrations' rule)"
+        )
     if not _IDENTIFIER.fullmatch(parts[0]):
         raise HephaestusError(f"--define {pair!r}: {parts[0]!r} is not a variable name like my_var")
     return parts[0], parts[1]
@@ -61,11 +63,13 @@ def _pair(pair: str) -> tuple[str, str]:
 
 def in_string(body: str, variables: Mapping[str, str]) -> str:
     """The body of a '…' string with its defined variables substituted (quotes doubled)."""
+
     def one(m: re.Match[str]) -> str:
         if m.group("escape"):
             return "${"
         value = variables.get(m.group("name").lower())
         return m.group(0) if value is None else value.replace("'", "''")
+
     return _TOKEN.sub(one, body)
 
 
@@ -76,7 +80,7 @@ def substitute(text: str, variables: Mapping[str, str], source: str, line: int) 
     for chunk, kind in _chunks(text):
         if kind == "'":
             out.append("'" + in_string(chunk[1:-1], variables) + "'")
-        elif kind in ("`", "\""):
+        elif kind in ("`", '"'):
             out.append(chunk)  # a quoted name is a name: nothing in it is a variable
         else:
             out.append(_TOKEN.sub(lambda m: _bare(m, variables, source, line), chunk))
@@ -95,18 +99,25 @@ def _bare(m: re.Match[str], variables: Mapping[str, str], source: str, line: int
     name = m.group("name")
     value = variables.get(name.lower())
     if value is None:
-        raise VariableError(source, f"${{{name}}} is not defined: outside a '…' string a variable must be "
-                            "defined (DEFINE, or -d name=value)", line=line)
+        raise VariableError(
+            source,
+            f"${{{name}}} is not defined: outside a '…' string a variable must be defined (DEFINE, or -d name=value)",
+            line=line,
+        )
     return _token(value, name, source, line)
 
 
 def _token(value: str, name: str, source: str, line: int) -> str:
-    inner = value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "`\"" else value
+    inner = value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in '`"' else value
     if _IDENTIFIER.fullmatch(inner):
         return value
     if len(value) > 1 and value[0] == value[-1] == "'":
         return "'" + value[1:-1].replace("''", "'").replace("'", "''") + "'"
     if _NUMBER.fullmatch(value):  # (true and false read as identifiers above: they go in as they are too)
         return value
-    raise VariableError(source, f"${{{name}}} = {value!r} is neither an identifier nor a literal ('text', a "
-                        "number, true, false): ksqlDB refuses it there", line=line)
+    raise VariableError(
+        source,
+        f"${{{name}}} = {value!r} is neither an identifier nor a literal ('text', a "
+        "number, true, false): ksqlDB refuses it there",
+        line=line,
+    )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from hephaestus.secrets import REDACTOR
@@ -38,16 +37,18 @@ class Metrics:
         if name not in self._gauges:
             from prometheus_client import Gauge
 
-            self._gauges[name] = Gauge(name, documentation, list(labels), namespace=self.namespace,
-                                       registry=self.registry)
+            self._gauges[name] = Gauge(
+                name, documentation, list(labels), namespace=self.namespace, registry=self.registry
+            )
         return self._gauges[name]
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
         if name not in self._counters:
             from prometheus_client import Counter
 
-            self._counters[name] = Counter(name, documentation, list(labels), namespace=self.namespace,
-                                           registry=self.registry)
+            self._counters[name] = Counter(
+                name, documentation, list(labels), namespace=self.namespace, registry=self.registry
+            )
         return self._counters[name]
 
     def set(self, name: str, documentation: str, value: float, labels: Mapping[str, str] | None = None) -> None:

@@ -8,8 +8,8 @@ reported ok only when Connect's answer said so *and* the connector was then seen
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -55,7 +55,7 @@ def validate_all(client: ConnectClient, plan: Plan, concurrency: int) -> Invalid
     steps = plan.of("create", "update")
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         results = list(pool.map(lambda s: _validate(client, s), steps))
-    return {s.name: errs for s, errs in zip(steps, results) if errs}
+    return {s.name: errs for s, errs in zip(steps, results, strict=False) if errs}
 
 
 def _validate(client: ConnectClient, step: Step) -> dict[str, tuple[str, ...]]:
@@ -93,30 +93,43 @@ def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: J
     return tuple(results[s.name] for s in steps)
 
 
-def _batch(client: ConnectClient, steps: list[Step], options: ApplyOptions, journal: Journal,
-           report: Callable[[StepResult], StepResult]) -> dict[str, StepResult]:
+def _batch(
+    client: ConnectClient,
+    steps: list[Step],
+    options: ApplyOptions,
+    journal: Journal,
+    report: Callable[[StepResult], StepResult],
+) -> dict[str, StepResult]:
     with ThreadPoolExecutor(max_workers=options.write_concurrency) as pool:
         written = list(pool.map(lambda s: _write(client, s, options, journal), steps))
-    waiting = {r.name: s for s, r in zip(steps, written) if r.ok and s.action != "delete"}
+    waiting = {r.name: s for s, r in zip(steps, written, strict=False) if r.ok and s.action != "delete"}
     for r in written:
         if r.name not in waiting:
             report(r)
     details = {r.name: r.detail for r in written}
-    verdicts = wait_ready(client, [_target(s, options) for s in waiting.values()], options.ready,
-                          lambda v: report(_ready(waiting[v.name], v, details[v.name])))
+    verdicts = wait_ready(
+        client,
+        [_target(s, options) for s in waiting.values()],
+        options.ready,
+        lambda v: report(_ready(waiting[v.name], v, details[v.name])),
+    )
     return {r.name: _ready(waiting[r.name], verdicts[r.name], r.detail) if r.name in waiting else r for r in written}
 
 
 def _aborted(step: Step, failed: int) -> StepResult:
-    return StepResult(step.name, step.action, False,
-                      f"not applied: rollout stopped after {failed} batch(es) with a failure (--max-failures)")
+    return StepResult(
+        step.name,
+        step.action,
+        False,
+        f"not applied: rollout stopped after {failed} batch(es) with a failure (--max-failures)",
+    )
 
 
 def record_outcomes(journal: Journal, plan: Plan, results: tuple[StepResult, ...]) -> str:
     """Each step's outcome in the journal; the error, if the journal refused (never raised:
     the changes are made, so the report and notifications must still go out)."""
     try:
-        for step, result in zip(plan.writes, results):
+        for step, result in zip(plan.writes, results, strict=False):
             journal.outcome(step, result)
     except AuditUnavailable as exc:
         return str(exc)
@@ -138,8 +151,11 @@ def _converge(client: ConnectClient, name: str, state: str) -> None:
 
 
 def _target(step: Step, options: ApplyOptions) -> Target:
-    return Target(step.name, frozenset({_state(step, options)}),
-                  step.config if step.action in ("update", "rename", "state") else None)
+    return Target(
+        step.name,
+        frozenset({_state(step, options)}),
+        step.config if step.action in ("update", "rename", "state") else None,
+    )
 
 
 def _ready(step: Step, verdict: Verdict, written: str) -> StepResult:

@@ -9,21 +9,20 @@ that may die with it: the database keeps the trail where the Helm chart's jobs a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from hephaestus.errors import HephaestusError, first_line
 from hephaestus.lock import create_table
 from hephaestus.project import Project
-from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.model import config_hash
+from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step
-from hephaestus.secrets import REDACTOR, mask_config
+from hephaestus.secrets import REDACTOR
 
 _lock = threading.Lock()
 
@@ -32,13 +31,16 @@ class AuditUnavailable(HephaestusError):
     """The audit log cannot be written: nothing (more) is applied."""
 
 
-TABLE = ("CREATE TABLE IF NOT EXISTS hephaestus_audit (id bigserial PRIMARY KEY, "
-         "ts timestamptz NOT NULL DEFAULT now(), run_id text NOT NULL, cluster text NOT NULL, "
-         "connector text, entry jsonb NOT NULL)")
+TABLE = (
+    "CREATE TABLE IF NOT EXISTS hephaestus_audit (id bigserial PRIMARY KEY, "
+    "ts timestamptz NOT NULL DEFAULT now(), run_id text NOT NULL, cluster text NOT NULL, "
+    "connector text, entry jsonb NOT NULL)"
+)
 
 
-def journal_for(project: Project, cluster: str, run_id: str,
-                before: Mapping[str, Mapping[str, str]] | None = None) -> Journal:
+def journal_for(
+    project: Project, cluster: str, run_id: str, before: Mapping[str, Mapping[str, str]] | None = None
+) -> Journal:
     """The project's audit trail for one cluster: its `audit: {database}` table, else `audit_log`."""
     dsn = project.dsn(project.audit_database, "the audit log") if project.audit_database else None
     return Journal(project.audit_log, run_id, cluster, before or {}, dsn)
@@ -48,8 +50,14 @@ class Journal:
     """The audit records of one cluster in one run: into the database of `dsn` when given, else
     the file `path`; neither keeps no log. Close it (or use `with`) to end its connection."""
 
-    def __init__(self, path: Path | None, run_id: str, cluster: str,
-                 before: Mapping[str, Mapping[str, str]], dsn: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        run_id: str,
+        cluster: str,
+        before: Mapping[str, Mapping[str, str]],
+        dsn: str | None = None,
+    ) -> None:
         self.path = path
         self.run_id = run_id
         self.cluster = cluster
@@ -80,13 +88,23 @@ class Journal:
 
     def event(self, connector: str, action: str, outcome: str, detail: str) -> None:
         """An operation that is not a config write (a DLQ replay or purge, a dropped slot)."""
-        self._append([{"ts": datetime.now(timezone.utc).isoformat(timespec="seconds"), "run_id": self.run_id,
-                       "cluster": self.cluster, "connector": connector, "action": action,
-                       "outcome": outcome, "detail": detail}])
+        self._append(
+            [
+                {
+                    "ts": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "run_id": self.run_id,
+                    "cluster": self.cluster,
+                    "connector": connector,
+                    "action": action,
+                    "outcome": outcome,
+                    "detail": detail,
+                }
+            ]
+        )
 
     def _entry(self, step: Step, outcome: str, detail: str) -> dict[str, Any]:
         return {
-            "ts": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "ts": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_id": self.run_id,
             "cluster": self.cluster,
             "connector": step.name,
@@ -124,11 +142,14 @@ class Journal:
         try:
             with _lock:
                 if self._conn is None:
-                    self._conn = psycopg.connect(self.dsn, connect_timeout=10, autocommit=True,
-                                                 application_name="hephaestus audit")
+                    self._conn = psycopg.connect(
+                        self.dsn, connect_timeout=10, autocommit=True, application_name="hephaestus audit"
+                    )
                     create_table(self._conn, TABLE)
                 for r in rows:
-                    self._conn.execute("INSERT INTO hephaestus_audit (run_id, cluster, connector, entry) "
-                                       "VALUES (%s, %s, %s, %s)", [r["run_id"], r["cluster"], r["connector"], Jsonb(r)])
+                    self._conn.execute(
+                        "INSERT INTO hephaestus_audit (run_id, cluster, connector, entry) VALUES (%s, %s, %s, %s)",
+                        [r["run_id"], r["cluster"], r["connector"], Jsonb(r)],
+                    )
         except psycopg.Error as exc:
             raise AuditUnavailable(f"audit table hephaestus_audit cannot be written: {first_line(exc)}") from exc

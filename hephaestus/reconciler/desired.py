@@ -63,9 +63,12 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
         raise InputError(str(path), "expected an object with 'connector.class'", field="config")
     for key, value in config.items():
         if not isinstance(value, str):
-            raise InputError(str(path), f"must be a string, got {json.dumps(value)[:CLIP]} "
-                             "(Connect stores strings: a non-string is a permanent false diff)",
-                             field=format_path(["config", key]))
+            raise InputError(
+                str(path),
+                f"must be a string, got {json.dumps(value)[:CLIP]} "
+                "(Connect stores strings: a non-string is a permanent false diff)",
+                field=format_path(["config", key]),
+            )
     name = _render(doc["name"], helm_values, path, ["name"])
     rendered = {k: _render(v, helm_values, path, ["config", k]) for k, v in config.items()}
     _check_name(path, doc["name"], name, rendered.get("name"))
@@ -82,8 +85,11 @@ def _renamed_from(path: Path, doc: dict[str, Any], name: str) -> str:
     """The live connector this one replaces, offsets kept (optional; see reconciler.renames)."""
     old = doc.get("renamed_from", "")
     if not isinstance(old, str) or old == name or (old and not _safe_segment(old)):
-        raise InputError(str(path), f"renamed_from must be another connector's name, got {clip(json.dumps(old))}",
-                         field="renamed_from")
+        raise InputError(
+            str(path),
+            f"renamed_from must be another connector's name, got {clip(json.dumps(old))}",
+            field="renamed_from",
+        )
     return old
 
 
@@ -92,19 +98,26 @@ def _check_name(path: Path, written: str, name: str, config_name: str | None) ->
     check_name(path, name)
     if config_name is not None and config_name != name:
         # Connect refuses the create only at apply time, after other writes of the run.
-        raise InputError(str(path), f"config.name {clip(config_name)} differs from name {clip(name)}",
-                         field="config.name")
+        raise InputError(
+            str(path), f"config.name {clip(config_name)} differs from name {clip(name)}", field="config.name"
+        )
     if not _HELM.search(written) and path.stem != name:
         # Helm-templated names carry braces and spaces: their files leave the prefix out.
-        raise InputError(str(path), f"file name {clip(path.name)} does not match name {clip(name)}: "
-                         f"call it {clip(name + '.json')}", field="name")
+        raise InputError(
+            str(path),
+            f"file name {clip(path.name)} does not match name {clip(name)}: call it {clip(name + '.json')}",
+            field="name",
+        )
 
 
 def check_name(path: Path, name: str) -> None:
     """A connector name must be one safe path segment: in the URL and as a file name."""
     if not _safe_segment(name):
-        raise InputError(str(path), f"connector name {clip(name)} is not a safe path segment "
-                         "(no '/', '\\', control characters, '.' or '..')", field="name")
+        raise InputError(
+            str(path),
+            f"connector name {clip(name)} is not a safe path segment (no '/', '\\', control characters, '.' or '..')",
+            field="name",
+        )
 
 
 def _safe_segment(name: str) -> bool:
@@ -122,7 +135,11 @@ def _render(text: str, values: dict[str, str], path: Path, field: list[str]) -> 
 
     def sub(match: re.Match[str]) -> str:
         if match.group(1) not in values:
-            raise InputError(str(path), f"Helm value {match.group(1)!r} has no value: set "
-                             f"helm_values.{match.group(1)} for this cluster", field=format_path(field))
+            raise InputError(
+                str(path),
+                f"Helm value {match.group(1)!r} has no value: set helm_values.{match.group(1)} for this cluster",
+                field=format_path(field),
+            )
         return values[match.group(1)]
+
     return _HELM.sub(sub, text)

@@ -23,8 +23,9 @@ def unassigned(st: ConnectorStatus) -> bool:
     return st.state == UNASSIGNED or any(t.state == UNASSIGNED for t in st.tasks)
 
 
-def findings(desired: Mapping[str, Desired], live: Mapping[str, ConnectorStatus],
-             grace_s: float) -> tuple[Unhealthy, ...]:
+def findings(
+    desired: Mapping[str, Desired], live: Mapping[str, ConnectorStatus], grace_s: float
+) -> tuple[Unhealthy, ...]:
     """Managed (in git) and live connectors that are FAILED or UNASSIGNED, in name order."""
     out = []
     for name in sorted(set(desired) & set(live)):
@@ -38,9 +39,14 @@ def findings(desired: Mapping[str, Desired], live: Mapping[str, ConnectorStatus]
     return tuple(out)
 
 
-def past_grace(client: ConnectClient, desired: Mapping[str, Desired], live: Mapping[str, ConnectorStatus],
-               grace_s: float, poll_s: float = 2.0,
-               clock: Callable[[], float] = time.monotonic) -> dict[str, ConnectorStatus]:
+def past_grace(
+    client: ConnectClient,
+    desired: Mapping[str, Desired],
+    live: Mapping[str, ConnectorStatus],
+    grace_s: float,
+    poll_s: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, ConnectorStatus]:
     """`live`, with managed UNASSIGNED connectors looked at again until they leave that state
     or the grace runs out (only what was UNASSIGNED is waited for; nothing when none is)."""
     waiting = {n for n in desired if n in live and unassigned(live[n])}

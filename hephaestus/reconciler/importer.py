@@ -20,8 +20,8 @@ from pathlib import Path
 from hephaestus import ownership
 from hephaestus.clients import connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
-from hephaestus.generator.output import render_document, write_files
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.generator.output import render_document, write_files
 from hephaestus.lock import connect_lock, new_run_id
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.desired import GENERATED, check_name, load_desired
@@ -42,14 +42,22 @@ class ClusterImport:
     items: tuple[Imported, ...]
 
 
-def plan_import(client: ConnectClient, cluster: Cluster, globs: Sequence[str], owned: Mapping[str, object],
-                secrets: Mapping[str, str]) -> ClusterImport:
+def plan_import(
+    client: ConnectClient,
+    cluster: Cluster,
+    globs: Sequence[str],
+    owned: Mapping[str, object],
+    secrets: Mapping[str, str],
+) -> ClusterImport:
     """What an import of this cluster would do; raises InputErrors (nothing written) on any refusal."""
     # Every file in git is checked too; a team coming in may have no folder yet.
     in_git = set(load_desired(cluster, include_custom=True)) if cluster.connectors.is_dir() else set()
     fleet = client.fleet()
-    chosen = sorted(n for n in fleet if cluster.selects(n) and not is_ksqldb_managed(n)
-                    and (not globs or any(fnmatchcase(n, g) for g in globs)))
+    chosen = sorted(
+        n
+        for n in fleet
+        if cluster.selects(n) and not is_ksqldb_managed(n) and (not globs or any(fnmatchcase(n, g) for g in globs))
+    )
     items, errors = [], []
     for name in chosen:
         if name in owned:
@@ -76,16 +84,21 @@ def _to_file(client: ConnectClient, cluster: Cluster, c: LiveConnector, secrets:
     return Imported(c.name, f"write {path}", {"name": c.name, "config": config})
 
 
-def _safe(where: str, key: str, value: str, secrets: Mapping[str, str], client: ConnectClient,
-          config: Mapping[str, str]) -> str:
+def _safe(
+    where: str, key: str, value: str, secrets: Mapping[str, str], client: ConnectClient, config: Mapping[str, str]
+) -> str:
     """The value for git: a placeholder as it is live, a secret only as the placeholder named."""
     if not value or is_placeholder(value):
         return value  # a live placeholder is kept as it is (--secret replaces plaintext only)
     if key in secrets:
         return secrets[key]
     if _secret_key(client, config, key) or mask_value(key, value) != value:
-        raise InputError(where, "holds a plaintext secret: git gets a placeholder, never the value; "
-                         f"pass --secret {key}='${{file:/path/to/secrets.properties:some_key}}'", field=key)
+        raise InputError(
+            where,
+            "holds a plaintext secret: git gets a placeholder, never the value; "
+            f"pass --secret {key}='${{file:/path/to/secrets.properties:some_key}}'",
+            field=key,
+        )
     return value
 
 
@@ -110,12 +123,19 @@ def write(result: ClusterImport) -> None:
 
 def record(store: ownership.Store, project: Project, cluster: Cluster, result: ClusterImport, run_id: str) -> None:
     names = [i.name for i in result.items if i.how != "owned already"]
-    store.claim(project.name, cluster.name,
-                ownership.claims_of(names, ownership.scope_of(cluster.select), "imported", run_id))
+    store.claim(
+        project.name, cluster.name, ownership.claims_of(names, ownership.scope_of(cluster.select), "imported", run_id)
+    )
 
 
-def import_project(project: Project, clusters: Sequence[Cluster], globs: Sequence[str], secrets: Mapping[str, str],
-                   dry_run: bool, lock_timeout_s: float) -> list[ClusterImport]:
+def import_project(
+    project: Project,
+    clusters: Sequence[Cluster],
+    globs: Sequence[str],
+    secrets: Mapping[str, str],
+    dry_run: bool,
+    lock_timeout_s: float,
+) -> list[ClusterImport]:
     """Every cluster planned first (any refusal: nothing written anywhere), then under the
     clusters' lock the files written and ownership recorded; a dry run takes no lock."""
     store = ownership.store_for(project)
@@ -128,7 +148,7 @@ def import_project(project: Project, clusters: Sequence[Cluster], globs: Sequenc
                 owned = store.owned(project.name, cluster.name)
                 results.append(plan_import(client, cluster, globs, owned, secrets))
         if not dry_run:
-            for cluster, result in zip(clusters, results):
+            for cluster, result in zip(clusters, results, strict=False):
                 write(result)
                 record(store, project, cluster, result, run_id)
     return results

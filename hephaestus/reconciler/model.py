@@ -31,7 +31,6 @@ class Live:
     state: str = ""  # RUNNING / PAUSED / STOPPED / FAILED … as Connect reports it
 
 
-
 # Keys no diff looks at unless the project says otherwise (`policy.ignore_keys` adds to these;
 # the reference's `ignorableField` list, in spirit): what a server or platform adds to a stored
 # config and git never holds, so a difference in them would restart the connector every run.

@@ -31,8 +31,9 @@ def rename(client: ConnectClient, step: Step, state: str) -> str:
         if offsets:
             client.alter_offsets(step.name, offsets)
     except (ConnectError, ValueError) as exc:
-        raise RenameFailed(f"rename from {old} failed before the offsets moved: {exc}; "
-                           f"{_roll_back(client, step, created)}") from exc
+        raise RenameFailed(
+            f"rename from {old} failed before the offsets moved: {exc}; {_roll_back(client, step, created)}"
+        ) from exc
     detail = f"renamed from {old}, {len(offsets)} offset partitions carried over"
     try:
         _start(client, step.name, state)

@@ -36,8 +36,11 @@ class OffsetsPlan:
 
     def describe(self) -> str:
         back = {"RUNNING": "resume", "PAUSED": "pause again", "STOPPED": "leave STOPPED"}.get(self.state, "resume")
-        what = ("delete every offset (a sink re-reads its topics from the start)" if self.action == "reset"
-                else f"set {len(self.wanted)} partition offset(s)")
+        what = (
+            "delete every offset (a sink re-reads its topics from the start)"
+            if self.action == "reset"
+            else f"set {len(self.wanted)} partition offset(s)"
+        )
         return f"{self.connector} ({self.kind}, {self.state}): stop, {what}, {back}"
 
 
@@ -58,12 +61,20 @@ def get(cluster: Cluster, connector: str) -> dict[str, Any]:
         return client.offsets(connector)
 
 
-def plan(project: Project, clusters: Sequence[Cluster], connector: str, action: str,
-         wanted: list[dict[str, Any]], force: bool) -> OffsetsPlan:
+def plan(
+    project: Project,
+    clusters: Sequence[Cluster],
+    connector: str,
+    action: str,
+    wanted: list[dict[str, Any]],
+    force: bool,
+) -> OffsetsPlan:
     cluster, live = locate(project, clusters, connector)
     if live.type == "source" and not force:
-        raise HephaestusError(f"{connector} is a source: its offsets are tied to its replication slot's position "
-                              "(moving them skips or replays WAL the slot may not hold); --force to do it anyway")
+        raise HephaestusError(
+            f"{connector} is a source: its offsets are tied to its replication slot's position "
+            "(moving them skips or replays WAL the slot may not hold); --force to do it anyway"
+        )
     current = get(cluster, connector).get("offsets", [])
     return OffsetsPlan(cluster, connector, live.type, live.state, action, current, wanted)
 
@@ -71,8 +82,11 @@ def plan(project: Project, clusters: Sequence[Cluster], connector: str, action: 
 def apply(project: Project, p: OffsetsPlan, lock_timeout_s: float | None) -> None:
     """Under the cluster's lock, audited: stop, alter or reset, then back to the state it had."""
     run_id = new_run_id()
-    with connect_lock(project, [p.cluster], "offsets", timeout_of(project, lock_timeout_s), run_id), \
-            journal_for(project, p.cluster.name, run_id) as journal, connect_client(p.cluster) as client:
+    with (
+        connect_lock(project, [p.cluster], "offsets", timeout_of(project, lock_timeout_s), run_id),
+        journal_for(project, p.cluster.name, run_id) as journal,
+        connect_client(p.cluster) as client,
+    ):
         journal.check()
         journal.event(p.connector, f"offsets-{p.action}", "intent", p.describe())
         try:
@@ -85,6 +99,7 @@ def apply(project: Project, p: OffsetsPlan, lock_timeout_s: float | None) -> Non
                 getattr(client, RESUME[p.state])(p.connector)
         except ConnectError as exc:
             journal.event(p.connector, f"offsets-{p.action}", "failed", str(exc))
-            raise HephaestusError(f"offsets of {p.connector} not {p.action}: {exc} (it may be left STOPPED: "
-                                  f"check `hephaestus status`)") from exc
+            raise HephaestusError(
+                f"offsets of {p.connector} not {p.action}: {exc} (it may be left STOPPED: check `hephaestus status`)"
+            ) from exc
         journal.event(p.connector, f"offsets-{p.action}", "ok", p.describe())

@@ -43,8 +43,9 @@ class ClusterOutcome:
 
     @property
     def failed(self) -> bool:
-        return bool(self.error or self.invalid or
-                    any(not r.ok for r in (*self.prepared, *self.results, *self.followups)))
+        return bool(
+            self.error or self.invalid or any(not r.ok for r in (*self.prepared, *self.results, *self.followups))
+        )
 
     @property
     def refused(self) -> bool:

@@ -20,8 +20,7 @@ __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange
 
 Action = Literal["create", "update", "rename", "delete", "state", "protected", "unmanaged", "unchanged"]
 WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete", "state"})
-ACTIONS: tuple[Action, ...] = ("create", "update", "rename", "delete", "state", "protected", "unmanaged",
-                               "unchanged")
+ACTIONS: tuple[Action, ...] = ("create", "update", "rename", "delete", "state", "protected", "unmanaged", "unchanged")
 TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
 
 
@@ -108,18 +107,27 @@ class Scope:
     warnings: tuple[str, ...] = ()  # found by the caller (e.g. an unscoped shared cluster)
 
 
-def plan(cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live],
-         policy: Policy, scope: Scope = Scope()) -> Plan:
+def plan(
+    cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live], policy: Policy, scope: Scope = Scope()
+) -> Plan:
     found = renames.find(desired, live, scope.owned, policy.ignore_keys)
     olds = set(found.pairs.values())
-    steps = [_desired_step(d, live.get(name), policy, live[found.pairs[name]] if name in found.pairs else None)
-             for name, d in sorted(desired.items())]
-    steps += [_absent_step(l, l.name in scope.held, l.name in scope.owned)
-              for name, l in sorted(live.items()) if name not in desired and name not in olds]
+    steps = [
+        _desired_step(d, live.get(name), policy, live[found.pairs[name]] if name in found.pairs else None)
+        for name, d in sorted(desired.items())
+    ]
+    steps += [
+        _absent_step(lv, lv.name in scope.held, lv.name in scope.owned)
+        for name, lv in sorted(live.items())
+        if name not in desired and name not in olds
+    ]
     steps = sorted((_assessed(s, live) for s in steps), key=lambda s: s.name)
     adopt = tuple(sorted(n for n in desired if n in live and n not in scope.owned))
     refused = "; ".join(found.refused) or "; ".join(
-        r for r in (_refusal(steps, desired, live, scope.owned, policy), _destructive_refusal(steps, desired, policy)) if r)
+        r
+        for r in (_refusal(steps, desired, live, scope.owned, policy), _destructive_refusal(steps, desired, policy))
+        if r
+    )
     return Plan(cluster, tuple(steps), refused, adopt=adopt, warnings=(*scope.warnings, *found.warnings))
 
 
@@ -127,21 +135,33 @@ def _assessed(step: Step, live: Mapping[str, Live]) -> Step:
     if step.action == "unchanged":  # nothing to risk (most of a fleet, most days)
         return step
     before = live.get(step.renamed_from or step.name)
-    found = assess(step.action, step.connector_class, before.config if before else {}, step.config,
-                   tuple(c.key for c in step.changes))
+    found = assess(
+        step.action,
+        step.connector_class,
+        before.config if before else {},
+        step.config,
+        tuple(c.key for c in step.changes),
+    )
     return replace(step, risk=found.risk, risk_reasons=found.reasons)
 
 
 def _destructive_refusal(steps: list[Step], desired: Mapping[str, Desired], policy: Policy) -> str:
     """Destructive steps go only with --allow-destructive or the file's `allow_destructive`."""
-    held = [s for s in steps if s.risk == "destructive" and not policy.allow_destructive
-            and not (s.name in desired and desired[s.name].allow_destructive)]
+    held = [
+        s
+        for s in steps
+        if s.risk == "destructive"
+        and not policy.allow_destructive
+        and not (s.name in desired and desired[s.name].allow_destructive)
+    ]
     if not held:
         return ""
     first = held[0]
     more = f" and {len(held) - 1} more" if len(held) > 1 else ""
-    return (f"destructive change to {first.name} ({first.risk_reasons[0][0]}: {first.risk_reasons[0][1]}){more}; "
-            "rerun with --allow-destructive, or set allow_destructive: true in its file")
+    return (
+        f"destructive change to {first.name} ({first.risk_reasons[0][0]}: {first.risk_reasons[0][1]}){more}; "
+        "rerun with --allow-destructive, or set allow_destructive: true in its file"
+    )
 
 
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange, ...]:
@@ -153,8 +173,17 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | 
     cls = d.config.get("connector.class", "")
     if old is not None:  # a rename: the new name takes over the old one's offsets
         changes = diff(comparable(old.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
-        return Step("rename", d.name, d.config, changes, f"from {old.name}, offsets kept", cls, d.origin,
-                    old.state, renamed_from=old.name)
+        return Step(
+            "rename",
+            d.name,
+            d.config,
+            changes,
+            f"from {old.name}, offsets kept",
+            cls,
+            d.origin,
+            old.state,
+            renamed_from=old.name,
+        )
     if current is None:
         return Step("create", d.name, d.config, connector_class=cls, origin=d.origin, target_state=d.state)
     changes = diff(comparable(current.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
@@ -165,46 +194,62 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | 
     return Step(action, d.name, d.config, changes, reason, cls, d.origin, current.state, target_state=d.state)
 
 
-def _absent_step(l: Live, held: bool, owned: bool) -> Step:
+def _absent_step(lv: Live, held: bool, owned: bool) -> Step:
     """A live connector git does not have: delete only an owned sink, which loses no data."""
-    cls = l.config.get("connector.class", "")
+    cls = lv.config.get("connector.class", "")
     if held:
-        return Step("unmanaged", l.name, reason="custom connector: reconciled only with --deploy-custom-sinks",
-                    connector_class=cls)
-    if is_ksqldb_managed(l.name):
-        return Step("unmanaged", l.name, reason="ksqlDB-managed (ALL-CAPS name)", connector_class=cls)
+        return Step(
+            "unmanaged",
+            lv.name,
+            reason="custom connector: reconciled only with --deploy-custom-sinks",
+            connector_class=cls,
+        )
+    if is_ksqldb_managed(lv.name):
+        return Step("unmanaged", lv.name, reason="ksqlDB-managed (ALL-CAPS name)", connector_class=cls)
     if cls in JDBC_SINK_CLASSES and owned:
-        return Step("delete", l.name, reason="JDBC sink absent from git", connector_class=cls)
+        return Step("delete", lv.name, reason="JDBC sink absent from git", connector_class=cls)
     if cls in JDBC_SINK_CLASSES:
-        return Step("unmanaged", l.name, connector_class=cls,
-                    reason="JDBC sink absent from git, not owned by this deployment (`hephaestus import` adopts it)")
-    if l.type == "source":
-        return Step("protected", l.name, connector_class=cls,
-                    reason="a source is never deleted: its slot and offsets would be lost")
-    return Step("unmanaged", l.name, reason=f"not a JDBC sink ({cls or 'unknown class'})",
-                connector_class=cls)
+        return Step(
+            "unmanaged",
+            lv.name,
+            connector_class=cls,
+            reason="JDBC sink absent from git, not owned by this deployment (`hephaestus import` adopts it)",
+        )
+    if lv.type == "source":
+        return Step(
+            "protected",
+            lv.name,
+            connector_class=cls,
+            reason="a source is never deleted: its slot and offsets would be lost",
+        )
+    return Step("unmanaged", lv.name, reason=f"not a JDBC sink ({cls or 'unknown class'})", connector_class=cls)
 
 
 def is_ksqldb_managed(name: str) -> bool:
     return any(c.isalpha() for c in name) and name == name.upper()
 
 
-def _refusal(steps: list[Step], desired: Mapping[str, Desired], live: Mapping[str, Live],
-             owned: frozenset[str], policy: Policy) -> str:
+def _refusal(
+    steps: list[Step], desired: Mapping[str, Desired], live: Mapping[str, Live], owned: frozenset[str], policy: Policy
+) -> str:
     """Deletes are counted against the owned sinks, never the whole live fleet; a sink kind
     gone from git (an emptied or missing folder) is refused whatever the counts."""
     deletes = sum(1 for s in steps if s.action == "delete")
     if policy.force or deletes == 0:
         return ""
-    owned_sinks = sum(1 for n, l in live.items() if n in owned and _is_sink(l.config))
+    owned_sinks = sum(1 for n, lv in live.items() if n in owned and _is_sink(lv.config))
     if not any(_is_sink(d.config) for d in desired.values()):
-        return (f"git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
-                f"{owned_sinks} owned sinks run: deleting {deletes} of them needs --force")
+        return (
+            f"git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
+            f"{owned_sinks} owned sinks run: deleting {deletes} of them needs --force"
+        )
     if deletes > policy.max_deletes:
         return f"would delete {deletes} connectors (more than {policy.max_deletes}); rerun with --force"
     if deletes / owned_sinks > policy.max_delete_share:
-        return (f"would delete {deletes} of {owned_sinks} owned sinks "
-                f"(more than {policy.max_delete_share:.0%}); rerun with --force")
+        return (
+            f"would delete {deletes} of {owned_sinks} owned sinks "
+            f"(more than {policy.max_delete_share:.0%}); rerun with --force"
+        )
     return ""
 
 

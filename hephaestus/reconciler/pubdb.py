@@ -13,14 +13,20 @@ def read(dsn: str, database: str, publication: str, named: Iterable[str]) -> Pub
     """The publication's tables, and which of the `named` tables (captured, signal) do not exist."""
     names = sorted(named)
     with _connect(dsn, database) as conn:
-        absent = frozenset(str(r[0]) for r in conn.execute(
-            "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(format('%%I.%%I', split_part(t, '.', 1), "
-            "split_part(t, '.', 2))) IS NULL", [names]).fetchall())
+        absent = frozenset(
+            str(r[0])
+            for r in conn.execute(
+                "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(format('%%I.%%I', split_part(t, '.', 1), "
+                "split_part(t, '.', 2))) IS NULL",
+                [names],
+            ).fetchall()
+        )
         row = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", [publication]).fetchone()
         if row is None:
             return Published(False, absent=absent)
-        tables = conn.execute("SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s",
-                              [publication]).fetchall()
+        tables = conn.execute(
+            "SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = %s", [publication]
+        ).fetchall()
     return Published(True, frozenset(str(t[0]) for t in tables), bool(row[0]), absent)
 
 
@@ -32,8 +38,11 @@ def alter(dsn: str, change: Change) -> None:
     with _connect(dsn, change.database) as conn, conn.transaction():
         for verb, tables in (("ADD", change.add), ("DROP", change.drop)):
             if tables:
-                conn.execute(sql.SQL("ALTER PUBLICATION {} " + verb + " TABLE {}").format(
-                    pub, sql.SQL(", ").join(table_ident(t) for t in tables)))
+                conn.execute(
+                    sql.SQL("ALTER PUBLICATION {} " + verb + " TABLE {}").format(
+                        pub, sql.SQL(", ").join(table_ident(t) for t in tables)
+                    )
+                )
 
 
 def table_ident(name: str) -> Any:
@@ -54,8 +63,9 @@ class _connect:
         import psycopg  # only a project with source databases pays for the import
 
         try:
-            self.conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10,
-                                        application_name="hephaestus publications")
+            self.conn = psycopg.connect(
+                self.dsn, autocommit=True, connect_timeout=10, application_name="hephaestus publications"
+            )
         except psycopg.Error as exc:
             raise HephaestusError(f"database {self.database}: {first_line(exc)}") from exc
         return self.conn

@@ -16,7 +16,7 @@ include list streams nothing until someone adds it there. Every reconcile plans 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hephaestus.reconciler.model import Desired, Live
@@ -60,7 +60,9 @@ class Change:
         return f"{self.database}/{self.publication}"
 
     def describe(self) -> str:
-        parts = ([f"add {', '.join(self.add)}"] if self.add else []) + ([f"drop {', '.join(self.drop)}"] if self.drop else [])
+        parts = ([f"add {', '.join(self.add)}"] if self.add else []) + (
+            [f"drop {', '.join(self.drop)}"] if self.drop else []
+        )
         return f"publication {self.name}: {'; '.join(parts)} (for {', '.join(self.connectors)})"
 
 
@@ -97,8 +99,10 @@ def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Cha
     wanted = frozenset().union(*(s.tables for s in group))
     if not pub.exists:
         tables = ", ".join(sorted(wanted | {s.signal_table for s in group}))
-        message = (f"publication {publication} does not exist in database {database}: create it with "
-                   f"CREATE PUBLICATION {publication} FOR TABLE {tables};")
+        message = (
+            f"publication {publication} does not exist in database {database}: create it with "
+            f"CREATE PUBLICATION {publication} FOR TABLE {tables};"
+        )
         missing: Problems = {s.connector: {"publication.name": (message,)} for s in group}
         return None, missing
     problems = {s.connector: p for s in group if (p := _source_problems(s, pub))}
@@ -112,18 +116,26 @@ def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Cha
     return Change(database, publication, tuple(add), tuple(drop), users), problems
 
 
+def _them(names: Sequence[str]) -> str:
+    return "them" if len(names) > 1 else "it"
+
+
 def _source_problems(s: Source, pub: Published) -> dict[str, tuple[str, ...]]:
     found: dict[str, tuple[str, ...]] = {}
     absent = sorted(s.tables & pub.absent)
     if absent:
-        found["table.include.list"] = (f"{', '.join(absent)} not in database {s.database}: create "
-                                       f"{'them' if len(absent) > 1 else 'it'} or take {'them' if len(absent) > 1 else 'it'} out of the definition",)
+        found["table.include.list"] = (
+            f"{', '.join(absent)} not in database {s.database}: create {_them(absent)} "
+            f"or take {_them(absent)} out of the definition",
+        )
     if s.signal_table in pub.absent:
-        found["signal.data.collection"] = (f"signal table {s.signal_table} does not exist in database {s.database}; "
-                                           "create it with " + SIGNAL_TABLE_DDL.format(table=s.signal_table,
-                                                                                       publication=s.publication),)
+        found["signal.data.collection"] = (
+            f"signal table {s.signal_table} does not exist in database {s.database}; "
+            "create it with " + SIGNAL_TABLE_DDL.format(table=s.signal_table, publication=s.publication),
+        )
     elif s.signal_table and not pub.all_tables and s.signal_table not in pub.tables:
         found["signal.data.collection"] = (
             f"signal table {s.signal_table} is not in publication {s.publication} of database {s.database}: Debezium "
-            f"ignores every signal until it is; run ALTER PUBLICATION {s.publication} ADD TABLE {s.signal_table};",)
+            f"ignores every signal until it is; run ALTER PUBLICATION {s.publication} ADD TABLE {s.signal_table};",
+        )
     return found

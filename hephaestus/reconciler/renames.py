@@ -26,13 +26,17 @@ class Renames:
     warnings: tuple[str, ...] = ()
 
 
-def find(desired: Mapping[str, Desired], live: Mapping[str, Live], owned: frozenset[str],
-         ignore: frozenset[str]) -> Renames:
-    gone = {n: l for n, l in live.items() if n not in desired and n in owned}
+def find(
+    desired: Mapping[str, Desired], live: Mapping[str, Live], owned: frozenset[str], ignore: frozenset[str]
+) -> Renames:
+    gone = {n: lv for n, lv in live.items() if n not in desired and n in owned}
     new = {n: d for n, d in desired.items() if n not in live}
     pairs, warnings = _explicit(new, gone)
-    inferred, more = _inferred({n: d for n, d in new.items() if n not in pairs},
-                               {n: l for n, l in gone.items() if n not in pairs.values()}, ignore)
+    inferred, more = _inferred(
+        {n: d for n, d in new.items() if n not in pairs},
+        {n: lv for n, lv in gone.items() if n not in pairs.values()},
+        ignore,
+    )
     pairs.update(inferred)
     refused = tuple(r for n, o in sorted(pairs.items()) if (r := _source_refusal(n, new[n], gone[o])))
     return Renames(pairs, refused, (*warnings, *more))
@@ -48,20 +52,26 @@ def _explicit(new: Mapping[str, Desired], gone: Mapping[str, Live]) -> tuple[dic
         if old in gone and old not in pairs.values():
             pairs[name] = old
         else:
-            warnings.append(f"{name}: renamed_from {old!r} is not an owned live connector absent from git "
-                            "(already renamed, never owned, or claimed twice): planned as a create")
+            warnings.append(
+                f"{name}: renamed_from {old!r} is not an owned live connector absent from git "
+                "(already renamed, never owned, or claimed twice): planned as a create"
+            )
     return pairs, warnings
 
 
-def _inferred(new: Mapping[str, Desired], gone: Mapping[str, Live],
-              ignore: frozenset[str]) -> tuple[dict[str, str], list[str]]:
-    shape = {n: comparable(l.config, ignore) for n, l in gone.items()}
+def _inferred(
+    new: Mapping[str, Desired], gone: Mapping[str, Live], ignore: frozenset[str]
+) -> tuple[dict[str, str], list[str]]:
+    shape = {n: comparable(lv.config, ignore) for n, lv in gone.items()}
     matches = {n: [o for o, c in shape.items() if c == comparable(d.config, ignore)] for n, d in new.items()}
     wanted = Counter(o for olds in matches.values() for o in olds)  # how many new names match each old one
     pairs = {n: olds[0] for n, olds in matches.items() if len(olds) == 1 and wanted[olds[0]] == 1}
-    warnings = [f"{n}: its config equals several connectors absent from git ({', '.join(sorted(o))}) or "
-                "theirs equals several new ones: not taken for a rename (set renamed_from)"
-                for n, o in sorted(matches.items()) if o and n not in pairs]
+    warnings = [
+        f"{n}: its config equals several connectors absent from git ({', '.join(sorted(o))}) or "
+        "theirs equals several new ones: not taken for a rename (set renamed_from)"
+        for n, o in sorted(matches.items())
+        if o and n not in pairs
+    ]
     return pairs, warnings
 
 
@@ -70,9 +80,13 @@ def _source_refusal(name: str, d: Desired, old: Live) -> str:
         return ""
     changed = [k for k in SOURCE_IDENTITY if old.config.get(k) != d.config.get(k)]
     if changed:
-        return (f"rename {old.name} -> {name} refused: a source keeps its {' and '.join(changed)} "
-                "across a rename (else it starts a new slot or topics and loses its place)")
+        return (
+            f"rename {old.name} -> {name} refused: a source keeps its {' and '.join(changed)} "
+            "across a rename (else it starts a new slot or topics and loses its place)"
+        )
     if str(old.config.get("slot.drop.on.stop")).strip().lower() == "true":
-        return (f"rename {old.name} -> {name} refused: slot.drop.on.stop=true drops the slot when the "
-                "old connector stops, and with it every change not yet read")
+        return (
+            f"rename {old.name} -> {name} refused: slot.drop.on.stop=true drops the slot when the "
+            "old connector stops, and with it every change not yet read"
+        )
     return ""

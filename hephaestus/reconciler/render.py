@@ -12,8 +12,16 @@ from hephaestus.reconciler.plan import KeyChange, Plan, Step
 from hephaestus.secrets import digest, is_placeholder, is_sensitive, mask_value
 
 Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal
-SYMBOL = {"create": "+", "update": "~", "rename": ">", "delete": "-", "state": "*", "protected": "!",
-          "unmanaged": "?", "unchanged": "="}
+SYMBOL = {
+    "create": "+",
+    "update": "~",
+    "rename": ">",
+    "delete": "-",
+    "state": "*",
+    "protected": "!",
+    "unmanaged": "?",
+    "unchanged": "=",
+}
 
 
 def plain(text: str, action: str) -> str:
@@ -26,8 +34,10 @@ def summary(plan: Plan) -> str:
     adopt = f", {len(plan.adopt)} to adopt" if plan.adopt else ""
     pubs = f", {len(plan.publications)} publications to change" if plan.publications else ""
     states = f"{c['state']} to pause/resume/stop, " if c["state"] else ""
-    return (f"{c['create']} to create, {c['update']} to update, {renames}{states}{c['delete']} to delete, "
-            f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged{adopt}{pubs}")
+    return (
+        f"{c['create']} to create, {c['update']} to update, {renames}{states}{c['delete']} to delete, "
+        f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged{adopt}{pubs}"
+    )
 
 
 def _value(key: str, value: str | None) -> str:
@@ -78,7 +88,9 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
             lines += [style(line, step.action) for line in _step_lines(step)]
     lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in o.plan.health]
     if o.plan.adopt:
-        shown = ", ".join(o.plan.adopt[:10]) + (f", … ({len(o.plan.adopt) - 10} more)" if len(o.plan.adopt) > 10 else "")
+        shown = ", ".join(o.plan.adopt[:10]) + (
+            f", … ({len(o.plan.adopt) - 10} more)" if len(o.plan.adopt) > 10 else ""
+        )
         lines.append(f"adopt (record as owned, no write to Connect): {shown}")
     lines += [style(f"warning: {w}", "protected") for w in o.plan.warnings]
     lines.append(f"plan: {summary(o.plan)}  [{o.requests} requests, {o.writes} writes]")
@@ -88,8 +100,10 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
         lines += [style(f"invalid {name}: {key}: {'; '.join(errs)}", "error") for key, errs in sorted(keys.items())]
     if o.invalid:
         lines.append(style("nothing applied: fix the invalid configs first", "error"))
-    lines += [style(f"{'ok' if r.ok else 'FAILED'} {r.action} {r.name}: {r.detail}", "unchanged" if r.ok else "error")
-              for r in (*o.prepared, *o.results, *o.followups)]
+    lines += [
+        style(f"{'ok' if r.ok else 'FAILED'} {r.action} {r.name}: {r.detail}", "unchanged" if r.ok else "error")
+        for r in (*o.prepared, *o.results, *o.followups)
+    ]
     if o.error:
         lines.append(style(f"error: {o.error}", "error"))
     return lines
@@ -111,8 +125,18 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         # unchanged ones were most of a no-op plan's time, spent encoding what nobody reads).
         "steps": [_step_dict(s) for s in plan.steps if s.action != "unchanged"] if plan else [],
         "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
-        "publications": [{"database": ch.database, "publication": ch.publication, "add": list(ch.add),
-                          "drop": list(ch.drop), "for": list(ch.connectors)} for ch in plan.publications] if plan else [],
+        "publications": [
+            {
+                "database": ch.database,
+                "publication": ch.publication,
+                "add": list(ch.add),
+                "drop": list(ch.drop),
+                "for": list(ch.connectors),
+            }
+            for ch in plan.publications
+        ]
+        if plan
+        else [],
         "results": [vars(r) for r in (*o.prepared, *o.results, *o.followups)],
         "requests": o.requests,
         "writes": o.writes,
@@ -121,11 +145,17 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
 
 def _step_dict(s: Step) -> dict[str, Any]:
     return {
-        "action": s.action, "name": s.name, "connector_class": s.connector_class,
-        "reason": s.reason or None, "origin": s.origin or None, "renamed_from": s.renamed_from or None,
-        "risk": s.risk or None, "risk_reasons": [{"key": k, "reason": r} for k, r in s.risk_reasons],
-        "changes": [{"key": c.key, "before": _shown(c.key, c.before), "after": _shown(c.key, c.after)}
-                    for c in s.changes],
+        "action": s.action,
+        "name": s.name,
+        "connector_class": s.connector_class,
+        "reason": s.reason or None,
+        "origin": s.origin or None,
+        "renamed_from": s.renamed_from or None,
+        "risk": s.risk or None,
+        "risk_reasons": [{"key": k, "reason": r} for k, r in s.risk_reasons],
+        "changes": [
+            {"key": c.key, "before": _shown(c.key, c.before), "after": _shown(c.key, c.after)} for c in s.changes
+        ],
     }
 
 
@@ -155,13 +185,17 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
             out.append("**unhealthy:**\n")
             out += [f"- {md_code(u.name)}: {md_text(u.reason)}" for u in o.plan.health]
             out.append("")
-        out += [f"- publication {md_code(ch.name)}: {md_text(ch.describe().split(': ', 1)[1])}"
-                for ch in o.plan.publications]
+        out += [
+            f"- publication {md_code(ch.name)}: {md_text(ch.describe().split(': ', 1)[1])}"
+            for ch in o.plan.publications
+        ]
         changed = [s for s in o.plan.steps if s.action != "unchanged"]
         if changed:
             out.append("| | action | risk | connector | details |\n|---|---|---|---|---|")
-            out += [f"| {SYMBOL[s.action]} | {s.action} | {_md_risk(s)} | {md_code(s.name)} | {_md_details(s)} |"
-                    for s in changed]
+            out += [
+                f"| {SYMBOL[s.action]} | {s.action} | {_md_risk(s)} | {md_code(s.name)} | {_md_details(s)} |"
+                for s in changed
+            ]
             out.append("")
     return "\n".join(out) + "\n"
 

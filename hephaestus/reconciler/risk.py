@@ -23,7 +23,7 @@ SOURCE_KEYS: dict[str, str] = {
     # The slot holds the stream's position: a new name starts a new slot from "now" (the
     # changes in between are lost) or re-snapshots; the old slot keeps retaining WAL.
     "slot.name": "a new replication slot: changes since the old slot's position are lost or re-snapshotted, "
-                 "and the old slot keeps retaining WAL",
+    "and the old slot keeps retaining WAL",
     # Which tables' changes the server sends; publication.autocreate.mode=disabled here.
     "publication.name": "another publication: tables it lacks stop streaming",
     # Topic names and the key of the stored offsets derive from it: new topics, offsets not found.
@@ -65,8 +65,9 @@ class Assessed:
     reasons: tuple[tuple[str, str], ...] = ()  # (key, why) that made it destructive
 
 
-def assess(action: str, cls: str, before: Mapping[str, str], after: Mapping[str, str],
-           changed: tuple[str, ...]) -> Assessed:
+def assess(
+    action: str, cls: str, before: Mapping[str, str], after: Mapping[str, str], changed: tuple[str, ...]
+) -> Assessed:
     """The class of one step, with the keys that put it there."""
     if action in ("create", "delete"):
         return Assessed(action)  # type: ignore[arg-type]
@@ -76,8 +77,9 @@ def assess(action: str, cls: str, before: Mapping[str, str], after: Mapping[str,
     return Assessed("destructive" if reasons else "restart", reasons)
 
 
-def _destructive(cls: str, before: Mapping[str, str], after: Mapping[str, str],
-                 changed: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+def _destructive(
+    cls: str, before: Mapping[str, str], after: Mapping[str, str], changed: tuple[str, ...]
+) -> tuple[tuple[str, str], ...]:
     if cls == POSTGRES:
         found = [(k, SOURCE_KEYS[k]) for k in changed if k in SOURCE_KEYS]
         mode = after.get("snapshot.mode", "")

@@ -6,30 +6,28 @@ Inputs for every cluster are loaded and validated before any cluster is touched.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from fnmatch import fnmatchcase
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from typing import Protocol, TypeVar
 
+from hephaestus import ownership
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
 from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock, new_run_id
-from hephaestus import ownership
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, health, pubdb, publications
 from hephaestus.reconciler.audit import Journal, journal_for
-from hephaestus.reconciler.saved import Expected, stale
 from hephaestus.reconciler.desired import held_back, load_desired
+from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, is_ksqldb_managed, plan
-from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, comparable
+from hephaestus.reconciler.saved import Expected, stale
 from hephaestus.secrets import REDACTOR
-
-
 
 T = TypeVar("T")
 
@@ -60,25 +58,37 @@ class RunOptions:
 
 def policy_of(project: Project, force: bool, allow_destructive: bool = False) -> Policy:
     p = project.policy
-    return Policy(frozenset((*DEFAULT_IGNORE_KEYS, *p.get("ignore_keys", ()))), p.get("max_deletes", 10),
-                  p.get("max_delete_share", 0.5), force, allow_destructive)
+    return Policy(
+        frozenset((*DEFAULT_IGNORE_KEYS, *p.get("ignore_keys", ()))),
+        p.get("max_deletes", 10),
+        p.get("max_delete_share", 0.5),
+        force,
+        allow_destructive,
+    )
 
 
 def apply_options_of(project: Project, progress: apply.Progress | None = None) -> apply.ApplyOptions:
     p = project.policy
     ready = ReadyOptions(timeout_s=p.get("ready_timeout_s", 180.0), stable_s=p.get("stability_window_s", 10.0))
-    return apply.ApplyOptions(concurrency=p.get("concurrency", 4), ready=ready,
-                              write_concurrency=p.get("write_concurrency", apply.WRITE_CONCURRENCY),
-                              progress=progress, initial_state=p.get("initial_state", "RUNNING"),
-                              batch_size=p.get("batch_size", 0), batch_interval_s=p.get("batch_interval_s", 0.0),
-                              max_failures=p.get("max_failures", 1))
+    return apply.ApplyOptions(
+        concurrency=p.get("concurrency", 4),
+        ready=ready,
+        write_concurrency=p.get("write_concurrency", apply.WRITE_CONCURRENCY),
+        progress=progress,
+        initial_state=p.get("initial_state", "RUNNING"),
+        batch_size=p.get("batch_size", 0),
+        batch_interval_s=p.get("batch_interval_s", 0.0),
+        max_failures=p.get("max_failures", 1),
+    )
 
 
-
-
-def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions,
-              client_factory: ClientFactory = connect_client,
-              hooks: Hooks | None = None) -> list[ClusterOutcome]:
+def reconcile(
+    project: Project,
+    clusters: Sequence[Cluster],
+    options: RunOptions,
+    client_factory: ClientFactory = connect_client,
+    hooks: Hooks | None = None,
+) -> list[ClusterOutcome]:
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="git") as loader:
         # git's files load while a dry run's listings travel (a read; an apply reads only under its lock)
         inputs = loader.submit(_inputs, clusters, options)
@@ -87,15 +97,21 @@ def reconcile(project: Project, clusters: Sequence[Cluster], options: RunOptions
         return _run(project, clusters, options, client_factory, hooks, inputs)
 
 
-def _inputs(clusters: Sequence[Cluster], options: RunOptions) -> tuple[dict[str, dict[str, Desired]],
-                                                                        dict[str, frozenset[str]]]:
+def _inputs(
+    clusters: Sequence[Cluster], options: RunOptions
+) -> tuple[dict[str, dict[str, Desired]], dict[str, frozenset[str]]]:
     desired = {c.name: _targeted(load_desired(c, options.deploy_custom), options.targets) for c in clusters}
     return desired, {c.name: held_back(c, options.deploy_custom) for c in clusters}
 
 
-def _run(project: Project, clusters: Sequence[Cluster], options: RunOptions, client_factory: ClientFactory,
-         hooks: Hooks | None, inputs: Future[tuple[dict[str, dict[str, Desired]], dict[str, frozenset[str]]]]
-         ) -> list[ClusterOutcome]:
+def _run(
+    project: Project,
+    clusters: Sequence[Cluster],
+    options: RunOptions,
+    client_factory: ClientFactory,
+    hooks: Hooks | None,
+    inputs: Future[tuple[dict[str, dict[str, Desired]], dict[str, frozenset[str]]]],
+) -> list[ClusterOutcome]:
     policy = policy_of(project, options.force, options.allow_destructive)
     run_id = new_run_id()
     store = ownership.store_for(project)
@@ -113,8 +129,11 @@ def _run(project: Project, clusters: Sequence[Cluster], options: RunOptions, cli
         return out
 
     # A dry run writes nothing, so it needs no lock (and never waits behind an apply).
-    lock = nullcontext() if options.dry_run else \
-        connect_lock(project, clusters, "reconcile", options.lock_timeout_s, run_id)
+    lock = (
+        nullcontext()
+        if options.dry_run
+        else connect_lock(project, clusters, "reconcile", options.lock_timeout_s, run_id)
+    )
     with lock, ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
         return list(pool.map(one, clusters))
 
@@ -137,8 +156,13 @@ class _Ctx:
     hooks: Hooks | None
 
 
-def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held: frozenset[str],
-             early: dict[str, LiveConnector] | ConnectError | None = None) -> ClusterOutcome:
+def _cluster(
+    client: ConnectClient,
+    ctx: _Ctx,
+    desired: dict[str, Desired],
+    held: frozenset[str],
+    early: dict[str, LiveConnector] | ConnectError | None = None,
+) -> ClusterOutcome:
     cluster, options = ctx.cluster, ctx.options
     try:
         if isinstance(early, ConnectError):
@@ -156,8 +180,14 @@ def _cluster(client: ConnectClient, ctx: _Ctx, desired: dict[str, Desired], held
     p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, options)
     _learn_secrets(client, p, desired, live)
     p, problems = _publications(ctx.project, p, desired, live)
-    base = ClusterOutcome(cluster.name, cluster.url, p, invalid=problems,
-                          live={n: l.config for n, l in live.items()}, ignore_keys=ctx.policy.ignore_keys)
+    base = ClusterOutcome(
+        cluster.name,
+        cluster.url,
+        p,
+        invalid=problems,
+        live={n: lv.config for n, lv in live.items()},
+        ignore_keys=ctx.policy.ignore_keys,
+    )
     expected = (options.expected or {}).get(cluster.name)
     if expected is not None:  # held to a saved or shown plan: refused if anything moved since
         p = replace(p, refused=stale(expected, dict(base.live_hashes), p) or p.refused)
@@ -192,8 +222,9 @@ def _targeted(found: Mapping[str, T], globs: Sequence[str]) -> dict[str, T]:
     return {n: v for n, v in found.items() if not globs or any(fnmatchcase(n, g) for g in globs)}
 
 
-def _publications(project: Project, p: Plan, desired: dict[str, Desired],
-                  live: dict[str, Live]) -> tuple[Plan, publications.Problems]:
+def _publications(
+    project: Project, p: Plan, desired: dict[str, Desired], live: dict[str, Live]
+) -> tuple[Plan, publications.Problems]:
     """The plan with the publication changes its sources need, read from each source database
     the project names (one it does not name is left alone, with a warning)."""
     found = publications.sources(desired, live)
@@ -204,8 +235,10 @@ def _publications(project: Project, p: Plan, desired: dict[str, Desired],
         users = [s.connector for s in found if (s.database, s.publication) == (database, pub)]
         named = {t for s in found if s.connector in users for t in (*s.tables, s.signal_table) if t}
         if database not in project.databases:
-            warnings.append(f"publication {pub} of database {database} not checked ({', '.join(users)}): "
-                            f"add {database} to the project's databases for publication upkeep")
+            warnings.append(
+                f"publication {pub} of database {database} not checked ({', '.join(users)}): "
+                f"add {database} to the project's databases for publication upkeep"
+            )
             continue
         try:
             state[(database, pub)] = pubdb.read(project.dsn(database, "publication upkeep"), database, pub, named)
@@ -231,19 +264,23 @@ def _journal(ctx: _Ctx, live: dict[str, Live]) -> Journal:
     return journal_for(ctx.project, ctx.cluster.name, ctx.run_id, {n: c.config for n, c in live.items()})
 
 
-def _strangers(cluster: Cluster, desired: dict[str, Desired], held: frozenset[str], live: dict[str, Live],
-               owned: frozenset[str]) -> tuple[str, ...]:
+def _strangers(
+    cluster: Cluster, desired: dict[str, Desired], held: frozenset[str], live: dict[str, Live], owned: frozenset[str]
+) -> tuple[str, ...]:
     """A cluster without `select` whose fleet holds connectors neither in git nor owned (nor
     ksqlDB's) may be shared with another deployment: say so, once, in the plan."""
     if cluster.select:
         return ()
-    found = sorted(n for n in live if n not in desired and n not in held and n not in owned
-                   and not is_ksqldb_managed(n))
+    found = sorted(
+        n for n in live if n not in desired and n not in held and n not in owned and not is_ksqldb_managed(n)
+    )
     if not found:
         return ()
     shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-    return (f"cluster {cluster.name} has no `select` and {len(found)} live connectors are neither in git "
-            f"nor owned ({shown}): if another deployment shares this cluster, give this one a select",)
+    return (
+        f"cluster {cluster.name} has no `select` and {len(found)} live connectors are neither in git "
+        f"nor owned ({shown}): if another deployment shares this cluster, give this one a select",
+    )
 
 
 def _record_ownership(ctx: _Ctx, p: Plan, results: tuple[StepResult, ...]) -> str:
@@ -261,8 +298,11 @@ def _record_ownership(ctx: _Ctx, p: Plan, results: tuple[StepResult, ...]) -> st
     scope = ownership.scope_of(ctx.cluster.select)
     try:
         for kind in sorted({h for _, h in claims}):
-            ctx.store.claim(ctx.project.name, ctx.cluster.name,
-                            ownership.claims_of([n for n, h in claims if h == kind], scope, kind, ctx.run_id))
+            ctx.store.claim(
+                ctx.project.name,
+                ctx.cluster.name,
+                ownership.claims_of([n for n, h in claims if h == kind], scope, kind, ctx.run_id),
+            )
         ctx.store.release(ctx.project.name, ctx.cluster.name, released)
     except ownership.OwnershipUnavailable as exc:
         return f"applied, but the ownership record was not updated: {exc}"
@@ -285,12 +325,13 @@ def _learn_secrets(client: ConnectClient, p: Plan, desired: dict[str, Desired], 
         except ConnectError:
             continue
     relearn = REDACTOR.key_count != keys_before
-    for config in (*(d.config for d in desired.values()), *(l.config for l in live.values() if relearn)):
+    for config in (*(d.config for d in desired.values()), *(lv.config for lv in live.values() if relearn)):
         REDACTOR.learn_config(config)
 
 
-def _with_health(client: ConnectClient, p: Plan, desired: dict[str, Desired], mine: dict[str, LiveConnector],
-                 options: RunOptions) -> Plan:
+def _with_health(
+    client: ConnectClient, p: Plan, desired: dict[str, Desired], mine: dict[str, LiveConnector], options: RunOptions
+) -> Plan:
     """The plan with the health of the managed connectors it does not write (those written
     are judged by readiness after the write)."""
     if options.drift_only:
@@ -305,8 +346,7 @@ def _notify(project: Project, out: ClusterOutcome) -> None:
     come from the cluster: escaped; the whole text passes the redactor in `slack.post`)."""
     esc = slack.escape
     lines = [f"deleted `{esc(r.name)}`" for r in out.results if r.ok and r.action == "delete"]
-    lines += [f"FAILED {r.action} `{esc(r.name)}`: {esc(r.detail)}" for r in (*out.results, *out.followups)
-              if not r.ok]
+    lines += [f"FAILED {r.action} `{esc(r.name)}`: {esc(r.detail)}" for r in (*out.results, *out.followups) if not r.ok]
     lines += [f"invalid config `{esc(n)}`: {esc(', '.join(sorted(k)))}" for n, k in out.invalid.items()]
     if out.error:
         lines.append(f"error: {esc(out.error)}")

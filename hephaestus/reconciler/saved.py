@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,20 +50,42 @@ def git_files(clusters: Sequence[Cluster]) -> dict[str, str]:
     return {str(p): _sha(p.read_bytes()) for c in clusters for p in sorted(c.connectors.rglob("*.json"))}
 
 
-def save(path: Path, project: Project, outcomes: Sequence[ClusterOutcome], options: Mapping[str, Any],
-         clusters: Sequence[Cluster]) -> str:
+def save(
+    path: Path,
+    project: Project,
+    outcomes: Sequence[ClusterOutcome],
+    options: Mapping[str, Any],
+    clusters: Sequence[Cluster],
+) -> str:
     """Write the plan file; its id (the first 12 hex of its content's hash)."""
-    body = {"clusters": {o.cluster: {"url": o.url, "live": dict(o.live_hashes),
-                                     "steps": steps_hash(o.plan) if o.plan else "",
-                                     "writes": [{"action": s.action, "name": s.name, "risk": s.risk}
-                                                for s in (o.plan.writes if o.plan else ())]}
-                         for o in outcomes},
-            "git": git_files(clusters), "project": _sha(Path(project.file).read_bytes()), "options": dict(options)}
+    body = {
+        "clusters": {
+            o.cluster: {
+                "url": o.url,
+                "live": dict(o.live_hashes),
+                "steps": steps_hash(o.plan) if o.plan else "",
+                "writes": [
+                    {"action": s.action, "name": s.name, "risk": s.risk} for s in (o.plan.writes if o.plan else ())
+                ],
+            }
+            for o in outcomes
+        },
+        "git": git_files(clusters),
+        "project": _sha(Path(project.file).read_bytes()),
+        "options": dict(options),
+    }
     plan_id = _sha(json.dumps(body, sort_keys=True))[:12]
     if any(o.error or o.plan is None for o in outcomes):
         raise HephaestusError("no plan saved: a cluster could not be planned")
-    save_json(path, {"hephaestus_plan": FORMAT, "id": plan_id,
-                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), **body})
+    save_json(
+        path,
+        {
+            "hephaestus_plan": FORMAT,
+            "id": plan_id,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            **body,
+        },
+    )
     return plan_id
 
 

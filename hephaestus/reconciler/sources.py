@@ -11,8 +11,10 @@ from hephaestus.classes import POSTGRES_SOURCE as POSTGRES_SOURCE  # re-exported
 from hephaestus.errors import HephaestusError
 from hephaestus.secrets import is_placeholder
 
-SIGNAL_TABLE_DDL = ("CREATE TABLE {table} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
-                    "data VARCHAR(2048)); ALTER PUBLICATION {publication} ADD TABLE {table};")
+SIGNAL_TABLE_DDL = (
+    "CREATE TABLE {table} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
+    "data VARCHAR(2048)); ALTER PUBLICATION {publication} ADD TABLE {table};"
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,10 @@ def source_ref(name: str, config: Mapping[str, str]) -> SourceRef:
     database = config.get("topic.prefix", "") if not dbname or is_placeholder(dbname) else dbname
     if not database:
         raise HephaestusError(f"{name}: cannot tell its database (no literal database.dbname, no topic.prefix)")
-    return SourceRef(name, database, config.get("slot.name", "debezium"),
-                     config.get("publication.name", "dbz_publication"),
-                     qualified(config.get("signal.data.collection", "")))
+    return SourceRef(
+        name,
+        database,
+        config.get("slot.name", "debezium"),
+        config.get("publication.name", "dbz_publication"),
+        qualified(config.get("signal.data.collection", "")),
+    )

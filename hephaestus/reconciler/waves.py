@@ -46,4 +46,4 @@ def batches(wave: Sequence[Step], size: int) -> list[list[Step]]:
     """The wave in batches of `size` (0: one batch)."""
     if size <= 0:
         return [list(wave)]
-    return [list(wave[i:i + size]) for i in range(0, len(wave), size)]
+    return [list(wave[i : i + size]) for i in range(0, len(wave), size)]

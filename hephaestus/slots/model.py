@@ -42,8 +42,10 @@ class Limits:
 
     @classmethod
     def of(cls, policy: Mapping[str, Any]) -> Limits:
-        return cls(int(policy.get("slot_max_retained_bytes", DEFAULT_MAX_RETAINED)),
-                   int(policy.get("slot_idle_max_retained_bytes", DEFAULT_IDLE_MAX_RETAINED)))
+        return cls(
+            int(policy.get("slot_max_retained_bytes", DEFAULT_MAX_RETAINED)),
+            int(policy.get("slot_idle_max_retained_bytes", DEFAULT_IDLE_MAX_RETAINED)),
+        )
 
 
 @dataclass(frozen=True)
@@ -69,15 +71,23 @@ def judge(slot: Slot, owned_by: list[str], limits: Limits) -> Judged:
     owner = ", ".join(owned_by) or None
     held = slot.retained_bytes or 0
     if slot.wal_status == "lost":
-        return Judged(slot, owner, "lost", "PostgreSQL removed WAL this slot needs: its connector cannot resume "
-                                           "(recreate it with a new snapshot)")
+        return Judged(
+            slot,
+            owner,
+            "lost",
+            "PostgreSQL removed WAL this slot needs: its connector cannot resume (recreate it with a new snapshot)",
+        )
     if held > limits.max_retained:
         return Judged(slot, owner, "over_limit", f"retains {size(held)} (limit {size(limits.max_retained)})")
     if owner is None and held > limits.idle_max_retained:
         return Judged(slot, owner, "orphan", f"no live connector names it and it retains {size(held)}")
     if not slot.active and held > limits.idle_max_retained:
-        return Judged(slot, owner, "inactive", f"nothing reads it and it retains {size(held)} "
-                                               f"(limit when idle {size(limits.idle_max_retained)})")
+        return Judged(
+            slot,
+            owner,
+            "inactive",
+            f"nothing reads it and it retains {size(held)} (limit when idle {size(limits.idle_max_retained)})",
+        )
     return Judged(slot, owner, "ok", "")
 
 

@@ -41,8 +41,10 @@ def read_slots(dsn: str, database: str) -> list[Slot]:
             rows = conn.execute(_SLOTS).fetchall()
     except psycopg.Error as exc:
         raise HephaestusError(f"database {database}: {first_line(exc)}") from exc
-    return [Slot(database, str(r[0]), str(r[1]), bool(r[2]), _int(r[3]), _int(r[4]), None if r[5] is None else str(r[5]))
-            for r in rows]
+    return [
+        Slot(database, str(r[0]), str(r[1]), bool(r[2]), _int(r[3]), _int(r[4]), None if r[5] is None else str(r[5]))
+        for r in rows
+    ]
 
 
 def _int(value: object) -> int | None:
@@ -62,8 +64,11 @@ def live_configs(project: Project) -> tuple[dict[str, dict[str, dict[str, str]]]
     return configs, errors
 
 
-def report(project: Project, databases: Sequence[str] = (),
-           listed: tuple[dict[str, dict[str, dict[str, str]]], list[str]] | None = None) -> SlotReport:
+def report(
+    project: Project,
+    databases: Sequence[str] = (),
+    listed: tuple[dict[str, dict[str, dict[str, str]]], list[str]] | None = None,
+) -> SlotReport:
     """Every logical slot of the project's databases (or of `databases`), judged; `listed`: the
     clusters' configs when already read. A cluster that cannot be listed makes ownership
     unknowable: no slot is then called an orphan."""
@@ -83,8 +88,12 @@ def report(project: Project, databases: Sequence[str] = (),
 
 def _unknowable(j: Judged, blind: bool) -> Judged:
     if blind and j.verdict == "orphan":
-        return Judged(j.slot, j.owner, "inactive" if not j.slot.active else "ok",
-                      j.reason.replace("no live connector names it", "no connector of the readable clusters names it"))
+        return Judged(
+            j.slot,
+            j.owner,
+            "inactive" if not j.slot.active else "ok",
+            j.reason.replace("no live connector names it", "no connector of the readable clusters names it"),
+        )
     return j
 
 

@@ -14,7 +14,6 @@ from hephaestus.errors import HephaestusError
 from hephaestus.reconciler.pubdb import table_ident as _ident
 from hephaestus.snapshot.signal import SIGNAL_TABLE_DDL, Signal
 
-
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -25,6 +24,7 @@ def _one_line(exc: psycopg.Error) -> str:
 
 def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """A psycopg error (lost connection, no privilege, a changed table) becomes one clean error."""
+
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -32,7 +32,9 @@ def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 return fn(*args, **kwargs)
             except psycopg.Error as exc:
                 raise HephaestusError(f"source database: {what} failed: {_one_line(exc)}") from exc
+
         return call
+
     return decorate
 
 
@@ -44,8 +46,9 @@ def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:
 
 
 @_db_errors("checking the tables")
-def check_tables(conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[str], signal_table: str,
-                 publication: str) -> None:
+def check_tables(
+    conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[str], signal_table: str, publication: str
+) -> None:
     """Everything a signal needs, checked before anything is written."""
     if not _exists(conn, signal_table):
         ddl = SIGNAL_TABLE_DDL.format(table=signal_table, publication=publication)
@@ -54,8 +57,10 @@ def check_tables(conn: psycopg.Connection[tuple[object, ...]], tables: Sequence[
         if not _exists(conn, table):
             raise HephaestusError(f"table {table} does not exist in the source database")
         if not _has_primary_key(conn, table):
-            raise HephaestusError(f"table {table} has no primary key: an incremental snapshot chunks by "
-                                  "key and Debezium would skip it (NO_PRIMARY_KEY)")
+            raise HephaestusError(
+                f"table {table} has no primary key: an incremental snapshot chunks by "
+                "key and Debezium would skip it (NO_PRIMARY_KEY)"
+            )
 
 
 def _exists(conn: psycopg.Connection[tuple[object, ...]], table: str) -> bool:
@@ -64,7 +69,7 @@ def _exists(conn: psycopg.Connection[tuple[object, ...]], table: str) -> bool:
 
 
 def _has_primary_key(conn: psycopg.Connection[tuple[object, ...]], table: str) -> bool:
-    query = ("SELECT 1 FROM pg_index i WHERE i.indisprimary AND i.indrelid = to_regclass(%s)")
+    query = "SELECT 1 FROM pg_index i WHERE i.indisprimary AND i.indrelid = to_regclass(%s)"
     return conn.execute(query, [str(_ident(table).as_string(conn))]).fetchone() is not None
 
 
@@ -75,9 +80,14 @@ def slot_pid(conn: psycopg.Connection[tuple[object, ...]], slot: str) -> int | N
 
 
 @_db_errors("waiting for the replication slot")
-def wait_slot_active(conn: psycopg.Connection[tuple[object, ...]], slot: str, timeout_s: float,
-                     not_pid: int | None = None, clock: Callable[[], float] = time.monotonic,
-                     interval_s: float = 0.5) -> int:
+def wait_slot_active(
+    conn: psycopg.Connection[tuple[object, ...]],
+    slot: str,
+    timeout_s: float,
+    not_pid: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    interval_s: float = 0.5,
+) -> int:
     """Poll until a walsender holds the slot (and, after a restart, a new one): its pid."""
     deadline = clock() + timeout_s
     while True:
@@ -85,8 +95,10 @@ def wait_slot_active(conn: psycopg.Connection[tuple[object, ...]], slot: str, ti
         if pid is not None and pid != not_pid:
             return pid
         if clock() >= deadline:
-            raise HephaestusError(f"replication slot {slot} did not become active within {timeout_s:.0f}s "
-                                  "(is the source connector running?); no signal was written")
+            raise HephaestusError(
+                f"replication slot {slot} did not become active within {timeout_s:.0f}s "
+                "(is the source connector running?); no signal was written"
+            )
         time.sleep(interval_s)  # polling a condition, bounded by the deadline above
 
 

@@ -63,9 +63,12 @@ class SnapshotHooks:
         with self._lock:
             pending = self._pending.pop(cluster.name, [])
         ok = {r.name for r in results if r.ok}
-        return tuple(self._signal(p) if p.ref.connector in ok else
-                     StepResult(p.ref.connector, "snapshot", False, "source update failed: no signal sent")
-                     for p in pending)
+        return tuple(
+            self._signal(p)
+            if p.ref.connector in ok
+            else StepResult(p.ref.connector, "snapshot", False, "source update failed: no signal sent")
+            for p in pending
+        )
 
     def _signal(self, p: Pending) -> StepResult:
         try:

@@ -24,8 +24,10 @@ def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Loc
     """The cluster that runs `connector` in its `select`, and its live config."""
     outside = [c.name for c in clusters if not c.selects(connector)]
     if outside and len(outside) == len(clusters):
-        raise HephaestusError(f"connector {connector!r} is outside the select of cluster(s) {', '.join(outside)}: "
-                              "another deployment's to snapshot")
+        raise HephaestusError(
+            f"connector {connector!r} is outside the select of cluster(s) {', '.join(outside)}: "
+            "another deployment's to snapshot"
+        )
     for cluster in (c for c in clusters if c.selects(connector)):
         with connect_client(cluster) as client:
             try:
@@ -36,8 +38,15 @@ def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Loc
     raise HephaestusError(f"connector {connector!r} not found on cluster(s) {names}")
 
 
-def send(project: Project, found: Located, connector: str, tables: Sequence[str], where: str | None,
-         stop: bool, slot_timeout_s: float) -> Signal:
+def send(
+    project: Project,
+    found: Located,
+    connector: str,
+    tables: Sequence[str],
+    where: str | None,
+    stop: bool,
+    slot_timeout_s: float,
+) -> Signal:
     """Check everything, wait for the slot, then insert one signal row."""
     wanted = [qualified(t) for t in tables]
     if not stop:
@@ -51,13 +60,17 @@ def send(project: Project, found: Located, connector: str, tables: Sequence[str]
     return signal
 
 
-def status(found: Located, connector: str, signal_id: str, timeout_s: float,
-           wait: bool) -> notifications.SnapshotReport:
+def status(
+    found: Located, connector: str, signal_id: str, timeout_s: float, wait: bool
+) -> notifications.SnapshotReport:
     topic = found.config.get("notification.sink.topic.name")
     if not topic or "sink" not in found.config.get("notification.enabled.channels", ""):
-        raise HephaestusError(f"{connector} has no notification sink topic: enable "
-                              "notification.enabled.channels=sink (generated sources have it)")
+        raise HephaestusError(
+            f"{connector} has no notification sink topic: enable "
+            "notification.enabled.channels=sink (generated sources have it)"
+        )
     if not found.cluster.kafka_bootstrap:
         raise HephaestusError(f"cluster {found.cluster.name} has no kafka_bootstrap in the project file")
-    return notifications.read(found.cluster.kafka_bootstrap, topic, signal_id, timeout_s, wait,
-                              found.cluster.schema_registry_url)
+    return notifications.read(
+        found.cluster.kafka_bootstrap, topic, signal_id, timeout_s, wait, found.cluster.schema_registry_url
+    )

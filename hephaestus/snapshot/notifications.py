@@ -53,13 +53,17 @@ def parse(raw: bytes | None, registry: SchemaRegistry | None = None) -> Notifica
     if not isinstance(value, dict) or value.get("aggregate_type") != "Incremental Snapshot":
         return None
     extra = value.get("additional_data") or {}
-    return Notification(str(value.get("id", "")), str(value.get("type", "")),
-                        str(extra.get("data_collection", extra.get("data_collections", ""))),
-                        str(extra.get("status", "")))
+    return Notification(
+        str(value.get("id", "")),
+        str(value.get("type", "")),
+        str(extra.get("data_collection", extra.get("data_collections", ""))),
+        str(extra.get("status", "")),
+    )
 
 
-def read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_done: bool,
-         registry_url: str | None = None) -> SnapshotReport:
+def read(
+    bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_done: bool, registry_url: str | None = None
+) -> SnapshotReport:
     """Every notification of `signal_id` from the start of `topic`; with `until_done`, wait
     (bounded) until the snapshot COMPLETED. Avro records are decoded with the registry."""
     registry = SchemaRegistry(registry_url) if registry_url else None
@@ -70,8 +74,9 @@ def read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_don
             registry.close()
 
 
-def _read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_done: bool,
-          registry: SchemaRegistry | None) -> SnapshotReport:
+def _read(
+    bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_done: bool, registry: SchemaRegistry | None
+) -> SnapshotReport:
     events: list[Notification] = []
     deadline = time.monotonic() + timeout_s
     for note in _records(bootstrap, topic, deadline, registry):
@@ -86,14 +91,21 @@ def _read(bootstrap: str, topic: str, signal_id: str, timeout_s: float, until_do
 CAUGHT_UP = "caught up"  # what _records yields at the end of the topic
 
 
-def _records(bootstrap: str, topic: str, deadline: float,
-             registry: SchemaRegistry | None = None) -> Iterator[Notification | str | None]:
+def _records(
+    bootstrap: str, topic: str, deadline: float, registry: SchemaRegistry | None = None
+) -> Iterator[Notification | str | None]:
     """Yields each record's notification (None: a record that is not one of ours), and
     CAUGHT_UP at the end of the topic (another notification kind, or a record that cannot be
     read, must not end the read early)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"hephaestus-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"hephaestus-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
+        }
+    )
     try:
         partitions = _partitions(consumer, topic)
         consumer.assign(partitions)

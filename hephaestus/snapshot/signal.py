@@ -22,7 +22,6 @@ SIGNAL_ID_MAX = 42  # the signal table's id is VARCHAR(42)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
-
 @dataclass(frozen=True)
 class Signal:
     id: str
@@ -44,7 +43,7 @@ def ulid(now_ms: int | None = None, randomness: bytes | None = None) -> str:
 def signal_id(source_id: str, suffix: str | None = None) -> str:
     """`<source>-<ULID>` as in the reference, the source part cut so the whole fits VARCHAR(42)."""
     tail = suffix or ulid()
-    return f"{source_id[:SIGNAL_ID_MAX - len(tail) - 1]}-{tail}"
+    return f"{source_id[: SIGNAL_ID_MAX - len(tail) - 1]}-{tail}"
 
 
 def execute_snapshot(source_id: str, tables: Sequence[str], where: str | None = None) -> Signal:
@@ -75,5 +74,7 @@ def check_capturable(config: Mapping[str, str], tables: Sequence[str], connector
         raise HephaestusError(f"{connector} has no signal.data.collection: it cannot receive signals")
     missing = [t for t in tables if t not in captured(config)]
     if missing:
-        raise HephaestusError(f"{connector} does not capture {', '.join(missing)} (table.include.list); "
-                              "Debezium would skip it with UNKNOWN_SCHEMA: add it to the definition first")
+        raise HephaestusError(
+            f"{connector} does not capture {', '.join(missing)} (table.include.list); "
+            "Debezium would skip it with UNKNOWN_SCHEMA: add it to the definition first"
+        )

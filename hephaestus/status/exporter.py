@@ -27,13 +27,17 @@ def check(project: Project) -> Metrics:
     start = time.monotonic()
     clusters = list(project.clusters.values())
     listed = listings(clusters)
-    configs = {name: {n: c.config for n, c in found.items()} for name, found in listed.items()
-               if not isinstance(found, Exception)}
+    configs = {
+        name: {n: c.config for n, c in found.items()}
+        for name, found in listed.items()
+        if not isinstance(found, Exception)
+    }
     errors = [f"cluster {name}: {found}" for name, found in listed.items() if isinstance(found, Exception)]
     metrics = status_metrics(fleet_status(project, clusters, listed))
     slot_metrics(report(project, listed=(configs, errors)), into=metrics)
-    metrics.set("exporter_check_duration_seconds", "How long the last check of the fleet took.",
-                time.monotonic() - start)
+    metrics.set(
+        "exporter_check_duration_seconds", "How long the last check of the fleet took.", time.monotonic() - start
+    )
     return metrics
 
 

@@ -16,11 +16,19 @@ def slot_metrics(found: SlotReport, into: Metrics | None = None) -> Metrics:
     for j in found.judged:
         labels = {"database": j.slot.database, "slot": j.slot.name}
         if j.slot.retained_bytes is not None:
-            m.set("slot_retained_bytes", "WAL bytes the replication slot holds back (restart_lsn).",
-                  j.slot.retained_bytes, labels)
+            m.set(
+                "slot_retained_bytes",
+                "WAL bytes the replication slot holds back (restart_lsn).",
+                j.slot.retained_bytes,
+                labels,
+            )
         m.set("slot_active", "1 when a walsender reads the slot.", 1 if j.slot.active else 0, labels)
-        m.set("slot_ok", "0 when the slot is over its limit, inactive or orphaned while retaining WAL, or lost.",
-              1 if j.verdict == "ok" else 0, {**labels, "verdict": j.verdict})
+        m.set(
+            "slot_ok",
+            "0 when the slot is over its limit, inactive or orphaned while retaining WAL, or lost.",
+            1 if j.verdict == "ok" else 0,
+            {**labels, "verdict": j.verdict},
+        )
     m.set("slots_errors", "Databases or clusters slots could not read in the last check.", len(found.errors))
     return m
 
@@ -28,21 +36,41 @@ def slot_metrics(found: SlotReport, into: Metrics | None = None) -> Metrics:
 def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, now: float | None = None) -> Metrics:
     m = into or Metrics()
     for view in views:
-        m.set("cluster_up", "1 when the cluster's status could be read.", 0 if view.errors and not view.connectors
-              else 1, {"cluster": view.cluster})
+        m.set(
+            "cluster_up",
+            "1 when the cluster's status could be read.",
+            0 if view.errors and not view.connectors else 1,
+            {"cluster": view.cluster},
+        )
         for c in view.connectors:
             labels = {"cluster": c.cluster, "connector": c.name, "kind": c.kind}
-            m.set("connector_healthy", "1 when the connector and all its tasks are RUNNING and nothing else is wrong.",
-                  1 if c.healthy else 0, labels)
-            m.set("connector_failed_tasks", "Tasks of the connector not RUNNING.",
-                  sum(1 for _, s in c.tasks if s != "RUNNING"), labels)
-            m.set("connector_heal_restarts", "Restarts heal has spent on the connector (its budget's use).",
-                  c.restarts, labels)
+            m.set(
+                "connector_healthy",
+                "1 when the connector and all its tasks are RUNNING and nothing else is wrong.",
+                1 if c.healthy else 0,
+                labels,
+            )
+            m.set(
+                "connector_failed_tasks",
+                "Tasks of the connector not RUNNING.",
+                sum(1 for _, s in c.tasks if s != "RUNNING"),
+                labels,
+            )
+            m.set(
+                "connector_heal_restarts",
+                "Restarts heal has spent on the connector (its budget's use).",
+                c.restarts,
+                labels,
+            )
             if c.dlq_depth is not None:
                 m.set("sink_dlq_records", "Records in the sink's dead-letter queue.", c.dlq_depth, labels)
             if c.consumer_lag is not None:
-                m.set("sink_consumer_lag_records", "Records of the sink's topics not yet committed by it.",
-                      c.consumer_lag, labels)
+                m.set(
+                    "sink_consumer_lag_records",
+                    "Records of the sink's topics not yet committed by it.",
+                    c.consumer_lag,
+                    labels,
+                )
             if c.slot_retained is not None:
                 m.set("source_slot_retained_bytes", "WAL bytes the source's slot holds back.", c.slot_retained, labels)
     m.set("status_last_check_timestamp_seconds", "When the last status check ended (Unix time).", now or time.time())

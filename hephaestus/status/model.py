@@ -62,8 +62,11 @@ def problems_of(v: ConnectorView) -> tuple[str, ...]:
 def lag(topics: Sequence[str], spans: Mapping[str, Sequence[Span]], committed: Mapping[tuple[str, int], int]) -> int:
     """Records of `topics` past the group's committed offsets (from the log start where the
     group committed nothing)."""
-    return sum(max(s.end - max(committed.get((s.topic, s.partition), s.start), s.start), 0)
-               for t in topics for s in spans.get(t, ()))
+    return sum(
+        max(s.end - max(committed.get((s.topic, s.partition), s.start), s.start), 0)
+        for t in topics
+        for s in spans.get(t, ())
+    )
 
 
 def topics_of(config: Mapping[str, str]) -> tuple[str, ...]:

@@ -23,7 +23,6 @@ from hephaestus.slots.model import Limits, Slot, judge
 from hephaestus.slots.run import read_slots
 from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of, topics_of
 
-
 Listings = Mapping[str, Mapping[str, LiveConnector] | HephaestusError]
 
 
@@ -57,8 +56,13 @@ def _slots(project: Project) -> tuple[dict[str, Slot], list[str]]:
     return found, errors
 
 
-def _cluster(project: Project, cluster: Cluster, listed: Mapping[str, LiveConnector] | HephaestusError,
-             slots: Mapping[str, Slot], slot_errors: list[str]) -> ClusterView:
+def _cluster(
+    project: Project,
+    cluster: Cluster,
+    listed: Mapping[str, LiveConnector] | HephaestusError,
+    slots: Mapping[str, Slot],
+    slot_errors: list[str],
+) -> ClusterView:
     if isinstance(listed, HephaestusError):
         return ClusterView(cluster.name, cluster.url, (), (f"cluster {cluster.name}: {listed}",))
     live = {n: c for n, c in listed.items() if cluster.selects(n)}
@@ -68,8 +72,9 @@ def _cluster(project: Project, cluster: Cluster, listed: Mapping[str, LiveConnec
     views = _with_desired(cluster, views, errors)
     views = _with_heal(project, cluster, views, errors)
     views = _with_kafka(cluster, live, views, errors)
-    return ClusterView(cluster.name, cluster.url, tuple(replace(v, problems=problems_of(v)) for v in views),
-                       tuple(errors))
+    return ClusterView(
+        cluster.name, cluster.url, tuple(replace(v, problems=problems_of(v)) for v in views), tuple(errors)
+    )
 
 
 def _view(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Limits) -> ConnectorView:
@@ -78,22 +83,34 @@ def _view(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Lim
         return ConnectorView(cluster, c.name, c.type, c.state, tasks)
     slot = slots.get(c.config["slot.name"])
     # The connector names its slot, so it is no orphan; its size and activity still count.
-    return ConnectorView(cluster, c.name, c.type, c.state, tasks, slot=c.config["slot.name"],
-                         slot_retained=slot.retained_bytes if slot else None,
-                         slot_verdict=judge(slot, [c.name], limits).verdict if slot else None)
+    return ConnectorView(
+        cluster,
+        c.name,
+        c.type,
+        c.state,
+        tasks,
+        slot=c.config["slot.name"],
+        slot_retained=slot.retained_bytes if slot else None,
+        slot_verdict=judge(slot, [c.name], limits).verdict if slot else None,
+    )
 
 
 def _with_desired(cluster: Cluster, views: list[ConnectorView], errors: list[str]) -> list[ConnectorView]:
     """The state each connector's file asks for: a connector paused on purpose is healthy."""
     try:
         wanted = {n: d.state for n, d in load_desired(cluster, include_custom=True).items()}
-    except (InputError, InputErrors) as exc:  # a bad file is reconcile's error to name; status still shows the live side
+    except (
+        InputError,
+        InputErrors,
+    ) as exc:  # a bad file is reconcile's error to name; status still shows the live side
         errors.append(f"connector files: {exc}")
         wanted = {}
     return [replace(v, desired=wanted.get(v.name, "")) for v in views]
 
 
-def _with_heal(project: Project, cluster: Cluster, views: list[ConnectorView], errors: list[str]) -> list[ConnectorView]:
+def _with_heal(
+    project: Project, cluster: Cluster, views: list[ConnectorView], errors: list[str]
+) -> list[ConnectorView]:
     budget = config_of(project.heal).max_restarts
     try:
         records = store_for(project, None).peek(cluster.name)
@@ -103,19 +120,31 @@ def _with_heal(project: Project, cluster: Cluster, views: list[ConnectorView], e
     return [replace(v, restarts=records[v.name].count if v.name in records else 0, budget=budget) for v in views]
 
 
-def _with_kafka(cluster: Cluster, live: Mapping[str, LiveConnector], views: list[ConnectorView],
-                errors: list[str]) -> list[ConnectorView]:
+def _with_kafka(
+    cluster: Cluster, live: Mapping[str, LiveConnector], views: list[ConnectorView], errors: list[str]
+) -> list[ConnectorView]:
     if not cluster.kafka_bootstrap:
         return views
     sinks = {n: c.config for n, c in live.items() if c.type == "sink"}
     dlqs = dlq_topics(sinks)
     topics = {n: topics_of(cfg) for n, cfg in sinks.items()}
     try:
-        spans = kafka.spans(cluster.kafka_bootstrap, sorted({*dlqs.values(), *(t for ts in topics.values() for t in ts)}))
+        spans = kafka.spans(
+            cluster.kafka_bootstrap, sorted({*dlqs.values(), *(t for ts in topics.values() for t in ts)})
+        )
         groups = kafka.committed(cluster.kafka_bootstrap, [f"connect-{n}" for n in sinks])
     except HephaestusError as exc:
         errors.append(f"kafka: {exc}")
         return views
-    return [replace(v, dlq_depth=sum(s.depth for s in spans[dlqs[v.name]]) if v.name in dlqs else None,
-                    consumer_lag=lag(topics[v.name], spans, groups.get(f"connect-{v.name}", {})) if topics.get(v.name)
-                    else None) if v.name in sinks else v for v in views]
+    return [
+        replace(
+            v,
+            dlq_depth=sum(s.depth for s in spans[dlqs[v.name]]) if v.name in dlqs else None,
+            consumer_lag=lag(topics[v.name], spans, groups.get(f"connect-{v.name}", {}))
+            if topics.get(v.name)
+            else None,
+        )
+        if v.name in sinks
+        else v
+        for v in views
+    ]

@@ -12,9 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from hephaestus.ownership import FileStore, claims_of
-
 from hephaestus.cli import run
+from hephaestus.ownership import FileStore, claims_of
 from tests.connect_double import ConnectDouble, serve
 from tests.loopback import slack_receiver
 
@@ -33,8 +32,7 @@ class Setup:
         self.root, self.url, self.double, self.capsys = root, url, double, capsys
         self.folder = root / "connectors" / "c" / "sink"
         self.folder.mkdir(parents=True)
-        self.policy: dict[str, Any] = {"stability_window_s": 0.3, "ready_timeout_s": 20,
-                                       "unassigned_grace_s": 0.5}
+        self.policy: dict[str, Any] = {"stability_window_s": 0.3, "ready_timeout_s": 20, "unassigned_grace_s": 0.5}
 
     def file(self, name: str, config: dict[str, str]) -> None:
         (self.folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
@@ -43,8 +41,12 @@ class Setup:
         FileStore(self.root / ".hephaestus/ownership.json").claim("default", "c", claims_of(names, "*", "test", "r0"))
 
     def project(self, **extra: Any) -> Path:
-        doc = {"clusters": {"c": {"url": self.url, "connectors": "connectors/c", "timeout_s": 2}},
-               "policy": self.policy, "audit_log": "audit/audit.jsonl", **extra}
+        doc = {
+            "clusters": {"c": {"url": self.url, "connectors": "connectors/c", "timeout_s": 2}},
+            "policy": self.policy,
+            "audit_log": "audit/audit.jsonl",
+            **extra,
+        }
         path = self.root / "hephaestus.yaml"
         path.write_text(json.dumps(doc))
         return path
@@ -56,7 +58,7 @@ class Setup:
 
     def reconcile(self, *args: str, **extra: Any) -> tuple[int, dict[str, Any]]:
         code, out = self.cli("reconcile", "--auto-approve", "-o", "json", *args, **extra)
-        return code, json.loads(out[out.index("{"):out.rindex("}") + 1])
+        return code, json.loads(out[out.index("{") : out.rindex("}") + 1])
 
     def audit(self) -> list[dict[str, Any]]:
         path = self.root / "audit" / "audit.jsonl"
@@ -88,7 +90,8 @@ def test_ready_means_running_for_the_window(setup: Setup) -> None:
     setup.file("a", sink())
     code, report = setup.reconcile()
     assert code == 0 and report["clusters"][0]["results"] == [
-        {"name": "a", "action": "create", "ok": True, "detail": "RUNNING", "wrote": True}]
+        {"name": "a", "action": "create", "ok": True, "detail": "RUNNING", "wrote": True}
+    ]
 
 
 def test_an_update_waits_for_tasks_on_the_new_config(setup: Setup) -> None:
@@ -102,6 +105,7 @@ def test_an_update_waits_for_tasks_on_the_new_config(setup: Setup) -> None:
             stale[0] -= 1
             return httpx.Response(200, json=[{"id": {"connector": "a", "task": 0}, "config": sink()}])
         return None
+
     setup.double.faults.append(old_tasks)
     code, report = setup.reconcile()
     assert code == 0 and stale == [0]
@@ -165,6 +169,7 @@ def test_a_cluster_dying_mid_apply_ends_every_step_unknown_with_bounded_requests
         if request.method == "POST" and len(double.writes()) >= 5:
             dead[0] = True
         return httpx.ConnectError("refused") if dead[0] else None
+
     setup.double.faults.append(die)
     # Four writes in flight, so most are still queued when the cluster dies (with the default
     # 64 every write is already sent: each is then `unknown`, as the first assertion says).
@@ -208,6 +213,7 @@ def test_an_audit_log_lost_after_the_writes_still_reports_and_notifies(setup: Se
             log.unlink()
             log.mkdir()  # from now on the outcome cannot be appended
         return None
+
     setup.double.faults.append(break_log)
     with slack_receiver() as slack:
         os.environ["HEPH_TEST_WEBHOOK"] = slack.url

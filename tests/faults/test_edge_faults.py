@@ -23,12 +23,19 @@ pytestmark = pytest.mark.faults
 
 
 def connect(double: ConnectDouble, attempts: int = 4, settle_s: float = 0.0) -> ConnectClient:
-    return ConnectClient("http://connect.test", name="dwh", transport=httpx.MockTransport(double),
-                         retry=RetryPolicy.immediate(attempts), settle_s=settle_s, poll_s=0.0)
+    return ConnectClient(
+        "http://connect.test",
+        name="dwh",
+        transport=httpx.MockTransport(double),
+        retry=RetryPolicy.immediate(attempts),
+        settle_s=settle_s,
+        poll_s=0.0,
+    )
 
 
-def once(match: Callable[[httpx.Request], bool], answer: Callable[[httpx.Request, ConnectDouble], Any],
-         times: int = 1) -> Fault:
+def once(
+    match: Callable[[httpx.Request], bool], answer: Callable[[httpx.Request, ConnectDouble], Any], times: int = 1
+) -> Fault:
     """A fault for the first `times` requests that `match`; then the server answers itself."""
     left = [times]
 
@@ -37,6 +44,7 @@ def once(match: Callable[[httpx.Request], bool], answer: Callable[[httpx.Request
             left[0] -= 1
             return answer(request, double)
         return None
+
     return fault
 
 
@@ -46,10 +54,12 @@ def is_(method: str, suffix: str = "") -> Callable[[httpx.Request], bool]:
 
 def applied_then(exc: Exception) -> Callable[[httpx.Request, ConnectDouble], Exception]:
     """The server applies the request, then the answer is lost (timeout, reset)."""
+
     def answer(request: httpx.Request, double: ConnectDouble) -> Exception:
         double.log.append((request.method, request.url.path))
         double._route(request)
         return exc
+
     return answer
 
 

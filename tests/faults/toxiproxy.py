@@ -184,8 +184,7 @@ class Toxiproxy:
                 pass  # not listening yet
             if time.monotonic() > deadline:
                 raise ToxiproxyError(
-                    f"toxiproxy-server not answering on {self.api_url} "
-                    f"after {self._start_timeout} s: {self.log()}"
+                    f"toxiproxy-server not answering on {self.api_url} after {self._start_timeout} s: {self.log()}"
                 )
             time.sleep(0.02)  # poll interval; the deadline above bounds the wait
 

@@ -65,8 +65,7 @@ def _run_up(*args: str, connects: int | None = None) -> None:
     )
     if proc.returncode != 0:
         pytest.fail(
-            f"dev/stack/up {' '.join(args)} failed (exit {proc.returncode}):\n"
-            f"{proc.stdout}{proc.stderr}",
+            f"dev/stack/up {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}",
             pytrace=False,
         )
 

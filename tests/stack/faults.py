@@ -66,17 +66,26 @@ def restart_stack(stack: Stack) -> None:
     """`dev/stack/up` starts what is missing and returns when Connect answers with its plugins;
     then wait until the worker says it has started (`GET /health`): before that its listings
     may lack connectors, and what a test reads from them would be wrong."""
-    subprocess.run([str(STACK_SRC / "up")], check=True, capture_output=True, timeout=300,
-                   env={**os.environ, "HEPH_STACK_CONNECTS": str(stack.connects)})
+    subprocess.run(
+        [str(STACK_SRC / "up")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "HEPH_STACK_CONNECTS": str(stack.connects)},
+    )
     assert connect_answers(stack.connect_url)
-    wait_until(lambda: httpx.get(stack.connect_url + "/health", timeout=5).status_code == 200, timeout=180,
-               message="the restarted worker has started")
+    wait_until(
+        lambda: httpx.get(stack.connect_url + "/health", timeout=5).status_code == 200,
+        timeout=180,
+        message="the restarted worker has started",
+    )
 
 
 def hephaestus(*args: str, cwd: Path) -> subprocess.Popen[str]:
     """hephaestus in a process of its own (as two pods, or a run killed mid-way, would be)."""
-    return subprocess.Popen([sys.executable, "-m", "hephaestus", *args], cwd=cwd, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "hephaestus", *args], cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def finished(proc: subprocess.Popen[str], timeout: float = 600) -> tuple[int, str, str, float]:

@@ -31,8 +31,13 @@ class _NoAliases(yaml.SafeDumper):
 
 def dump_yaml(data: Any, sort_keys: bool = True) -> str:
     return yaml.dump(data, Dumper=_NoAliases, sort_keys=sort_keys)
-EXAMPLES = {"bob": ("bob", "auth", "eureka", "fatima"), "lmsdwh": ("lmsdwh", "tokyo_jprep_dwh"),
-            "kec": ("invoicemgmt", "kec_dwh")}
+
+
+EXAMPLES = {
+    "bob": ("bob", "auth", "eureka", "fatima"),
+    "lmsdwh": ("lmsdwh", "tokyo_jprep_dwh"),
+    "kec": ("invoicemgmt", "kec_dwh"),
+}
 
 
 @dataclass
@@ -73,8 +78,15 @@ class Fleet:
         return code, out.out + out.err
 
     def generate(self) -> None:
-        code, out = self.cli("generate", "--definitions", str(self.root / "definitions"), "--schemas",
-                             str(self.root / "schemas"), "--out", str(self.root / "connectors"))
+        code, out = self.cli(
+            "generate",
+            "--definitions",
+            str(self.root / "definitions"),
+            "--schemas",
+            str(self.root / "schemas"),
+            "--out",
+            str(self.root / "connectors"),
+        )
         assert code == 0, out
         for cluster, client in self.clients.items():  # whatever a run creates is deleted at teardown
             for name in self.connector_names(cluster):
@@ -88,9 +100,11 @@ class Fleet:
 
     def reconcile(self, *args: str) -> tuple[int, dict[str, Any]]:
         """Run `hephaestus reconcile -o json`; track what it created for teardown."""
-        code, out = self.cli("reconcile", "--auto-approve", "--project", str(self.root / "hephaestus.yaml"), "-o", "json", *args)
+        code, out = self.cli(
+            "reconcile", "--auto-approve", "--project", str(self.root / "hephaestus.yaml"), "-o", "json", *args
+        )
         start = out.index("{")
-        report: dict[str, Any] = json.loads(out[start:out.rindex("}") + 1])
+        report: dict[str, Any] = json.loads(out[start : out.rindex("}") + 1])
         for cluster in report["clusters"]:
             for step in cluster["steps"]:
                 if step["action"] == "create":
@@ -99,10 +113,18 @@ class Fleet:
 
     def accuracy(self, *args: str) -> tuple[int, dict[str, Any]]:
         """Run `hephaestus accuracy -o json` on the fleet's definitions: exit code and report."""
-        code, out = self.cli("accuracy", "--project", str(self.root / "hephaestus.yaml"), "--definitions",
-                             str(self.root / "definitions"), "-o", "json", *args)
+        code, out = self.cli(
+            "accuracy",
+            "--project",
+            str(self.root / "hephaestus.yaml"),
+            "--definitions",
+            str(self.root / "definitions"),
+            "-o",
+            "json",
+            *args,
+        )
         assert "{" in out, out
-        report: dict[str, Any] = json.loads(out[out.index("{"):out.rindex("}") + 1])
+        report: dict[str, Any] = json.loads(out[out.index("{") : out.rindex("}") + 1])
         return code, report
 
     def connector_names(self, cluster: str, kind: str = "*") -> list[str]:
@@ -116,8 +138,14 @@ class Fleet:
         return found[0]
 
 
-def make_fleet(root: Path, stack: Stack, fresh_db: Callable[..., str], capsys: pytest.CaptureFixture[str],
-               examples: Iterable[str], clients: dict[str, ConnectClient]) -> Fleet:
+def make_fleet(
+    root: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    capsys: pytest.CaptureFixture[str],
+    examples: Iterable[str],
+    clients: dict[str, ConnectClient],
+) -> Fleet:
     """Fresh databases for `examples`, their snapshots dumped, definitions rewritten, generated."""
     dbs = {db: fresh_db(db) for ex in examples for db in EXAMPLES[ex]}
     fleet = Fleet(root, stack, dbs, capsys, clients)
@@ -139,7 +167,9 @@ def _rewrite(definition: dict[str, Any], dbs: dict[str, str]) -> dict[str, Any]:
         for sink in pipeline["sinks"]:
             sink["database"] = dbs[sink["database"]]
         if "source_topic" in pipeline:  # a topic of this test's own: the stack's broker is shared
-            pipeline["source_topic"] = pipeline["source_topic"].replace("{org}.", "{org}." + definition["database"] + ".")
+            pipeline["source_topic"] = pipeline["source_topic"].replace(
+                "{org}.", "{org}." + definition["database"] + "."
+            )
     return definition
 
 
@@ -147,11 +177,25 @@ def _write_project(root: Path, stack: Stack, clients: dict[str, ConnectClient], 
     # Only this test's connectors: the stack is shared, and a reconcile deletes what it manages.
     select = sorted({f"*{db}*" for db in dbs.values()} | {f"*{db.upper()}*" for db in dbs.values()})
     # A list of its own per cluster: a shared one would be dumped as a YAML alias (refused).
-    clusters = {name: {"url": client.url, "connectors": f"connectors/{name}", "kafka_bootstrap": stack.bootstrap,
-                       "select": list(select)} for name, client in clients.items()}
+    clusters = {
+        name: {
+            "url": client.url,
+            "connectors": f"connectors/{name}",
+            "kafka_bootstrap": stack.bootstrap,
+            "select": list(select),
+        }
+        for name, client in clients.items()
+    }
     # The stack's role has a password; libpq reads it from PGPASSWORD (never the project file).
-    databases = {db: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}"}
-                 for db in dbs.values()}
-    project = {"clusters": clusters, "databases": databases, "audit_log": "audit.jsonl",
-               "policy": {"ready_timeout_s": 120, "stability_window_s": 5}, "slack": {"webhook_env": "HEPHAESTUS_SLACK_WEBHOOK"}}
+    databases = {
+        db: {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}"}
+        for db in dbs.values()
+    }
+    project = {
+        "clusters": clusters,
+        "databases": databases,
+        "audit_log": "audit.jsonl",
+        "policy": {"ready_timeout_s": 120, "stability_window_s": 5},
+        "slack": {"webhook_env": "HEPHAESTUS_SLACK_WEBHOOK"},
+    }
     (root / "hephaestus.yaml").write_text(dump_yaml(project))

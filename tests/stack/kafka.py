@@ -11,8 +11,14 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 20.0) -> list[dict[str, Any] | None]:
     """Every record value of `topic` from the beginning to its current end (None for tombstones)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"test-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"test-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     try:
         meta = consumer.list_topics(topic, timeout=timeout).topics[topic]
         consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])

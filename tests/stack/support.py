@@ -204,9 +204,7 @@ def drop_replication_slot(stack: Stack, slot: str, timeout: float = 30.0) -> Non
     with psycopg.connect(stack.dsn("postgres"), autocommit=True) as conn:
 
         def gone() -> bool:
-            row = conn.execute(
-                "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,)
-            ).fetchone()
+            row = conn.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
             if row is None:
                 return True
             if row[0] is not None:
@@ -283,11 +281,11 @@ def add_db_secrets(stack: Stack, db: str) -> None:
         "url": stack.jdbc_url(db),
     }
     new = [f"{db}_{key}={values[key]}" for key in SECRET_KEYS]
-    _rewrite_secrets(stack.secrets_file, lambda lines: [l for l in lines if not _is_db_key(l, db)] + new)
+    _rewrite_secrets(stack.secrets_file, lambda lines: [lv for lv in lines if not _is_db_key(lv, db)] + new)
 
 
 def remove_db_secrets(stack: Stack, db: str) -> None:
-    _rewrite_secrets(stack.secrets_file, lambda lines: [l for l in lines if not _is_db_key(l, db)])
+    _rewrite_secrets(stack.secrets_file, lambda lines: [lv for lv in lines if not _is_db_key(lv, db)])
 
 
 # ------------------------------------------------------------------------------------------

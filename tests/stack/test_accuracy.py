@@ -25,8 +25,13 @@ USERS, STUDENTS, LOCATIONS = 40, 12, 5
 
 
 @pytest.fixture
-def bob(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-        capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+def bob(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Fleet]:
     yield make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
 
 
@@ -36,16 +41,24 @@ def count(fleet: Fleet, db: str, table: str, where: str = "TRUE") -> int:
 
 def replicate(fleet: Fleet) -> None:
     """Seed bob, reconcile, and wait until every sink holds every row (read back, not trusted)."""
-    execute(fleet.stack.dsn(fleet.dbs["bob"]), f"""
+    execute(
+        fleet.stack.dsn(fleet.dbs["bob"]),
+        f"""
         INSERT INTO users (user_id, name, email, internal_note)
             SELECT 'u-' || g, 'name ' || g, g || '@example.com', 'private' FROM generate_series(1, {USERS}) g;
         INSERT INTO students (student_id, current_grade) SELECT 's-' || g, g % 12 FROM generate_series(1, {STUDENTS}) g;
         INSERT INTO locations (location_id, name) SELECT 'l-' || g, 'room ' || g FROM generate_series(1, {LOCATIONS}) g;
-    """)
+    """,
+    )
     code, report = fleet.reconcile()
     assert code == 0, json.dumps(report, indent=1)
-    expected = {("auth", "users"): USERS, ("eureka", "users"): USERS, ("eureka", "students"): STUDENTS,
-                ("fatima", "students"): STUDENTS, ("fatima", "locations"): LOCATIONS}
+    expected = {
+        ("auth", "users"): USERS,
+        ("eureka", "users"): USERS,
+        ("eureka", "students"): STUDENTS,
+        ("fatima", "students"): STUDENTS,
+        ("fatima", "locations"): LOCATIONS,
+    }
     for (db, table), n in expected.items():
         wait_until(lambda: count(fleet, db, table) == n, timeout=180, message=f"{n} rows in {db}.{table}")
 
@@ -56,7 +69,8 @@ def row(report: dict[str, Any], sink_db: str, table: str) -> dict[str, Any]:
 
 
 def test_replicated_tables_match_then_tampering_is_named_with_its_delta_and_keys(
-        bob: Fleet, connect: ConnectClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    bob: Fleet, connect: ConnectClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     replicate(bob)
     code, report = bob.accuracy()
     assert code == 0, json.dumps(report, indent=1)
@@ -71,8 +85,11 @@ def test_replicated_tables_match_then_tampering_is_named_with_its_delta_and_keys
     source = bob.stack.dsn(bob.dbs["bob"])
     execute(source, "UPDATE users SET deleted_at = now() WHERE user_id = 'u-40'")
     for sink_db in ("auth", "eureka"):
-        wait_until(lambda: count(bob, sink_db, "users", "deleted_at IS NOT NULL") == 1, timeout=120,
-                   message=f"soft delete in {sink_db}.users")
+        wait_until(
+            lambda: count(bob, sink_db, "users", "deleted_at IS NOT NULL") == 1,
+            timeout=120,
+            message=f"soft delete in {sink_db}.users",
+        )
     execute(source, "DELETE FROM users WHERE user_id = 'u-40'")
     assert bob.accuracy()[0] == 0
 
@@ -92,8 +109,17 @@ def test_replicated_tables_match_then_tampering_is_named_with_its_delta_and_keys
     assert f'sink_database="{bob.dbs["auth"]}"' in textfile.read_text()
 
     # The job Helm and cron run, with the text report.
-    code, text = bob.cli("job", "run", "dwh_accuracy", "--project", str(bob.root / "hephaestus.yaml"),
-                         "--definitions", str(bob.root / "definitions"), "--table", f"{bob.dbs['auth']}.users")
+    code, text = bob.cli(
+        "job",
+        "run",
+        "dwh_accuracy",
+        "--project",
+        str(bob.root / "hephaestus.yaml"),
+        "--definitions",
+        str(bob.root / "definitions"),
+        "--table",
+        f"{bob.dbs['auth']}.users",
+    )
     assert code == 2
     (line,) = [x for x in text.splitlines() if bob.dbs["auth"] in x]
     assert line.split()[-1] == "MISMATCH" and f" {USERS - 1} " in line and f" {USERS - 3} " in line and " -2 " in line
@@ -105,18 +131,26 @@ def test_replicated_tables_match_then_tampering_is_named_with_its_delta_and_keys
     assert deep["different"] == {"total": 1, "keys": ["u-5"]}
     assert deep["extra"] == {"total": 0, "keys": []}
     others = [t for t in report["tables"] if t["sink"]["database"] != bob.dbs["auth"]]
-    assert all(t["verdict"] == "match" and t["deep"]["different"]["total"] == 0 for t in others), \
+    assert all(t["verdict"] == "match" and t["deep"]["different"]["total"] == 0 for t in others), (
         "replicated rows must hash alike on both sides (types cast to text, same session settings)"
+    )
 
 
-def test_tenant_filter_restricts_the_source_count(tmp_path: Path, stack2: Stack, fresh_db: Callable[..., str],
-                                                  connect2: ConnectClient,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_tenant_filter_restricts_the_source_count(
+    tmp_path: Path,
+    stack2: Stack,
+    fresh_db: Callable[..., str],
+    connect2: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     fleet = make_fleet(tmp_path, stack2, fresh_db, capsys, ["lmsdwh"], {"lmsdwh": connect2})
     dwh = stack2.dsn(fleet.dbs["lmsdwh"])
-    execute(dwh, "INSERT INTO dim_user (user_id, name, resource_path) SELECT 'j-' || g, 'J', '-2147483645' "
-                 "FROM generate_series(1, 6) g; INSERT INTO dim_user (user_id, name, resource_path) "
-                 "SELECT 'o-' || g, 'O', '-1' FROM generate_series(1, 4) g")
+    execute(
+        dwh,
+        "INSERT INTO dim_user (user_id, name, resource_path) SELECT 'j-' || g, 'J', '-2147483645' "
+        "FROM generate_series(1, 6) g; INSERT INTO dim_user (user_id, name, resource_path) "
+        "SELECT 'o-' || g, 'O', '-1' FROM generate_series(1, 4) g",
+    )
     assert fleet.reconcile()[0] == 0
     wait_until(lambda: count(fleet, "tokyo_jprep_dwh", "dim_user") == 6, timeout=180, message="6 partner rows")
     code, report = fleet.accuracy("--deep", "--table", "dim_user")
@@ -131,30 +165,42 @@ def pair_project(root: Path, stack: Stack, src: str, dst: str, table: str) -> No
     (root / "defs").mkdir()
     (root / "defs" / "src.yaml").write_text(
         f"cluster: c\ndatabase: {src}\nenvs: [local]\norgs: [manabie]\n"
-        f"pipelines:\n  - source_table: {table}\n    sinks: [{{database: {dst}}}]\n")
+        f"pipelines:\n  - source_table: {table}\n    sinks: [{{database: {dst}}}]\n"
+    )
     (root / "hephaestus.yaml").write_text(
-        "clusters: {c: {connectors: c}}\ndatabases:\n" + "".join(
+        "clusters: {c: {connectors: c}}\ndatabases:\n"
+        + "".join(
             f"  {db}: {{dsn: 'host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname={db}'}}\n"
-            for db in (src, dst)))
+            for db in (src, dst)
+        )
+    )
 
 
-def test_deep_on_composite_keys_and_differing_collations(tmp_path: Path, stack: Stack,
-                                                         fresh_db: Callable[..., str]) -> None:
+def test_deep_on_composite_keys_and_differing_collations(
+    tmp_path: Path, stack: Stack, fresh_db: Callable[..., str]
+) -> None:
     """No connectors: two tables filled alike, then tampered; small segments force real bisection
     through the SQL (row-wise ranges, the bucket CASE, "C" ordering across collations)."""
     src, dst = fresh_db("auth"), fresh_db("auth")
-    ddl = ("CREATE TABLE grades (org int, student text {collate}, term date, score numeric(5,2), "
-           "noted_at timestamptz, PRIMARY KEY (org, student))")
+    ddl = (
+        "CREATE TABLE grades (org int, student text {collate}, term date, score numeric(5,2), "
+        "noted_at timestamptz, PRIMARY KEY (org, student))"
+    )
     execute(stack.dsn(src), ddl.format(collate=""))
     execute(stack.dsn(dst), ddl.format(collate='COLLATE "und-x-icu"'))
-    fill = ("INSERT INTO grades SELECT g % 7, (CASE WHEN g % 2 = 0 THEN 'S' ELSE 's' END) || g, "
-            "date '2026-01-01' + g % 90, (g % 1000) / 10.0, timestamptz '2026-01-01 00:00+09' + g * interval '1 min' "
-            "FROM generate_series(1, 3000) g")
+    fill = (
+        "INSERT INTO grades SELECT g % 7, (CASE WHEN g % 2 = 0 THEN 'S' ELSE 's' END) || g, "
+        "date '2026-01-01' + g % 90, (g % 1000) / 10.0, timestamptz '2026-01-01 00:00+09' + g * interval '1 min' "
+        "FROM generate_series(1, 3000) g"
+    )
     for db in (src, dst):
         execute(stack.dsn(db), fill)
-    execute(stack.dsn(dst), "DELETE FROM grades WHERE (org, student) IN ((1, 's1'), (5, 'S2000'));"
-                            "UPDATE grades SET score = score + 1 WHERE (org, student) = (3, 's1011');"
-                            "INSERT INTO grades VALUES (9, 'new', NULL, NULL, NULL)")
+    execute(
+        stack.dsn(dst),
+        "DELETE FROM grades WHERE (org, student) IN ((1, 's1'), (5, 'S2000'));"
+        "UPDATE grades SET score = score + 1 WHERE (org, student) = (3, 's1011');"
+        "INSERT INTO grades VALUES (9, 'new', NULL, NULL, NULL)",
+    )
     pair_project(tmp_path, stack, src, dst, "grades")
     options = RunOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=10))
     report = run_accuracy(load_project(tmp_path / "hephaestus.yaml"), load_definitions(tmp_path / "defs"), options)
@@ -171,27 +217,42 @@ def test_deep_on_composite_keys_and_differing_collations(tmp_path: Path, stack: 
 NATIVE_DDL = """CREATE TABLE kinds (id int PRIMARY KEY, b boolean, i2 smallint, i8 bigint, n numeric, t text,
     v varchar(20), c char(5), d date, tm time, ts timestamp, tz timestamptz, u uuid, by bytea, j jsonb,
     f float8, widened {widened})"""
-NATIVE_FILL = """INSERT INTO kinds SELECT g, g % 2 = 0, g % 100, g::bigint * 1000000007, g / 7.0, 't' || g, 'v' || g, 'c' || g % 10,
+NATIVE_FILL = """INSERT INTO kinds SELECT g, g % 2 = 0, g % 100, g::bigint * 1000000007, g / 7.0,
+    't' || g, 'v' || g, 'c' || g % 10,
     date '2026-01-01' + g, time '00:00' + g * interval '1 s', timestamp '2026-01-01' + g * interval '1 ms',
     timestamptz '2026-01-01 00:00+09' + g * interval '1 ms', md5(g::text)::uuid, decode(md5(g::text), 'hex'),
     jsonb_build_object('g', g, 'tags', jsonb_build_array('a', g)), g / 3.0, g FROM generate_series(1, 600) g"""
 # One row per column changed in the sink (the key is the row's id), and changes PostgreSQL's
 # equality calls no change: numeric scale, char padding, jsonb key order.
 NATIVE_CHANGES = {
-    "b": "b = NOT b", "i2": "i2 = i2 + 1", "i8": "i8 = i8 + 1", "n": "n = n + 0.0000001", "t": "t = t || ' '",
-    "v": "v = upper(v)", "c": "c = 'x'", "d": "d = d + 1", "tm": "tm = tm + interval '1 us'",
-    "ts": "ts = ts + interval '1 us'", "tz": "tz = tz + interval '1 us'",
-    "u": "u = '00000000-0000-0000-0000-000000000000'", "by": "by = by || '\\x00'::bytea",
-    "j": "j = j || '{\"x\": 1}'", "f": "f = f + 1e-9", "widened": "widened = widened + 1"}
+    "b": "b = NOT b",
+    "i2": "i2 = i2 + 1",
+    "i8": "i8 = i8 + 1",
+    "n": "n = n + 0.0000001",
+    "t": "t = t || ' '",
+    "v": "v = upper(v)",
+    "c": "c = 'x'",
+    "d": "d = d + 1",
+    "tm": "tm = tm + interval '1 us'",
+    "ts": "ts = ts + interval '1 us'",
+    "tz": "tz = tz + interval '1 us'",
+    "u": "u = '00000000-0000-0000-0000-000000000000'",
+    "by": "by = by || '\\x00'::bytea",
+    "j": "j = j || '{\"x\": 1}'",
+    "f": "f = f + 1e-9",
+    "widened": "widened = widened + 1",
+}
 
 
-def test_deep_hashes_values_natively_and_finds_a_change_in_every_type(tmp_path: Path, stack: Stack,
-                                                                        fresh_db: Callable[..., str]) -> None:
+def test_deep_hashes_values_natively_and_finds_a_change_in_every_type(
+    tmp_path: Path, stack: Stack, fresh_db: Callable[..., str]
+) -> None:
     """Columns of one built-in type on both sides hash as values (hash_record_extended), the
     others (float8, int widened to bigint) as text: every kind of change is still found, by key."""
     import psycopg
 
-    from hephaestus.accuracy import db as accuracy_db, run
+    from hephaestus.accuracy import db as accuracy_db
+    from hephaestus.accuracy import run
 
     src, dst = fresh_db("auth"), fresh_db("auth")
     execute(stack.dsn(src), NATIVE_DDL.format(widened="int"))
@@ -199,19 +260,25 @@ def test_deep_hashes_values_natively_and_finds_a_change_in_every_type(tmp_path: 
     for db in (src, dst):
         execute(stack.dsn(db), NATIVE_FILL)
     with psycopg.connect(stack.dsn(src)) as a, psycopg.connect(stack.dsn(dst)) as b:
-        assert run._hashes(accuracy_db.hash_probe(a), accuracy_db.hash_probe(b)) == (False, True), "the native path is under test"
+        assert run._hashes(accuracy_db.hash_probe(a), accuracy_db.hash_probe(b)) == (False, True), (
+            "the native path is under test"
+        )
     pair_project(tmp_path, stack, src, dst, "kinds")
 
     def deep() -> Any:
         options = RunOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=100))
-        (result,) = run_accuracy(load_project(tmp_path / "hephaestus.yaml"), load_definitions(tmp_path / "defs"),
-                                 options).results
+        (result,) = run_accuracy(
+            load_project(tmp_path / "hephaestus.yaml"), load_definitions(tmp_path / "defs"), options
+        ).results
         assert result.error is None, result.error
         return result
 
     assert deep().verdict == "match"
-    execute(stack.dsn(dst), "UPDATE kinds SET n = n::numeric(40, 30) WHERE id = 1; UPDATE kinds SET c = c || ' ' "
-                            "WHERE id = 2; UPDATE kinds SET j = jsonb_build_object('tags', j->'tags', 'g', j->'g')")
+    execute(
+        stack.dsn(dst),
+        "UPDATE kinds SET n = n::numeric(40, 30) WHERE id = 1; UPDATE kinds SET c = c || ' ' "
+        "WHERE id = 2; UPDATE kinds SET j = jsonb_build_object('tags', j->'tags', 'g', j->'g')",
+    )
     assert deep().verdict == "match", "equal values by PostgreSQL's equality are no difference"
     changed = {}
     for i, (column, assignment) in enumerate(NATIVE_CHANGES.items()):
@@ -219,4 +286,5 @@ def test_deep_hashes_values_natively_and_finds_a_change_in_every_type(tmp_path: 
         execute(stack.dsn(dst), f"UPDATE kinds SET {assignment} WHERE id = {10 + i * 37}")
     result = deep()
     assert result.verdict == "mismatch" and result.diff.different.keys == tuple((k,) for k in sorted(changed)), (
-        "missed: " + ", ".join(c for k, c in changed.items() if (k,) not in result.diff.different.keys))
+        "missed: " + ", ".join(c for k, c in changed.items() if (k,) not in result.diff.different.keys)
+    )

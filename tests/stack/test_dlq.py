@@ -26,8 +26,13 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_u
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-          capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+def fleet(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
     poisoned(fleet, True)
@@ -38,9 +43,16 @@ def poisoned(fleet: Fleet, on: bool) -> None:
     """A transform that throws on the row named 'poison' (on), or none (off); regenerated."""
     definition = fleet.definition("bob")
     sink = definition["pipelines"][0]["sinks"][0]
-    sink["options"] = {"transforms": "poison", "transforms.poison.type": "io.debezium.transforms.Filter",
-                       "transforms.poison.language": "jsr223.groovy",
-                       "transforms.poison.condition": "value?.after?.name == 'poison' ? (1 / 0 > 0) : true"} if on else {}
+    sink["options"] = (
+        {
+            "transforms": "poison",
+            "transforms.poison.type": "io.debezium.transforms.Filter",
+            "transforms.poison.language": "jsr223.groovy",
+            "transforms.poison.condition": "value?.after?.name == 'poison' ? (1 / 0 > 0) : true",
+        }
+        if on
+        else {}
+    )
     fleet.write_definition("bob", definition)
     fleet.generate()
 
@@ -57,14 +69,20 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     bob = fleet.stack.dsn(fleet.dbs["bob"])
     assert fleet.reconcile()[0] == 0
     sink = fleet.name("platforms", "to_" + fleet.dbs["auth"])
-    execute(bob, "INSERT INTO users (user_id, name, email) VALUES ('u-1', 'fine', 'a@x'), "
-                 "('u-2', 'poison', 'secret-canary@x'), ('u-3', 'also fine', 'c@x')")
+    execute(
+        bob,
+        "INSERT INTO users (user_id, name, email) VALUES ('u-1', 'fine', 'a@x'), "
+        "('u-2', 'poison', 'secret-canary@x'), ('u-3', 'also fine', 'c@x')",
+    )
     wait_until(lambda: names(fleet) == ["fine", "also fine"] or None, timeout=120, message="the good rows")
 
     code, out = dlq(fleet, "list", "-o", "json")
     (found,) = [d for d in json.loads(out)["dlqs"] if d["connector"] == sink]
-    wait_until(lambda: json.loads(dlq(fleet, "list", "-o", "json")[1])["dlqs"][0]["depth"] == 1 or None,
-               timeout=60, message="one parked record")
+    wait_until(
+        lambda: json.loads(dlq(fleet, "list", "-o", "json")[1])["dlqs"][0]["depth"] == 1 or None,
+        timeout=60,
+        message="one parked record",
+    )
     code, out = dlq(fleet, "list")
     assert code == 2 and f"{sink}: 1 record(s) in dlq.{sink}" in out, out
 
@@ -74,14 +92,18 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     assert record["error"]["topic"] == fleet.topic("users") and record["error"]["stage"], record
     assert record["value"]["format"] == "json" and record["value"]["value"]["payload"]["after"]["name"] == "poison"
 
-    assert dlq(fleet, "replay", "--connector", sink, "--dry-run")[1].endswith("would replay 1 record(s) to "
-                                                                             f"{fleet.topic('users')}[0]\n")
+    assert dlq(fleet, "replay", "--connector", sink, "--dry-run")[1].endswith(
+        f"would replay 1 record(s) to {fleet.topic('users')}[0]\n"
+    )
     poisoned(fleet, False)
     assert fleet.reconcile()[0] == 0
     code, out = dlq(fleet, "replay", "--connector", sink)
     assert code == 0 and "replayed 1 record(s)" in out, out
-    wait_until(lambda: names(fleet) == ["fine", "poison", "also fine"] or None, timeout=120,
-               message="the replayed row in the sink database")
+    wait_until(
+        lambda: names(fleet) == ["fine", "poison", "also fine"] or None,
+        timeout=120,
+        message="the replayed row in the sink database",
+    )
     code, out = dlq(fleet, "replay", "--connector", sink)
     assert code == 0 and "replayed 0 record(s) (nothing parked since the last replay)" in out, out
 
@@ -92,11 +114,22 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     assert '"action": "dlq-replay"' in audit and '"action": "dlq-purge"' in audit
 
 
-ROW = {"type": "record", "name": "Value", "fields": [{"name": "user_id", "type": "string"},
-                                                     {"name": "name", "type": ["null", "string"]}]}
-NOTE = {"type": "record", "name": "Notification", "fields": [
-    {"name": "id", "type": "string"}, {"name": "aggregate_type", "type": "string"}, {"name": "type", "type": "string"},
-    {"name": "additional_data", "type": {"type": "map", "values": "string"}}, {"name": "timestamp", "type": "long"}]}
+ROW = {
+    "type": "record",
+    "name": "Value",
+    "fields": [{"name": "user_id", "type": "string"}, {"name": "name", "type": ["null", "string"]}],
+}
+NOTE = {
+    "type": "record",
+    "name": "Notification",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "aggregate_type", "type": "string"},
+        {"name": "type", "type": "string"},
+        {"name": "additional_data", "type": {"type": "map", "values": "string"}},
+        {"name": "timestamp", "type": "long"},
+    ],
+}
 
 
 def avro(schema_id: int, schema: dict[str, Any], value: dict[str, Any]) -> bytes:
@@ -120,15 +153,37 @@ def test_avro_records_are_decoded_in_dlq_show_and_snapshot_status(fleet: Fleet) 
         clusters["platforms"]["schema_registry_url"] = url
         fleet.edit_project(clusters=clusters)
         producer = Producer({"bootstrap.servers": fleet.stack.bootstrap})
-        producer.produce(f"dlq.{sink}", key=b"u-a", value=avro(1, ROW, {"user_id": "u-a", "name": "Ann"}),
-                         headers=[("__connect.errors.topic", fleet.topic("users").encode()),
-                                  ("__connect.errors.partition", b"0"), ("__connect.errors.stage", b"VALUE_CONVERTER")])
+        producer.produce(
+            f"dlq.{sink}",
+            key=b"u-a",
+            value=avro(1, ROW, {"user_id": "u-a", "name": "Ann"}),
+            headers=[
+                ("__connect.errors.topic", fleet.topic("users").encode()),
+                ("__connect.errors.partition", b"0"),
+                ("__connect.errors.stage", b"VALUE_CONVERTER"),
+            ],
+        )
         topic = config["notification.sink.topic.name"]
         producer.produce(topic, value=b"\xff\xfe not a notification")
-        for kind, extra in (("STARTED", {}), ("TABLE_SCAN_COMPLETED", {"data_collection": "public.users",
-                                                                        "status": "SUCCEEDED"}), ("COMPLETED", {})):
-            producer.produce(topic, value=avro(2, NOTE, {"id": "sig-avro", "aggregate_type": "Incremental Snapshot",
-                                                         "type": kind, "additional_data": extra, "timestamp": 1}))
+        for kind, extra in (
+            ("STARTED", {}),
+            ("TABLE_SCAN_COMPLETED", {"data_collection": "public.users", "status": "SUCCEEDED"}),
+            ("COMPLETED", {}),
+        ):
+            producer.produce(
+                topic,
+                value=avro(
+                    2,
+                    NOTE,
+                    {
+                        "id": "sig-avro",
+                        "aggregate_type": "Incremental Snapshot",
+                        "type": kind,
+                        "additional_data": extra,
+                        "timestamp": 1,
+                    },
+                ),
+            )
         assert producer.flush(30) == 0
 
         code, out = dlq(fleet, "show", "--connector", sink, "-o", "json")
@@ -137,10 +192,23 @@ def test_avro_records_are_decoded_in_dlq_show_and_snapshot_status(fleet: Fleet) 
         assert shown["value"] == {"format": "avro", "value": {"user_id": "u-a", "name": "Ann"}}
         assert shown["key"] == {"format": "text", "value": "u-a"} and shown["error"]["stage"] == "VALUE_CONVERTER"
 
-        code, out = fleet.cli("snapshot", "status", "--project", str(fleet.root / "hephaestus.yaml"),
-                              "--connector", source, "--id", "sig-avro", "-o", "json")
+        code, out = fleet.cli(
+            "snapshot",
+            "status",
+            "--project",
+            str(fleet.root / "hephaestus.yaml"),
+            "--connector",
+            source,
+            "--id",
+            "sig-avro",
+            "-o",
+            "json",
+        )
     assert code == 0, out
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     assert report["completed"] and [e["type"] for e in report["events"]] == [
-        "STARTED", "TABLE_SCAN_COMPLETED", "COMPLETED"]
+        "STARTED",
+        "TABLE_SCAN_COMPLETED",
+        "COMPLETED",
+    ]
     assert report["events"][1]["status"] == "SUCCEEDED"

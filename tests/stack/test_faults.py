@@ -26,8 +26,13 @@ pytestmark = pytest.mark.faults
 
 
 @pytest.fixture
-def bob(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-        capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+def bob(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     edit_project(fleet, lock={"database": fleet.dbs["bob"]}, policy={"ready_timeout_s": 120, "stability_window_s": 5})
     yield fleet
@@ -42,23 +47,29 @@ def edit_project(fleet: Fleet, **changes: Any) -> None:
 
 def report_of(out: str) -> dict[str, Any]:
     assert "{" in out, out
-    return json.loads(out[out.index("{"):out.rindex("}") + 1])  # type: ignore[no-any-return]
+    return json.loads(out[out.index("{") : out.rindex("}") + 1])  # type: ignore[no-any-return]
 
 
 def run_reconcile(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = hephaestus("reconcile", "--auto-approve", "--project", "hephaestus.yaml", "-o", "json", *args, cwd=fleet.root)
+    proc = hephaestus(
+        "reconcile", "--auto-approve", "--project", "hephaestus.yaml", "-o", "json", *args, cwd=fleet.root
+    )
     code, out, err, _ = finished(proc)
     return code, report_of(out), err
 
 
 def replicated(fleet: Fleet, db: str, user_id: str) -> list[tuple[Any, ...]]:
     dsn = fleet.stack.dsn(fleet.dbs[db])
-    return wait_until(lambda: read_rows(dsn, "SELECT user_id FROM users WHERE user_id = %s", [user_id]),
-                      timeout=120, message=f"{user_id} in {db}")
+    return wait_until(
+        lambda: read_rows(dsn, "SELECT user_id FROM users WHERE user_id = %s", [user_id]),
+        timeout=120,
+        message=f"{user_id} in {db}",
+    )
 
 
-def test_kill_9_mid_apply_then_rerun_converges_with_no_extra_write(bob: Fleet, stack: Stack,
-                                                                   connect: ConnectClient) -> None:
+def test_kill_9_mid_apply_then_rerun_converges_with_no_extra_write(
+    bob: Fleet, stack: Stack, connect: ConnectClient
+) -> None:
     names = bob.connector_names("platforms")
     execute(stack.dsn(bob.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('before-kill', 'a')")
     log = WorkerLog(stack)
@@ -69,8 +80,10 @@ def test_kill_9_mid_apply_then_rerun_converges_with_no_extra_write(bob: Fleet, s
     report = report_of(out)
     results = report["clusters"][0]["results"]
     assert code == 1 and any(r["detail"].startswith("unknown") for r in results), results
-    print(f"killed mid-apply: exit {code} after {took:.1f}s more; "
-          f"{sum(r['ok'] for r in results)} ok of {len(results)}", file=sys.stderr)
+    print(
+        f"killed mid-apply: exit {code} after {took:.1f}s more; {sum(r['ok'] for r in results)} ok of {len(results)}",
+        file=sys.stderr,
+    )
 
     restart_stack(stack)
     live_before = set(connect.names()) & set(names)
@@ -78,7 +91,9 @@ def test_kill_9_mid_apply_then_rerun_converges_with_no_extra_write(bob: Fleet, s
     code, report, err = run_reconcile(bob)
     assert code == 0, (report, err)
     creates = {s["name"] for s in report["clusters"][0]["steps"] if s["action"] == "create"}
-    assert creates == set(names) - live_before and not any(s["action"] == "update" for s in report["clusters"][0]["steps"])
+    assert creates == set(names) - live_before and not any(
+        s["action"] == "update" for s in report["clusters"][0]["steps"]
+    )
     assert len(log.writes()) == len(creates)  # exactly the missing creates reached the worker
     assert run_reconcile(bob)[1]["clusters"][0]["writes"] == 0
 
@@ -133,7 +148,9 @@ def test_a_crashed_lock_holder_is_named_then_released(bob: Fleet, stack: Stack) 
     proc = subprocess.Popen([sys.executable, "-c", holder], cwd=bob.root, text=True, stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     try:
-        code, out = bob.cli("reconcile", "--auto-approve", "--project", str(bob.root / "hephaestus.yaml"), "--lock-timeout", "1")
+        code, out = bob.cli(
+            "reconcile", "--auto-approve", "--project", str(bob.root / "hephaestus.yaml"), "--lock-timeout", "1"
+        )
         assert code == 1 and "run holder-run (test)" in out and f"pid {proc.pid}" in out, out
     finally:
         proc.kill()  # kill -9: the holder never releases; its session ending does
@@ -142,8 +159,9 @@ def test_a_crashed_lock_holder_is_named_then_released(bob: Fleet, stack: Stack) 
     assert code == 0, report
 
 
-def test_a_sink_failing_seconds_after_start_fails_the_run_and_the_validate_job(bob: Fleet, stack: Stack,
-                                                                              connect: ConnectClient) -> None:
+def test_a_sink_failing_seconds_after_start_fails_the_run_and_the_validate_job(
+    bob: Fleet, stack: Stack, connect: ConnectClient
+) -> None:
     bob.only_users_to_auth(dlq=False)
     # The sink's table is gone; the source has a row for it: RUNNING at first, FAILED at the first batch.
     execute(stack.dsn(bob.dbs["auth"]), "DROP TABLE users")
@@ -153,10 +171,10 @@ def test_a_sink_failing_seconds_after_start_fails_the_run_and_the_validate_job(b
     sink = bob.name("platforms", "_to_")
     result = next(r for r in report["clusters"][0]["results"] if r["name"] == sink)
     assert code == 1 and result["detail"].startswith("FAILED (task 0)"), report
-    print(f"failing sink: exit {code} after {time.monotonic() - start:.1f}s: {result['detail'][:160]}",
-          file=sys.stderr)
+    print(f"failing sink: exit {code} after {time.monotonic() - start:.1f}s: {result['detail'][:160]}", file=sys.stderr)
     code, out = bob.cli("job", "run", "validate_kafka_connectors", "--project", str(bob.root / "hephaestus.yaml"))
     assert code == 2 and f"unhealthy {sink}: FAILED" in out, out
-    code, out = bob.cli("job", "run", "validate_kafka_connectors", "--project", str(bob.root / "hephaestus.yaml"),
-                        "--drift-only")
+    code, out = bob.cli(
+        "job", "run", "validate_kafka_connectors", "--project", str(bob.root / "hephaestus.yaml"), "--drift-only"
+    )
     assert code == 0, out

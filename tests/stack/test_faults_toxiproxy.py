@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from hephaestus.connect import ConnectClient as Hephaestus
-from hephaestus.connect import RetryPolicy
 from tests.faults.toxiproxy import Proxy, Toxiproxy
 from tests.stack.faults import WorkerLog
 from tests.stack.fleet import Fleet, make_fleet
@@ -41,8 +40,13 @@ def proxy(toxiproxy: Toxiproxy, stack: Stack) -> Iterator[Proxy]:
 
 
 @pytest.fixture
-def users(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-          capsys: pytest.CaptureFixture[str]) -> Fleet:
+def users(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
     edit_project(fleet, policy={"ready_timeout_s": 120, "stability_window_s": 5})
@@ -51,10 +55,12 @@ def users(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: C
 
 def lift_when(proxy: Proxy, seen: Callable[[], bool], after_s: float = 0.0) -> threading.Thread:
     """Remove every toxic `after_s` after `seen()` (the write reached the worker)."""
+
     def watch() -> None:
         wait_until(seen, timeout=60, interval=0.02, message="the write in the worker's log")
         time.sleep(after_s)  # let the client's own timeout run out first
         proxy.clear()
+
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
@@ -70,16 +76,20 @@ def sink_config(fleet: Fleet, connect: ConnectClient) -> tuple[str, dict[str, st
 
 
 @pytest.mark.parametrize(("toxic", "attributes"), [("latency", {"latency": 6000}), ("reset_peer", {"timeout": 0})])
-def test_an_update_whose_answer_is_lost_is_applied_once(users: Fleet, stack: Stack, connect: ConnectClient,
-                                                         proxy: Proxy, toxic: str, attributes: dict[str, Any]) -> None:
+def test_an_update_whose_answer_is_lost_is_applied_once(
+    users: Fleet, stack: Stack, connect: ConnectClient, proxy: Proxy, toxic: str, attributes: dict[str, Any]
+) -> None:
     assert users.reconcile()[0] == 0
     name, config = sink_config(users, connect)
     log = WorkerLog(stack)
     proxy.toxic(toxic, attributes, stream="downstream")
     # Latency: lifted once the PUT reached the worker and our 2 s timeout ran out. Resets:
     # lifted after 2 s whatever happened (a reset may drop the request before it arrives).
-    watcher = lift_when(proxy, lambda: bool(log.writes([name])), after_s=3.0) if toxic == "latency" \
+    watcher = (
+        lift_when(proxy, lambda: bool(log.writes([name])), after_s=3.0)
+        if toxic == "latency"
         else lift_when(proxy, lambda: True, after_s=2.0)
+    )
     start = time.monotonic()
     with client(proxy, timeout=2.0 if toxic == "latency" else 4.0) as hephaestus:
         hephaestus.put_config(name, {**config, "batch.size": "77"})
@@ -91,8 +101,9 @@ def test_an_update_whose_answer_is_lost_is_applied_once(users: Fleet, stack: Sta
     assert connect.http.get(f"/connectors/{name}/config").json()["batch.size"] == "77"
 
 
-def test_a_create_and_a_delete_whose_answers_time_out_are_sent_once(users: Fleet, stack: Stack,
-                                                                    connect: ConnectClient, proxy: Proxy) -> None:
+def test_a_create_and_a_delete_whose_answers_time_out_are_sent_once(
+    users: Fleet, stack: Stack, connect: ConnectClient, proxy: Proxy
+) -> None:
     assert users.reconcile()[0] == 0
     name, config = sink_config(users, connect)
     twin = f"{name}_twin"
@@ -102,31 +113,44 @@ def test_a_create_and_a_delete_whose_answers_time_out_are_sent_once(users: Fleet
         proxy.toxic("latency", {"latency": 6000})
         watcher = lift_when(proxy, lambda: bool(log.writes()), after_s=3.0)
         with client(proxy) as hephaestus:
-            hephaestus.create(twin, {k: v for k, v in config.items() if k != "name"}) if verb == "create" \
-                else hephaestus.delete(twin)
+            hephaestus.create(
+                twin, {k: v for k, v in config.items() if k != "name"}
+            ) if verb == "create" else hephaestus.delete(twin)
             assert hephaestus.requests >= 2, verb
         watcher.join()
         assert len(log.writes()) == 1, (verb, log.writes())
     assert twin not in connect.names()
 
 
-def test_a_cluster_that_stops_answering_during_the_waits_fails_fast(users: Fleet, stack: Stack,
-                                                                    connect: ConnectClient, proxy: Proxy) -> None:
-    edit_project(users, clusters={"platforms": {"url": proxy.url, "connectors": "connectors/platforms",
-                                                "timeout_s": 2, "select": [f"*{db}*" for db in users.dbs.values()]}})
+def test_a_cluster_that_stops_answering_during_the_waits_fails_fast(
+    users: Fleet, stack: Stack, connect: ConnectClient, proxy: Proxy
+) -> None:
+    edit_project(
+        users,
+        clusters={
+            "platforms": {
+                "url": proxy.url,
+                "connectors": "connectors/platforms",
+                "timeout_s": 2,
+                "select": [f"*{db}*" for db in users.dbs.values()],
+            }
+        },
+    )
     names = users.connector_names("platforms")
     log = WorkerLog(stack)
 
     def blackhole() -> None:
         wait_until(lambda: len(log.writes()) >= len(names), timeout=120, interval=0.02, message="the creates")
         proxy.toxic("timeout", {"timeout": 0})  # no byte passes any more, connections hang
+
     threading.Thread(target=blackhole, daemon=True).start()
     start = time.monotonic()
     code, report, err = run_reconcile(users)
     took = time.monotonic() - start
     results = report["clusters"][0]["results"]
-    print(f"blackholed during waits: exit {code} in {took:.1f}s: {[r['detail'][:60] for r in results]}",
-          file=sys.stderr)
+    print(
+        f"blackholed during waits: exit {code} in {took:.1f}s: {[r['detail'][:60] for r in results]}", file=sys.stderr
+    )
     # Writes go in waves (sources, then the sinks reading them): the source was ready before
     # the last create went out; what was still being waited for when the link died is unknown.
     by_name = {r["name"]: r for r in results}
@@ -141,8 +165,17 @@ def test_a_cluster_that_stops_answering_during_the_waits_fails_fast(users: Fleet
 
 
 def test_a_slow_link_is_slow_not_wrong(users: Fleet, stack: Stack, connect: ConnectClient, proxy: Proxy) -> None:
-    edit_project(users, clusters={"platforms": {"url": proxy.url, "connectors": "connectors/platforms",
-                                                "timeout_s": 30, "select": [f"*{db}*" for db in users.dbs.values()]}})
+    edit_project(
+        users,
+        clusters={
+            "platforms": {
+                "url": proxy.url,
+                "connectors": "connectors/platforms",
+                "timeout_s": 30,
+                "select": [f"*{db}*" for db in users.dbs.values()],
+            }
+        },
+    )
     proxy.toxic("bandwidth", {"rate": 4})  # KB/s, both ways
     proxy.toxic("bandwidth", {"rate": 4}, stream="upstream")
     log = WorkerLog(stack)
@@ -152,12 +185,16 @@ def test_a_slow_link_is_slow_not_wrong(users: Fleet, stack: Stack, connect: Conn
 
 
 def test_a_lock_database_resetting_connections_stops_the_run_before_any_write(
-        users: Fleet, stack: Stack, toxiproxy: Toxiproxy) -> None:
+    users: Fleet, stack: Stack, toxiproxy: Toxiproxy
+) -> None:
     pg = toxiproxy.proxy(f"pg_{time.monotonic_ns()}", upstream=f"{stack.pg_host}:{stack.pg_port}")
     try:
         host, port = pg.listen.rsplit(":", 1)
-        edit_project(users, databases={"lockdb": {"dsn": f"host={host} port={port} user={stack.pg_user} "
-                                                  f"dbname={users.dbs['bob']}"}}, lock={"database": "lockdb"})
+        edit_project(
+            users,
+            databases={"lockdb": {"dsn": f"host={host} port={port} user={stack.pg_user} dbname={users.dbs['bob']}"}},
+            lock={"database": "lockdb"},
+        )
         pg.toxic("reset_peer", {"timeout": 0})
         log = WorkerLog(stack)
         code, out = users.cli("reconcile", "--auto-approve", "--project", str(users.root / "hephaestus.yaml"))
@@ -165,4 +202,3 @@ def test_a_lock_database_resetting_connections_stops_the_run_before_any_write(
         assert log.writes() == []
     finally:
         pg.delete()
-

@@ -16,8 +16,14 @@ scenarios(str(REPO / "features" / "job_upsert_kafka_connector.feature"))
 
 
 @given(parsers.parse('fresh databases for the "{example}" example'), target_fixture="fleet")
-def fresh_fleet(example: str, tmp_path: Path, stack: Stack, fresh_db: Callable[..., str],
-                connect: ConnectClient, capsys: pytest.CaptureFixture[str]) -> Fleet:
+def fresh_fleet(
+    example: str,
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     return make_fleet(tmp_path, stack, fresh_db, capsys, [example], {"platforms": connect})
 
 
@@ -47,13 +53,15 @@ def all_running(fleet: Fleet, connect: ConnectClient) -> None:
 
 @when(parsers.parse('a user "{user_id}" is inserted into bob.users'))
 def insert_user(fleet: Fleet, user_id: str) -> None:
-    execute(fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES (%s, 'Feature')",
-            [user_id])
+    execute(fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES (%s, 'Feature')", [user_id])
 
 
 @then(parsers.parse('the user "{user_id}" reads back from auth.users'))
 def reads_back(fleet: Fleet, user_id: str) -> None:
     dsn = fleet.stack.dsn(fleet.dbs["auth"])
-    rows = wait_until(lambda: read_rows(dsn, "SELECT user_id, name FROM users WHERE user_id = %s", [user_id]),
-                      timeout=120, message=f"{user_id} in auth.users")
+    rows = wait_until(
+        lambda: read_rows(dsn, "SELECT user_id, name FROM users WHERE user_id = %s", [user_id]),
+        timeout=120,
+        message=f"{user_id} in auth.users",
+    )
     assert rows == [(user_id, "Feature")]

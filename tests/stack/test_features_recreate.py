@@ -16,8 +16,13 @@ scenarios(str(REPO / "features" / "recreate_source_connector_not_consume_db_log.
 
 
 @given("a running source capturing bob.users into auth.users", target_fixture="fleet")
-def running_source(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-                   capsys: pytest.CaptureFixture[str]) -> Fleet:
+def running_source(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
     code, report = fleet.reconcile()
@@ -37,8 +42,11 @@ def _insert(fleet: Fleet, user_id: str) -> None:
 
 def _arrives(fleet: Fleet, user_id: str) -> None:
     auth = fleet.stack.dsn(fleet.dbs["auth"])
-    wait_until(lambda: read_rows(auth, "SELECT 1 FROM users WHERE user_id = %s", [user_id]), timeout=120,
-               message=f"{user_id} in auth.users")
+    wait_until(
+        lambda: read_rows(auth, "SELECT 1 FROM users WHERE user_id = %s", [user_id]),
+        timeout=120,
+        message=f"{user_id} in auth.users",
+    )
 
 
 @when("the source connector is deleted by hand", target_fixture="saved_config")
@@ -48,8 +56,14 @@ def delete_source(fleet: Fleet, connect: ConnectClient) -> dict[str, Any]:
     connect.delete(name)
     wait_until(lambda: name not in connect.names(), timeout=30, message="source deleted")
     bob = fleet.stack.dsn(fleet.dbs["bob"])
-    wait_until(lambda: read_rows(bob, "SELECT active FROM pg_replication_slots WHERE slot_name = %s",
-                                 [config["slot.name"]]) == [(False,)], timeout=60, message="slot released")
+    wait_until(
+        lambda: (
+            read_rows(bob, "SELECT active FROM pg_replication_slots WHERE slot_name = %s", [config["slot.name"]])
+            == [(False,)]
+        ),
+        timeout=60,
+        message="slot released",
+    )
     return config
 
 
@@ -70,8 +84,11 @@ def offsets_kept(fleet: Fleet, connect: ConnectClient, saved_config: dict[str, A
     name = _source(fleet)
     response = connect.http.post("/connectors", json={"name": name, "config": saved_config, "initial_state": "STOPPED"})
     assert response.status_code == 201, response.text
-    offsets = wait_until(lambda: connect.http.get(f"/connectors/{name}/offsets").json().get("offsets"),
-                         timeout=30, message="offsets of the STOPPED source")
+    offsets = wait_until(
+        lambda: connect.http.get(f"/connectors/{name}/offsets").json().get("offsets"),
+        timeout=30,
+        message="offsets of the STOPPED source",
+    )
     assert offsets[0]["offset"]["lsn"] > 0
     connect.delete(name)
     wait_until(lambda: name not in connect.names(), timeout=30, message="source deleted again")
@@ -92,6 +109,7 @@ def task_fails(fleet: Fleet, connect: ConnectClient) -> None:
     def failed_trace() -> str:
         status = connect.status(_source(fleet)) or {}
         return next((t.get("trace", "") for t in status.get("tasks", []) if t["state"] == "FAILED"), "")
+
     trace = wait_until(failed_trace, timeout=60, message="the recreated source task to fail")
     assert "no longer available on the server" in trace
 

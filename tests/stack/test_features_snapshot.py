@@ -19,8 +19,13 @@ scenarios(str(REPO / "features" / "incremental_snapshot_new_table.feature"))
 
 
 @given("bob's source captures only users, and bob.students already holds 50 rows", target_fixture="ctx")
-def users_only(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-               capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def users_only(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> dict[str, Any]:
     fleet = test_snapshot.setup_users_only(tmp_path, stack, fresh_db, connect, capsys)
     topic = fleet.topic("users")
     return {"fleet": fleet, "users_topic": topic, "users_before": ops(read_topic(stack.bootstrap, topic))}
@@ -34,10 +39,18 @@ def add_pipeline(ctx: dict[str, Any]) -> None:
 @when("the upsert job runs with --sendIncrementalSnapshot")
 def upsert(ctx: dict[str, Any]) -> None:
     fleet: Fleet = ctx["fleet"]
-    code, out = fleet.cli("job", "run", "upsert_kafka_connect", "--project", str(fleet.root / "hephaestus.yaml"),
-                          "--sendIncrementalSnapshot", "-o", "json")
+    code, out = fleet.cli(
+        "job",
+        "run",
+        "upsert_kafka_connect",
+        "--project",
+        str(fleet.root / "hephaestus.yaml"),
+        "--sendIncrementalSnapshot",
+        "-o",
+        "json",
+    )
     assert code == 0, out
-    ctx["report"] = json.loads(out[out.index("{"):out.rindex("}") + 1])["clusters"][0]
+    ctx["report"] = json.loads(out[out.index("{") : out.rindex("}") + 1])["clusters"][0]
 
 
 @then("the source connector was updated, not recreated")
@@ -54,15 +67,27 @@ def updated(ctx: dict[str, Any]) -> None:
 def back_filled(ctx: dict[str, Any]) -> None:
     fleet: Fleet = ctx["fleet"]
     dsn = fleet.stack.dsn(fleet.dbs["fatima"])
-    wait_until(lambda: read_rows(dsn, "SELECT count(*) FROM students")[0][0] == 50, timeout=180,
-               message="50 students in fatima")
+    wait_until(
+        lambda: read_rows(dsn, "SELECT count(*) FROM students")[0][0] == 50,
+        timeout=180,
+        message="50 students in fatima",
+    )
 
 
 @then("the snapshot status of the signal is COMPLETED with SUCCEEDED tables")
 def completed(ctx: dict[str, Any]) -> None:
     fleet: Fleet = ctx["fleet"]
-    code, out = fleet.cli("snapshot", "status", "--project", str(fleet.root / "hephaestus.yaml"), "--connector",
-                          fleet.name("platforms", "source_connector"), "--id", ctx["signal_id"], "--wait")
+    code, out = fleet.cli(
+        "snapshot",
+        "status",
+        "--project",
+        str(fleet.root / "hephaestus.yaml"),
+        "--connector",
+        fleet.name("platforms", "source_connector"),
+        "--id",
+        ctx["signal_id"],
+        "--wait",
+    )
     assert code == 0, out
     assert "COMPLETED" in out and "TABLE_SCAN_COMPLETED public.students SUCCEEDED" in out
 

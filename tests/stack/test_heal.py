@@ -16,8 +16,13 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_u
 
 
 @pytest.fixture
-def sink_fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-               capsys: pytest.CaptureFixture[str]) -> Fleet:
+def sink_fleet(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth(dlq=False)  # the failure must fail the task, not park the record
     assert fleet.reconcile()[0] == 0
@@ -33,7 +38,7 @@ def heal_settings(fleet: Fleet, **heal: Any) -> None:
 
 def heal(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:
     code, out = fleet.cli("heal", "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json", *args)
-    return code, json.loads(out[out.index("{"):out.rindex("}") + 1])
+    return code, json.loads(out[out.index("{") : out.rindex("}") + 1])
 
 
 def sink_of(fleet: Fleet) -> str:
@@ -47,10 +52,14 @@ def item(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 def break_sink(fleet: Fleet, connect: ConnectClient, user_id: str) -> None:
     execute(fleet.stack.dsn(fleet.dbs["auth"]), "ALTER TABLE users DROP COLUMN IF EXISTS email")
-    execute(fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name, email) VALUES (%s, 'x', 'x@y')",
-            [user_id])
-    wait_until(lambda: any(t["state"] == "FAILED" for t in (connect.status(sink_of(fleet)) or {}).get("tasks", [])),
-               timeout=120, message="the sink task to fail")
+    execute(
+        fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name, email) VALUES (%s, 'x', 'x@y')", [user_id]
+    )
+    wait_until(
+        lambda: any(t["state"] == "FAILED" for t in (connect.status(sink_of(fleet)) or {}).get("tasks", [])),
+        timeout=120,
+        message="the sink task to fail",
+    )
 
 
 def test_heal_restarts_a_failed_task_and_missed_rows_arrive(sink_fleet: Fleet, connect: ConnectClient) -> None:
@@ -70,16 +79,21 @@ def test_heal_restarts_a_failed_task_and_missed_rows_arrive(sink_fleet: Fleet, c
     assert 'hephaestus_heal_failed_connectors{cluster="platforms"} 0.0' in prom.read_text()
     healed = item(report, sink_of(fleet))
     assert healed["verdict"] == "restart" and healed["healed"] is True and healed["failed_tasks"] == [0]
-    rows = wait_until(lambda: read_rows(fleet.stack.dsn(fleet.dbs["auth"]),
-                                        "SELECT user_id, email FROM users WHERE user_id = 'missed-1'"),
-                      timeout=120, message="the missed row in auth")
+    rows = wait_until(
+        lambda: read_rows(
+            fleet.stack.dsn(fleet.dbs["auth"]), "SELECT user_id, email FROM users WHERE user_id = 'missed-1'"
+        ),
+        timeout=120,
+        message="the missed row in auth",
+    )
     assert rows == [("missed-1", "x@y")]
     state = json.loads((fleet.root / "heal-state.json").read_text())
     assert state["platforms"][sink_of(fleet)]["count"] == 1
 
 
-def test_backoff_budget_and_one_slack_message_per_event(sink_fleet: Fleet, connect: ConnectClient,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_backoff_budget_and_one_slack_message_per_event(
+    sink_fleet: Fleet, connect: ConnectClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fleet = sink_fleet
     # Backoff in units of 5 s instead of minutes: 0, 10 s, …; two restarts at most. A restart
     # must hold for 8 s: the poison record fails the task again within that.
@@ -96,6 +110,7 @@ def test_backoff_budget_and_one_slack_message_per_event(sink_fleet: Fleet, conne
         verdicts.append(item(report, name)["verdict"])
         assert "restart 2 in" in item(report, name)["reason"]
         assert len(slack.texts()) == 1 and "failed again after a restart" in slack.texts()[0]
+
         def restarted_twice() -> bool:
             heal(fleet)  # in backoff until 10 s after the first restart, then restart 2
             return bool(restart_count(fleet, name) == 2)

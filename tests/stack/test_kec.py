@@ -24,8 +24,14 @@ from tests.stack.kafka import ops, read_topic
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 INVOICES, PAYMENTS = 30, 45
-FIELDS = (("invoice_id", "string", False), ("student_id", "string", True), ("amount_cents", "int64", True),
-          ("paid_cents", "int64", True), ("status", "string", True), ("resource_path", "string", True))
+FIELDS = (
+    ("invoice_id", "string", False),
+    ("student_id", "string", True),
+    ("amount_cents", "int64", True),
+    ("paid_cents", "int64", True),
+    ("status", "string", True),
+    ("resource_path", "string", True),
+)
 
 
 def facts(fleet: Fleet) -> dict[str, dict[str, Any]]:
@@ -35,13 +41,25 @@ def facts(fleet: Fleet) -> dict[str, dict[str, Any]]:
     for invoice_id, amount in read_rows(dsn, "SELECT invoice_id, amount_cents FROM payments WHERE deleted_at IS NULL"):
         paid[invoice_id] = paid.get(invoice_id, 0) + amount
     rows = read_rows(dsn, "SELECT invoice_id, student_id, amount_cents, status, resource_path FROM invoices")
-    return {r[0]: {"invoice_id": r[0], "student_id": r[1], "amount_cents": r[2], "paid_cents": paid.get(r[0], 0),
-                   "status": r[3], "resource_path": r[4]} for r in rows}
+    return {
+        r[0]: {
+            "invoice_id": r[0],
+            "student_id": r[1],
+            "amount_cents": r[2],
+            "paid_cents": paid.get(r[0], 0),
+            "status": r[3],
+            "resource_path": r[4],
+        }
+        for r in rows
+    }
 
 
 def produce(fleet: Fleet, topic: str, rows: list[dict[str, Any]]) -> None:
-    schema = {"type": "struct", "optional": False,
-              "fields": [{"field": f, "type": t, "optional": o} for f, t, o in FIELDS]}
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "fields": [{"field": f, "type": t, "optional": o} for f, t, o in FIELDS],
+    }
     producer = Producer({"bootstrap.servers": fleet.stack.bootstrap})
     for row in rows:
         producer.produce(topic, key=row["invoice_id"].encode(), value=json.dumps({"schema": schema, "payload": row}))
@@ -49,36 +67,50 @@ def produce(fleet: Fleet, topic: str, rows: list[dict[str, Any]]) -> None:
 
 
 def warehouse(fleet: Fleet) -> dict[str, dict[str, Any]]:
-    rows = read_rows(fleet.stack.dsn(fleet.dbs["kec_dwh"]), "SELECT invoice_id, student_id, amount_cents, "
-                     "paid_cents, status, resource_path FROM fact_invoice")
-    return {r[0]: dict(zip((f for f, _, _ in FIELDS), r)) for r in rows}
+    rows = read_rows(
+        fleet.stack.dsn(fleet.dbs["kec_dwh"]),
+        "SELECT invoice_id, student_id, amount_cents, paid_cents, status, resource_path FROM fact_invoice",
+    )
+    return {r[0]: dict(zip((f for f, _, _ in FIELDS), r, strict=False)) for r in rows}
 
 
 def test_capture_only_source_a_ksqldb_topic_into_the_warehouse_and_accuracy_by_expectation(
-        tmp_path: Path, stack3: Stack, fresh_db: Callable[..., str], connect3: ConnectClient,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    stack3: Stack,
+    fresh_db: Callable[..., str],
+    connect3: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     fleet = make_fleet(tmp_path, stack3, fresh_db, capsys, ["kec"], {"kec": connect3})
     source = stack3.dsn(fleet.dbs["invoicemgmt"])
-    execute(source, f"""
+    execute(
+        source,
+        f"""
         INSERT INTO invoices (invoice_id, student_id, amount_cents, status, resource_path)
             SELECT 'i-' || g, 's-' || (g % 7), 1000 * g, CASE WHEN g % 5 = 0 THEN 'void' ELSE 'open' END, '-1'
             FROM generate_series(1, {INVOICES}) g;
         INSERT INTO payments (payment_id, invoice_id, amount_cents, resource_path, deleted_at)
             SELECT 'p-' || g, 'i-' || (g % {INVOICES} + 1), 100 * g, '-1', CASE WHEN g % 9 = 0 THEN now() END
             FROM generate_series(1, {PAYMENTS}) g;
-    """)
+    """,
+    )
     code, report = fleet.reconcile()
     assert code == 0, json.dumps(report, indent=1)
     (cluster,) = report["clusters"]
     assert sorted((s["name"].endswith("source_connector"), s["action"]) for s in cluster["steps"]) == [
-        (False, "create"), (True, "create")]
+        (False, "create"),
+        (True, "create"),
+    ]
     assert all(connect3.status(n)["connector"]["state"] == "RUNNING" for n in fleet.connector_names("kec"))  # type: ignore[index]
 
     # Capture-only: Debezium snapshots both tables into their topics, and no sink reads them.
     for table, n in (("invoices", INVOICES), ("payments", PAYMENTS)):
         topic = fleet.topic(table, "invoicemgmt")
-        wait_until(lambda: len([o for o in ops(read_topic(stack3.bootstrap, topic)) if o[0] == "r"]) >= n or None,
-                   timeout=180, message=f"{n} snapshot events in {topic}")
+        wait_until(
+            lambda: len([o for o in ops(read_topic(stack3.bootstrap, topic)) if o[0] == "r"]) >= n or None,
+            timeout=180,
+            message=f"{n} snapshot events in {topic}",
+        )
 
     # ksqlDB's output topic, as the sink reads it (the rewritten definition gives it this test's name).
     sink_config = json.loads(next((tmp_path / "connectors/kec/sink").glob("*.json")).read_text())["config"]

@@ -24,12 +24,18 @@ MIB = 1 << 20
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-          capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+def fleet(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
-    fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2,
-                               "slot_idle_max_retained_bytes": 16 * MIB})
+    fleet.edit_project(
+        policy={"ready_timeout_s": 120, "stability_window_s": 2, "slot_idle_max_retained_bytes": 16 * MIB}
+    )
     assert fleet.reconcile()[0] == 0
     yield fleet
 
@@ -37,7 +43,7 @@ def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: C
 def run_json(fleet: Fleet, *args: str) -> tuple[int, dict[str, Any]]:
     code, out = fleet.cli(*args, "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json")
     assert "{" in out, out
-    return code, json.loads(out[out.index("{"):out.rindex("}") + 1])
+    return code, json.loads(out[out.index("{") : out.rindex("}") + 1])
 
 
 def our_slot(fleet: Fleet) -> dict[str, Any]:
@@ -46,8 +52,9 @@ def our_slot(fleet: Fleet) -> dict[str, Any]:
     return {**found, "exit": code}
 
 
-def test_a_stopped_sources_slot_is_reported_filling_then_orphaned_then_dropped(fleet: Fleet,
-                                                                              connect: ConnectClient) -> None:
+def test_a_stopped_sources_slot_is_reported_filling_then_orphaned_then_dropped(
+    fleet: Fleet, connect: ConnectClient
+) -> None:
     source = fleet.name("platforms", "source_connector")
     slot = our_slot(fleet)
     assert slot["exit"] == 0 and slot["active"] and slot["owner"] == f"platforms/{source}", slot
@@ -63,19 +70,24 @@ def test_a_stopped_sources_slot_is_reported_filling_then_orphaned_then_dropped(f
     connect.delete(source)
     slot = our_slot(fleet)
     assert slot["exit"] == 2 and slot["verdict"] == "orphan" and slot["owner"] is None, slot
-    code, out = fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan",
-                          fleet.slot(), "--yes")
+    code, out = fleet.cli(
+        "slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan", fleet.slot(), "--yes"
+    )
     assert code == 0 and f"dropped slot {fleet.slot()}" in out, out
     assert read_rows(bob, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", [fleet.slot()]) == [(0,)]
     assert '"action": "slot-drop"' in (fleet.root / "audit.jsonl").read_text()
 
 
 def test_a_slot_a_live_connector_names_is_never_dropped(fleet: Fleet) -> None:
-    code, out = fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan",
-                          fleet.slot(), "--yes")
+    code, out = fleet.cli(
+        "slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan", fleet.slot(), "--yes"
+    )
     assert code == 1 and "names it" in out, out
-    assert read_rows(fleet.stack.dsn(fleet.dbs["bob"]), "SELECT count(*) FROM pg_replication_slots "
-                     "WHERE slot_name = %s", [fleet.slot()]) == [(1,)]
+    assert read_rows(
+        fleet.stack.dsn(fleet.dbs["bob"]),
+        "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",
+        [fleet.slot()],
+    ) == [(1,)]
 
 
 def free_port() -> int:
@@ -86,8 +98,11 @@ def free_port() -> int:
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_same(fleet: Fleet) -> None:
@@ -109,13 +124,32 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
     assert code == 2 and sink in out and "task 0 FAILED" in out, out
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "hephaestus", "exporter", "--project",
-                             str(fleet.root / "hephaestus.yaml"), "--port", str(port), "--address", "127.0.0.1",
-                             "--interval", "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hephaestus",
+            "exporter",
+            "--project",
+            str(fleet.root / "hephaestus.yaml"),
+            "--port",
+            str(port),
+            "--address",
+            "127.0.0.1",
+            "--interval",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         labels = (("cluster", "platforms"), ("connector", sink), ("kind", "sink"))
-        wait_until(lambda: _get(port, "hephaestus_connector_healthy", labels) is not None or None, timeout=60,
-                   message="the exporter's first check")
+        wait_until(
+            lambda: _get(port, "hephaestus_connector_healthy", labels) is not None or None,
+            timeout=60,
+            message="the exporter's first check",
+        )
         samples = scrape(port)
         assert samples[("hephaestus_connector_healthy", labels)] == 0
         assert samples[("hephaestus_connector_failed_tasks", labels)] == 1

@@ -17,8 +17,13 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_u
 
 
 @pytest.fixture
-def bob(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-        capsys: pytest.CaptureFixture[str]) -> Fleet:
+def bob(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     return make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
 
 
@@ -57,8 +62,9 @@ def test_a_fleet_made_by_hand_is_imported_and_then_plans_zero_writes(bob: Fleet,
 
 
 def test_an_emptied_sink_folder_is_refused_whatever_the_policy(bob: Fleet, connect: ConnectClient) -> None:
-    edit_project(bob, policy={"max_deletes": 100, "max_delete_share": 1.0, "ready_timeout_s": 120,
-                              "stability_window_s": 5})
+    edit_project(
+        bob, policy={"max_deletes": 100, "max_delete_share": 1.0, "ready_timeout_s": 120, "stability_window_s": 5}
+    )
     assert bob.reconcile()[0] == 0
     sinks = bob.connector_names("platforms", "sink")
     for path in (bob.root / "connectors/platforms/sink").glob("*.json"):
@@ -75,8 +81,12 @@ def test_an_emptied_sink_folder_is_refused_whatever_the_policy(bob: Fleet, conne
 
 
 def test_two_deployments_on_one_cluster_never_touch_each_other(
-        tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     a = make_fleet(tmp_path / "a", stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     b = make_fleet(tmp_path / "b", stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     state = {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname=postgres"}
@@ -84,8 +94,13 @@ def test_two_deployments_on_one_cluster_never_touch_each_other(
         import yaml
 
         doc = yaml.safe_load((fleet.root / "hephaestus.yaml").read_text())
-        edit_project(fleet, name=name, lock={"database": "state"}, databases={**doc["databases"], "state": state},
-                     heal={"restart_wait_s": 3})
+        edit_project(
+            fleet,
+            name=name,
+            lock={"database": "state"},
+            databases={**doc["databases"], "state": state},
+            heal={"restart_wait_s": 3},
+        )
     assert a.reconcile()[0] == 0 and b.reconcile()[0] == 0
     theirs = b.connector_names("platforms")
     gone = a.name("platforms", "_to_" + a.dbs["fatima"] + "_students")
@@ -96,9 +111,16 @@ def test_two_deployments_on_one_cluster_never_touch_each_other(
     assert not set(theirs) & set(steps(report)), "B's connectors are not even in A's plan"
 
     broken = f"it_hephaestus_{b.dbs['bob']}_to_nowhere_sink"  # in B's select; fails at once
-    connect.put_config(broken, {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
-                                "topics": "nothing", "connection.url": "jdbc:postgresql://127.0.0.1:1/x",
-                                "connection.username": "x", "connection.password": "x"})
+    connect.put_config(
+        broken,
+        {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "topics": "nothing",
+            "connection.url": "jdbc:postgresql://127.0.0.1:1/x",
+            "connection.username": "x",
+            "connection.password": "x",
+        },
+    )
     wait_until(lambda: "FAILED" in json.dumps(connect.status(broken)) or None, timeout=60, message="FAILED")
     log = WorkerLog(stack)
     code, out = a.cli("heal", "--project", str(a.root / "hephaestus.yaml"), "-o", "json")
@@ -109,8 +131,14 @@ def test_two_deployments_on_one_cluster_never_touch_each_other(
     # A third project file without `select` on the same cluster owns nothing: it deletes nothing.
     c = tmp_path / "c"
     (c / "connectors/platforms/sink").mkdir(parents=True)
-    (c / "hephaestus.yaml").write_text(dump_yaml({"clusters": {"platforms": {
-        "url": connect.url, "connectors": "connectors/platforms"}}, "policy": {"max_delete_share": 1.0}}))
+    (c / "hephaestus.yaml").write_text(
+        dump_yaml(
+            {
+                "clusters": {"platforms": {"url": connect.url, "connectors": "connectors/platforms"}},
+                "policy": {"max_delete_share": 1.0},
+            }
+        )
+    )
     before = connect.names()
     code, out = a.cli("reconcile", "--auto-approve", "--project", str(c / "hephaestus.yaml"))
     assert "warning: cluster platforms has no `select`" in out and "not owned by this deployment" in out
@@ -123,8 +151,11 @@ def test_a_renamed_sink_keeps_its_offsets_and_rows_arrive_once(bob: Fleet, conne
     execute(source_dsn, "INSERT INTO users (user_id, name) VALUES ('u1', 'Ann'), ('u2', 'Bo')")
     assert bob.reconcile()[0] == 0
     old = bob.name("platforms", "_to_" + bob.dbs["auth"] + "_users")
-    wait_until(lambda: len(read_rows(sink_dsn, "SELECT 1 FROM users WHERE user_id IN ('u1', 'u2')")) == 2 or None,
-               timeout=120, message="u1, u2 replicated")
+    wait_until(
+        lambda: len(read_rows(sink_dsn, "SELECT 1 FROM users WHERE user_id IN ('u1', 'u2')")) == 2 or None,
+        timeout=120,
+        message="u1, u2 replicated",
+    )
     # Changed at the sink behind the pipeline's back: a new sink that re-read the topic from
     # the start would write 'Ann' over it again.
     execute(sink_dsn, "UPDATE users SET name = 'changed at the sink' WHERE user_id = 'u1'")
@@ -135,25 +166,37 @@ def test_a_renamed_sink_keeps_its_offsets_and_rows_arrive_once(bob: Fleet, conne
     (folder / f"{old}.json").unlink()
     (folder / f"{new}.json").write_text(json.dumps({**doc, "name": new}))
     connect.track(new)
-    wait_until(lambda: connect.http.get(f"/connectors/{old}/offsets").json().get("offsets") or None,
-               timeout=60, message="the old sink committed offsets")
+    wait_until(
+        lambda: connect.http.get(f"/connectors/{old}/offsets").json().get("offsets") or None,
+        timeout=60,
+        message="the old sink committed offsets",
+    )
     code, report = bob.reconcile()
     assert code == 0, json.dumps(report, indent=1)
     assert steps(report)[new] == "rename" and old not in steps(report)
     (result,) = report["clusters"][0]["results"]
-    assert result["ok"] and result["detail"].startswith(f"renamed from {old}, ") and \
-        result["detail"].endswith(" offset partitions carried over; RUNNING"), result
+    assert (
+        result["ok"]
+        and result["detail"].startswith(f"renamed from {old}, ")
+        and result["detail"].endswith(" offset partitions carried over; RUNNING")
+    ), result
     assert old not in connect.names() and connect.wait_running(new)
     carried = connect.http.get(f"/connectors/{new}/offsets").json()["offsets"]
     assert carried and all(o["offset"]["kafka_offset"] > 0 for o in carried)
 
     execute(source_dsn, "INSERT INTO users (user_id, name) VALUES ('u3', 'Cy')")
-    wait_until(lambda: read_rows(sink_dsn, "SELECT name FROM users WHERE user_id = 'u3'") or None,
-               timeout=120, message="u3 replicated by the renamed sink")
+    wait_until(
+        lambda: read_rows(sink_dsn, "SELECT name FROM users WHERE user_id = 'u3'") or None,
+        timeout=120,
+        message="u3 replicated by the renamed sink",
+    )
     assert read_rows(sink_dsn, "SELECT name FROM users WHERE user_id = 'u1'") == [("changed at the sink",)]
 
     def committed() -> int:
-        return sum(o["offset"]["kafka_offset"] for o in connect.http.get(f"/connectors/{new}/offsets").json()["offsets"])
+        return sum(
+            o["offset"]["kafka_offset"] for o in connect.http.get(f"/connectors/{new}/offsets").json()["offsets"]
+        )
+
     start = sum(o["offset"]["kafka_offset"] for o in carried)
     wait_until(lambda: committed() > start or None, timeout=90, message="the renamed sink commits u3")
     assert committed() == start + 1, "the new consumer group went on from the old one's offsets"

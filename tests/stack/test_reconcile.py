@@ -14,20 +14,33 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_u
 
 
 @pytest.fixture
-def bob(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-        capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+def bob(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Fleet]:
     yield make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
 
 
-def replicated(fleet: Fleet, sink_db: str, table: str, key: str, value: str, timeout: float = 120) -> list[tuple[object, ...]]:
+def replicated(
+    fleet: Fleet, sink_db: str, table: str, key: str, value: str, timeout: float = 120
+) -> list[tuple[object, ...]]:
     dsn = fleet.stack.dsn(fleet.dbs[sink_db])
-    return wait_until(lambda: read_rows(dsn, f"SELECT * FROM {table} WHERE {key} = %s", [value]),
-                      timeout=timeout, message=f"{value} in {sink_db}.{table}")
+    return wait_until(
+        lambda: read_rows(dsn, f"SELECT * FROM {table} WHERE {key} = %s", [value]),
+        timeout=timeout,
+        message=f"{value} in {sink_db}.{table}",
+    )
 
 
 def test_reconcile_from_empty_replicates_and_is_idempotent(bob: Fleet, connect: ConnectClient) -> None:
-    execute(bob.stack.dsn(bob.dbs["bob"]), "INSERT INTO users (user_id, name, email, internal_note) "
-            "VALUES ('u-before', 'Ann', 'ann@example.com', 'private')")
+    execute(
+        bob.stack.dsn(bob.dbs["bob"]),
+        "INSERT INTO users (user_id, name, email, internal_note) "
+        "VALUES ('u-before', 'Ann', 'ann@example.com', 'private')",
+    )
     code, report = bob.reconcile()
     assert code == 0, json.dumps(report, indent=1)
     (cluster,) = report["clusters"]
@@ -66,8 +79,9 @@ def test_changed_sink_option_updates_only_that_connector(bob: Fleet, connect: Co
     assert replicated(bob, "auth", "users", "user_id", "u-after")
 
 
-def test_removed_sink_deleted_removed_source_protected(bob: Fleet, connect: ConnectClient,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_removed_sink_deleted_removed_source_protected(
+    bob: Fleet, connect: ConnectClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert bob.reconcile()[0] == 0
     definition = bob.definition("bob")
     del definition["pipelines"][1]["sinks"][1]  # students -> fatima goes away
@@ -95,10 +109,17 @@ def test_removed_sink_deleted_removed_source_protected(bob: Fleet, connect: Conn
 
 def test_ksqldb_connector_untouched(bob: Fleet, connect: ConnectClient) -> None:
     ksql_name = f"DIM_USER_{bob.dbs['auth'].upper()}_SINK"
-    connect.put_config(ksql_name, {
-        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": "ksql.dim_user",
-        "connection.url": bob.stack.jdbc_url(bob.dbs["auth"]), "connection.username": "postgres",
-        "connection.password": "postgres", "schema.evolution": "none"})
+    connect.put_config(
+        ksql_name,
+        {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "topics": "ksql.dim_user",
+            "connection.url": bob.stack.jdbc_url(bob.dbs["auth"]),
+            "connection.username": "postgres",
+            "connection.password": "postgres",
+            "schema.evolution": "none",
+        },
+    )
     # Connect leaves a connector out of `GET /connectors?expand=…` until its first status is
     # written: wait for it, or the plan (rightly) does not know it yet.
     wait_until(lambda: connect.status(ksql_name), timeout=60, message=f"{ksql_name} has a status")
@@ -132,11 +153,17 @@ def test_dry_run_exit_codes(bob: Fleet, connect: ConnectClient) -> None:
     assert bob.reconcile("--dry-run", "--exit-code")[0] == 0
 
 
-def test_two_clusters_in_one_run(tmp_path: Path, stack2: Stack, fresh_db: Callable[..., str],
-                                 connect: ConnectClient, connect2: ConnectClient,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
-    fleet = make_fleet(tmp_path, stack2, fresh_db, capsys, ["bob", "lmsdwh"],
-                       {"platforms": connect, "lmsdwh": connect2})
+def test_two_clusters_in_one_run(
+    tmp_path: Path,
+    stack2: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    connect2: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fleet = make_fleet(
+        tmp_path, stack2, fresh_db, capsys, ["bob", "lmsdwh"], {"platforms": connect, "lmsdwh": connect2}
+    )
     code, report = fleet.reconcile()
     assert code == 0, report
     assert {c["cluster"]: c["counts"]["create"] for c in report["clusters"]} == {"platforms": 6, "lmsdwh": 3}
@@ -144,8 +171,11 @@ def test_two_clusters_in_one_run(tmp_path: Path, stack2: Stack, fresh_db: Callab
     assert not any(fleet.dbs["lmsdwh"] in n for n in connect.names())
     dwh = stack2.dsn(fleet.dbs["lmsdwh"])
     # The partner's tenant passes the filter; another tenant's row never reaches its warehouse.
-    execute(dwh, "INSERT INTO dim_user (user_id, name, resource_path) VALUES "
-                 "('jprep-1', 'J', '-2147483645'), ('other-1', 'O', '-1')")
+    execute(
+        dwh,
+        "INSERT INTO dim_user (user_id, name, resource_path) VALUES "
+        "('jprep-1', 'J', '-2147483645'), ('other-1', 'O', '-1')",
+    )
     execute(dwh, "INSERT INTO dim_user (user_id, name, resource_path) VALUES ('jprep-2', 'K', '-2147483645')")
     assert replicated(fleet, "tokyo_jprep_dwh", "dim_user", "user_id", "jprep-2")
     partner = stack2.dsn(fleet.dbs["tokyo_jprep_dwh"])

@@ -14,8 +14,13 @@ from tests.stack.support import ConnectClient, Stack, read_rows, wait_until
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-          capsys: pytest.CaptureFixture[str]) -> Iterator[Fleet]:
+def fleet(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
     fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2})
@@ -27,8 +32,9 @@ def source_file(fleet: Fleet) -> Path:
     return next((fleet.root / "connectors/platforms/source").glob("*.json"))
 
 
-def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(fleet: Fleet,
-                                                                           connect: ConnectClient) -> None:
+def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(
+    fleet: Fleet, connect: ConnectClient
+) -> None:
     path = source_file(fleet)
     doc = json.loads(path.read_text())
     old_slot, new_slot = doc["config"]["slot.name"], doc["config"]["slot.name"] + "_v2"
@@ -53,17 +59,24 @@ def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(flee
     assert code == 0, json.dumps(report, indent=1)
     assert connect.http.get(f"/connectors/{doc['name']}/config").json()["slot.name"] == new_slot
     bob = fleet.stack.dsn(fleet.dbs["bob"])
-    wait_until(lambda: read_rows(bob, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",
-                                 [new_slot])[0][0] == 1 or None, timeout=60, message="the new slot")
+    wait_until(
+        lambda: (
+            read_rows(bob, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", [new_slot])[0][0] == 1
+            or None
+        ),
+        timeout=60,
+        message="the new slot",
+    )
     # The old slot is left behind (never dropped by a reconcile): `slots` calls it an orphan.
     code, out = fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json")
-    orphan = [s for s in json.loads(out[out.index("{"):])["slots"] if s["slot"] == old_slot]
+    orphan = [s for s in json.loads(out[out.index("{") :])["slots"] if s["slot"] == old_slot]
     assert orphan and orphan[0]["owner"] is None
     fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan", old_slot, "--yes")
 
 
 def test_a_saved_plan_is_refused_after_a_live_edit_and_applied_when_nothing_moved(
-        fleet: Fleet, connect: ConnectClient) -> None:
+    fleet: Fleet, connect: ConnectClient
+) -> None:
     sink_path = next((fleet.root / "connectors/platforms/sink").glob("*.json"))
     doc = json.loads(sink_path.read_text())
     doc["config"]["batch.size"] = "77"
@@ -123,7 +136,10 @@ def test_a_sinks_offsets_reset_re_delivers_its_rows(fleet: Fleet, connect: Conne
     project = str(fleet.root / "hephaestus.yaml")
     code, out = fleet.cli("offsets", "reset", "--project", project, "--connector", sink, "--yes")
     assert code == 0 and "stop, delete every offset" in out, out
-    wait_until(lambda: count() == int(read_rows(bob, "SELECT count(*) FROM users")[0][0]) or None, timeout=120,
-               message="the sink re-delivered every row")
+    wait_until(
+        lambda: count() == int(read_rows(bob, "SELECT count(*) FROM users")[0][0]) or None,
+        timeout=120,
+        message="the sink re-delivered every row",
+    )
     assert connect.status(sink)["connector"]["state"] == "RUNNING"  # type: ignore[index]
     assert '"action": "offsets-reset"' in (fleet.root / "audit.jsonl").read_text()

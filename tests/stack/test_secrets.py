@@ -22,24 +22,45 @@ RIGHT = "right-pw-1717"
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-          capsys: pytest.CaptureFixture[str]) -> Fleet:
+def fleet(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     f = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     f.only_users_to_auth(dlq=False)
     return f
 
 
-def test_a_wrong_password_fails_the_sink_and_no_output_shows_it(fleet: Fleet, stack: Stack,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_password_fails_the_sink_and_no_output_shows_it(
+    fleet: Fleet, stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
     auth = fleet.dbs["auth"]
-    execute(stack.dsn("postgres"), f"DO $$ BEGIN CREATE ROLE {ROLE} LOGIN SUPERUSER PASSWORD '{RIGHT}'; "
-                                   "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
-    _rewrite_secrets(stack.secrets_file, lambda lines: [
-        f"{auth}_username={ROLE}" if line.startswith(f"{auth}_username=") else
-        f"{auth}_password={WRONG}" if line.startswith(f"{auth}_password=") else line for line in lines])
+    execute(
+        stack.dsn("postgres"),
+        f"DO $$ BEGIN CREATE ROLE {ROLE} LOGIN SUPERUSER PASSWORD '{RIGHT}'; "
+        "EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+    )
+    _rewrite_secrets(
+        stack.secrets_file,
+        lambda lines: [
+            f"{auth}_username={ROLE}"
+            if line.startswith(f"{auth}_username=")
+            else f"{auth}_password={WRONG}"
+            if line.startswith(f"{auth}_password=")
+            else line
+            for line in lines
+        ],
+    )
     # hephaestus may read the workers' secrets file here: what it holds is masked everywhere.
-    edit_project(fleet, clusters={"platforms": {**_cluster(fleet), "secrets_file": str(stack.secrets_file)}},
-                 heal={"restart_wait_s": 3, "state": {"file": "heal.json"}}, audit={"database": fleet.dbs["bob"]})
+    edit_project(
+        fleet,
+        clusters={"platforms": {**_cluster(fleet), "secrets_file": str(stack.secrets_file)}},
+        heal={"restart_wait_s": 3, "state": {"file": "heal.json"}},
+        audit={"database": fleet.dbs["bob"]},
+    )
     execute(stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-1', 'a')")
     with slack_receiver() as slack:
         monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
@@ -48,7 +69,11 @@ def test_a_wrong_password_fails_the_sink_and_no_output_shows_it(fleet: Fleet, st
         # Dialect" (the PSQLException is logged by the worker, not chained into the trace).
         assert code == 1 and "FAILED (task 0)" in out, out
         outputs = [out]
-        for args in (("reconcile", "--auto-approve", "--dry-run", "--exit-code", "-o", "markdown"), ("heal", "-o", "json"), ("heal",)):
+        for args in (
+            ("reconcile", "--auto-approve", "--dry-run", "--exit-code", "-o", "markdown"),
+            ("heal", "-o", "json"),
+            ("heal",),
+        ):
             outputs.append(fleet.cli("-v", *args, "--project", str(fleet.root / "hephaestus.yaml"))[1])
         texts = slack.texts()
     assert texts and "Caused by" in "".join(texts), texts

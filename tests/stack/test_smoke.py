@@ -119,8 +119,7 @@ def test_postgres_to_postgres_through_debezium(
     # Streaming: insert, update, delete.
     execute(
         stack.dsn(src),
-        "INSERT INTO users (user_id, name, email, resource_path) "
-        "VALUES ('u3', 'Cy', 'cy@example.com', 'org-a')",
+        "INSERT INTO users (user_id, name, email, resource_path) VALUES ('u3', 'Cy', 'cy@example.com', 'org-a')",
     )
     execute(stack.dsn(src), "UPDATE users SET name = 'Ann B', updated_at = now() WHERE user_id = 'u1'")
     execute(stack.dsn(src), "DELETE FROM users WHERE user_id = 'u2'")
@@ -135,9 +134,7 @@ def test_postgres_to_postgres_through_debezium(
     drop_replication_slot(stack, tag)
 
 
-def test_groovy_filter_on_jdbc_sink(
-    stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient
-) -> None:
+def test_groovy_filter_on_jdbc_sink(stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient) -> None:
     """io.debezium.transforms.Filter (jsr223.groovy) runs in the JDBC sink's plugin folder."""
     src = fresh_db("bob")
     dst = fresh_db("eureka")

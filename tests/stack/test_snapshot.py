@@ -14,13 +14,23 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_u
 
 
 @pytest.fixture
-def users_only(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-               capsys: pytest.CaptureFixture[str]) -> Fleet:
+def users_only(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     return setup_users_only(tmp_path, stack, fresh_db, connect, capsys)
 
 
-def setup_users_only(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str], connect: ConnectClient,
-                     capsys: pytest.CaptureFixture[str]) -> Fleet:
+def setup_users_only(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
     """bob capturing only users (-> auth); students exist, hold rows, and are not published."""
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
@@ -29,9 +39,14 @@ def setup_users_only(tmp_path: Path, stack: Stack, fresh_db: Callable[..., str],
     execute(bob, "INSERT INTO users (user_id, name) VALUES ('u-1', 'One')")
     code, report = fleet.reconcile()
     assert code == 0, report
-    wait_until(lambda: read_rows(stack.dsn(fleet.dbs["auth"]), "SELECT 1 FROM users WHERE user_id='u-1'"),
-               timeout=120, message="u-1 in auth")
-    execute(bob, "INSERT INTO students (student_id, current_grade) SELECT 's-' || g, g % 12 FROM generate_series(1, 50) g")
+    wait_until(
+        lambda: read_rows(stack.dsn(fleet.dbs["auth"]), "SELECT 1 FROM users WHERE user_id='u-1'"),
+        timeout=120,
+        message="u-1 in auth",
+    )
+    execute(
+        bob, "INSERT INTO students (student_id, current_grade) SELECT 's-' || g, g % 12 FROM generate_series(1, 50) g"
+    )
     return fleet
 
 
@@ -59,16 +74,34 @@ def test_new_table_back_filled_by_signal_without_recreating(users_only: Fleet, c
     assert len(signal_id) <= 42
 
     fatima = fleet.stack.dsn(fleet.dbs["fatima"])
-    wait_until(lambda: read_rows(fatima, "SELECT count(*) FROM students")[0][0] == 50, timeout=180,
-               message="50 back-filled students in fatima")
-    published = read_rows(fleet.stack.dsn(fleet.dbs["bob"]),
-                          "SELECT tablename FROM pg_publication_tables WHERE pubname = 'debezium_publication'")
+    wait_until(
+        lambda: read_rows(fatima, "SELECT count(*) FROM students")[0][0] == 50,
+        timeout=180,
+        message="50 back-filled students in fatima",
+    )
+    published = read_rows(
+        fleet.stack.dsn(fleet.dbs["bob"]),
+        "SELECT tablename FROM pg_publication_tables WHERE pubname = 'debezium_publication'",
+    )
     assert ("students",) in published
 
-    code, out = fleet.cli("snapshot", "status", "--project", str(fleet.root / "hephaestus.yaml"),
-                          "--connector", source, "--id", signal_id, "--wait", "--timeout", "120", "-o", "json")
+    code, out = fleet.cli(
+        "snapshot",
+        "status",
+        "--project",
+        str(fleet.root / "hephaestus.yaml"),
+        "--connector",
+        source,
+        "--id",
+        signal_id,
+        "--wait",
+        "--timeout",
+        "120",
+        "-o",
+        "json",
+    )
     assert code == 0, out
-    status = json.loads(out[out.index("{"):])
+    status = json.loads(out[out.index("{") :])
     assert status["completed"]
     scans = [e for e in status["events"] if e["type"] == "TABLE_SCAN_COMPLETED"]
     assert scans and all(e["status"] == "SUCCEEDED" for e in scans)
@@ -93,8 +126,9 @@ def test_manual_signal_with_where_and_refusals(users_only: Fleet, connect: Conne
     code, out = fleet.cli("snapshot", *project, "users", "--where", "user_id = 'u-2'")
     assert code == 0, out
     assert signals() == 1
-    wait_until(lambda: read_rows(auth, "SELECT user_id FROM users") == [("u-2",)], timeout=120,
-               message="only u-2 back-filled")
+    wait_until(
+        lambda: read_rows(auth, "SELECT user_id FROM users") == [("u-2",)], timeout=120, message="only u-2 back-filled"
+    )
 
 
 def test_slot_never_active_writes_no_signal(users_only: Fleet, connect: ConnectClient) -> None:
@@ -102,11 +136,23 @@ def test_slot_never_active_writes_no_signal(users_only: Fleet, connect: ConnectC
     source = fleet.name("platforms", "source_connector")
     assert connect.http.put(f"/connectors/{source}/stop").status_code in (202, 204)
     bob = fleet.stack.dsn(fleet.dbs["bob"])
-    wait_until(lambda: read_rows(bob, "SELECT active FROM pg_replication_slots WHERE slot_name = %s",
-                                 [fleet.slot()]) == [(False,)], timeout=60,
-               message="slot inactive")
-    code, out = fleet.cli("snapshot", "--project", str(fleet.root / "hephaestus.yaml"), "--connector", source,
-                          "users", "--slot-timeout", "3")
+    wait_until(
+        lambda: (
+            read_rows(bob, "SELECT active FROM pg_replication_slots WHERE slot_name = %s", [fleet.slot()]) == [(False,)]
+        ),
+        timeout=60,
+        message="slot inactive",
+    )
+    code, out = fleet.cli(
+        "snapshot",
+        "--project",
+        str(fleet.root / "hephaestus.yaml"),
+        "--connector",
+        source,
+        "users",
+        "--slot-timeout",
+        "3",
+    )
     assert code == 1 and "did not become active" in out and "no signal was written" in out
     assert read_rows(bob, "SELECT count(*) FROM dbz_signals")[0][0] == 0
 
@@ -137,8 +183,10 @@ def test_table_without_primary_key_refused(users_only: Fleet, stack: Stack) -> N
 
 
 def published(fleet: Fleet) -> set[str]:
-    rows = read_rows(fleet.stack.dsn(fleet.dbs["bob"]),
-                     "SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = 'debezium_publication'")
+    rows = read_rows(
+        fleet.stack.dsn(fleet.dbs["bob"]),
+        "SELECT schemaname || '.' || tablename FROM pg_publication_tables WHERE pubname = 'debezium_publication'",
+    )
     return {str(r[0]) for r in rows}
 
 
@@ -151,9 +199,15 @@ def test_every_reconcile_keeps_the_publication_in_step_with_the_include_lists(us
     assert "public.students" not in published(fleet)
     add_students_pipeline(fleet)
     code, report = fleet.reconcile("--dry-run", "--exit-code")
-    assert code == 2 and report["clusters"][0]["publications"] == [{
-        "database": fleet.dbs["bob"], "publication": "debezium_publication", "add": ["public.students"], "drop": [],
-        "for": [fleet.name("platforms", "source_connector")]}], report
+    assert code == 2 and report["clusters"][0]["publications"] == [
+        {
+            "database": fleet.dbs["bob"],
+            "publication": "debezium_publication",
+            "add": ["public.students"],
+            "drop": [],
+            "for": [fleet.name("platforms", "source_connector")],
+        }
+    ], report
     assert "public.students" not in published(fleet), "a dry run changes nothing"
 
     code, report = fleet.reconcile()
@@ -163,8 +217,11 @@ def test_every_reconcile_keeps_the_publication_in_step_with_the_include_lists(us
     assert "public.students" in published(fleet)
     execute(bob, "INSERT INTO students (student_id, current_grade) VALUES ('s-new', 3)")
     fatima = fleet.stack.dsn(fleet.dbs["fatima"])
-    wait_until(lambda: read_rows(fatima, "SELECT 1 FROM students WHERE student_id = 's-new'"), timeout=120,
-               message="a row inserted after the reconcile streams to fatima")
+    wait_until(
+        lambda: read_rows(fatima, "SELECT 1 FROM students WHERE student_id = 's-new'"),
+        timeout=120,
+        message="a row inserted after the reconcile streams to fatima",
+    )
 
     definition = fleet.definition("bob")
     definition["pipelines"] = [p for p in definition["pipelines"] if p["source_table"] != "students"]
@@ -172,8 +229,9 @@ def test_every_reconcile_keeps_the_publication_in_step_with_the_include_lists(us
     fleet.generate()
     code, report = fleet.reconcile()
     assert code == 0, json.dumps(report, indent=1)
-    assert published(fleet) == {"public.users", "public.locations", "public.dbz_signals"}, \
+    assert published(fleet) == {"public.users", "public.locations", "public.dbz_signals"}, (
         "students unpublished; locations (published by the migration, captured by no source) kept"
+    )
     assert read_rows(bob, "SELECT count(*) FROM students")[0][0] == 51, "unpublishing drops no data"
 
     execute(bob, "ALTER PUBLICATION debezium_publication DROP TABLE dbz_signals")

@@ -45,8 +45,16 @@ class Project:
         return path
 
     def generate(self, *extra: str) -> Result:
-        return self.cli("generate", "--definitions", str(self.definitions), "--schemas",
-                        str(self.schemas), "--out", str(self.connectors), *extra)
+        return self.cli(
+            "generate",
+            "--definitions",
+            str(self.definitions),
+            "--schemas",
+            str(self.schemas),
+            "--out",
+            str(self.connectors),
+            *extra,
+        )
 
     def cli(self, *args: str) -> Result:
         code = run(list(args))
@@ -54,8 +62,9 @@ class Project:
         return Result(code, captured.out, captured.err)
 
     def files(self) -> dict[str, bytes]:
-        return {p.relative_to(self.connectors).as_posix(): p.read_bytes()
-                for p in sorted(self.connectors.rglob("*.json"))}
+        return {
+            p.relative_to(self.connectors).as_posix(): p.read_bytes() for p in sorted(self.connectors.rglob("*.json"))
+        }
 
     _capsys: pytest.CaptureFixture[str] = None  # type: ignore[assignment]
 

@@ -28,27 +28,45 @@ from tests.unit.conftest import REPO, Project
 
 
 def pair(delete: bool = False, tenant: TenantFilter | None = None, spec: AccuracySpec = AccuracySpec()) -> TablePair:
-    return TablePair(Endpoint("bob", TableRef("public", "users")), Endpoint("auth", TableRef("public", "users")),
-                     delete, tenant, spec, "bob.yaml:9 at pipelines[0].sinks[0]")
+    return TablePair(
+        Endpoint("bob", TableRef("public", "users")),
+        Endpoint("auth", TableRef("public", "users")),
+        delete,
+        tenant,
+        spec,
+        "bob.yaml:9 at pipelines[0].sinks[0]",
+    )
 
 
 def test_every_pipeline_sink_is_a_pair_in_definition_order() -> None:
     found = pairs.table_pairs(load_definitions(REPO / "definitions"))
     assert [p.name for p in found] == [
-        "bob.public.users → auth.public.users", "bob.public.users → eureka.public.users",
-        "bob.public.students → eureka.public.students", "bob.public.students → fatima.public.students",
+        "bob.public.users → auth.public.users",
+        "bob.public.users → eureka.public.users",
+        "bob.public.students → eureka.public.students",
+        "bob.public.students → fatima.public.students",
         "bob.public.locations → fatima.public.locations",
         "invoicemgmt.expect.fact_invoice → kec_dwh.public.fact_invoice",
         "lmsdwh.public.dim_user → tokyo_jprep_dwh.public.dim_user",
-        "lmsdwh.public.fact_student_enrollment → tokyo_jprep_dwh.public.fact_student_enrollment"]
+        "lmsdwh.public.fact_student_enrollment → tokyo_jprep_dwh.public.fact_student_enrollment",
+    ]
     assert found[6].tenant_filter == TenantFilter("resource_path", ("-2147483645",))
     assert found[5].source.query.startswith("SELECT i.invoice_id") and not found[0].source.query
     assert found[5].origin.endswith("kec.yaml:34 at pipelines[2].sinks[0]"), found[5].origin
     assert "bob.yaml:" in found[0].origin and found[0].origin.endswith("at pipelines[0].sinks[0]")
 
 
-@pytest.mark.parametrize("name, count", [("users", 2), ("public.students", 2), ("auth.users", 1),
-                                         ("eureka.public.students", 1), ("dim_user", 1), ("bob.locations", 1)])
+@pytest.mark.parametrize(
+    "name, count",
+    [
+        ("users", 2),
+        ("public.students", 2),
+        ("auth.users", 1),
+        ("eureka.public.students", 1),
+        ("dim_user", 1),
+        ("bob.locations", 1),
+    ],
+)
 def test_table_option_names_either_side(name: str, count: int) -> None:
     found = pairs.table_pairs(load_definitions(REPO / "definitions"))
     assert len(pairs.select(found, [name])) == count
@@ -94,21 +112,26 @@ def test_pick_slot_takes_the_one_that_exists() -> None:
 
 
 def diff(missing: int = 0, extra: int = 0, different: int = 0) -> KeyDiff:
-    return KeyDiff(KeyList(missing, tuple((f"m{i}",) for i in range(missing))),
-                   KeyList(extra, ()), KeyList(different, ()), 3)
+    return KeyDiff(
+        KeyList(missing, tuple((f"m{i}",) for i in range(missing))), KeyList(extra, ()), KeyList(different, ()), 3
+    )
 
 
-@pytest.mark.parametrize("counts, found, lag, expected", [
-    (Counts(10, 10), None, 0, ("match", 0)),
-    (Counts(10, 9), None, 0, ("mismatch", 0)),
-    (Counts(10, 9), None, None, ("mismatch", 0)),  # no slot: nothing says rows are in flight
-    (Counts(10, 9), None, 500, ("within_tolerance", 2)),
-    (Counts(10, 7), None, 500, ("mismatch", 2)),
-    (Counts(10, 10), diff(different=1), 0, ("mismatch", 0)),  # same counts, other values
-    (Counts(10, 10), diff(), 0, ("match", 0)),
-])
-def test_verdict_tolerance_applies_only_while_the_slot_lags(counts: Counts, found: KeyDiff | None,
-                                                             lag: int | None, expected: tuple[str, int]) -> None:
+@pytest.mark.parametrize(
+    "counts, found, lag, expected",
+    [
+        (Counts(10, 10), None, 0, ("match", 0)),
+        (Counts(10, 9), None, 0, ("mismatch", 0)),
+        (Counts(10, 9), None, None, ("mismatch", 0)),  # no slot: nothing says rows are in flight
+        (Counts(10, 9), None, 500, ("within_tolerance", 2)),
+        (Counts(10, 7), None, 500, ("mismatch", 2)),
+        (Counts(10, 10), diff(different=1), 0, ("mismatch", 0)),  # same counts, other values
+        (Counts(10, 10), diff(), 0, ("match", 0)),
+    ],
+)
+def test_verdict_tolerance_applies_only_while_the_slot_lags(
+    counts: Counts, found: KeyDiff | None, lag: int | None, expected: tuple[str, int]
+) -> None:
     assert judge(AccuracySpec(tolerance_rows=2), counts, found, lag) == expected
 
 
@@ -119,8 +142,7 @@ def test_percent_tolerance_is_of_the_source_count_and_the_larger_form_wins() -> 
 
 
 def result(verdict: str, counts: Counts | None = Counts(3, 2), **kw: object) -> TableResult:
-    return TableResult(pair(), verdict, counts, Filters("deleted_at IS NULL", ""), "local_manabie_bob", 0,
-                       **kw)  # type: ignore[arg-type]
+    return TableResult(pair(), verdict, counts, Filters("deleted_at IS NULL", ""), "local_manabie_bob", 0, **kw)  # type: ignore[arg-type]
 
 
 def test_exit_code_error_beats_mismatch_beats_match() -> None:
@@ -159,8 +181,11 @@ def test_slack_gets_mismatches_and_errors_without_keys(monkeypatch: pytest.Monke
     (tmp_path / "hephaestus.yaml").write_text("clusters: {c: {connectors: c}}\nslack: {webhook_env: HOOK}\n")
     project = load_project(tmp_path / "hephaestus.yaml")
     assert project.slack_webhook == SecretRef(env="HOOK")
-    bad = Report((result("mismatch", diff=diff(missing=2)), result("error", None, error="boom"),
-                  result("match", Counts(2, 2))), True, 0)
+    bad = Report(
+        (result("mismatch", diff=diff(missing=2)), result("error", None, error="boom"), result("match", Counts(2, 2))),
+        True,
+        0,
+    )
     with slack_receiver() as slack:
         monkeypatch.setenv("HOOK", slack.url)
         assert publish.notify(project, bad)
@@ -172,9 +197,11 @@ def test_slack_gets_mismatches_and_errors_without_keys(monkeypatch: pytest.Monke
 
 # --- the CLI: inputs are checked before any database is touched -------------------------------
 
+
 def write(root: Path, databases: str) -> list[str]:
     (root / "defs").mkdir()
-    (root / "defs" / "bob.yaml").write_text(textwrap.dedent("""
+    (root / "defs" / "bob.yaml").write_text(
+        textwrap.dedent("""
         cluster: platforms
         database: bob
         envs: [local]
@@ -182,7 +209,8 @@ def write(root: Path, databases: str) -> list[str]:
         pipelines:
           - source_table: users
             sinks: [{database: auth}, {database: eureka}]
-        """))
+        """)
+    )
     (root / "hephaestus.yaml").write_text(f"clusters: {{platforms: {{connectors: c}}}}\ndatabases: {databases}\n")
     return ["accuracy", "--project", str(root / "hephaestus.yaml"), "--definitions", str(root / "defs")]
 
@@ -196,8 +224,10 @@ def test_a_database_missing_from_the_project_file_is_named(project: Project, tmp
 
 
 def test_an_unreachable_database_is_an_error_row_and_exit_1(project: Project, tmp_path: Path) -> None:
-    args = write(tmp_path, "{bob: {dsn: 'host=127.0.0.1 port=9 dbname=bob'}, auth: {dsn: 'dbname=auth'}, "
-                           "eureka: {dsn: 'dbname=eureka'}}")
+    args = write(
+        tmp_path,
+        "{bob: {dsn: 'host=127.0.0.1 port=9 dbname=bob'}, auth: {dsn: 'dbname=auth'}, eureka: {dsn: 'dbname=eureka'}}",
+    )
     result = project.cli(*args, "--table", "auth.users", "-o", "json")
     assert result.code == 1
     (row,) = json.loads(result.out)["tables"]
@@ -205,8 +235,9 @@ def test_an_unreachable_database_is_an_error_row_and_exit_1(project: Project, tm
 
 
 @pytest.mark.parametrize("failing", ["bob", "auth"])
-def test_when_one_side_cannot_connect_the_other_connection_is_closed(failing: str,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_when_one_side_cannot_connect_the_other_connection_is_closed(
+    failing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Both sides connect at once: the one that made it must not leak (a cron run per hour
     would exhaust max_connections), and the failure is this table's error row."""
     from hephaestus.accuracy import db, run
@@ -234,21 +265,27 @@ class Closable:
 
 
 def test_an_unset_password_variable_fails_before_connecting(project: Project, tmp_path: Path) -> None:
-    args = write(tmp_path, "{bob: {dsn: 'dbname=bob', password: {env: HEPH_NO_SUCH_VAR}}, "
-                           "auth: {dsn: 'dbname=auth'}, eureka: {dsn: 'dbname=eureka'}}")
+    args = write(
+        tmp_path,
+        "{bob: {dsn: 'dbname=bob', password: {env: HEPH_NO_SUCH_VAR}}, "
+        "auth: {dsn: 'dbname=auth'}, eureka: {dsn: 'dbname=eureka'}}",
+    )
     result = project.cli(*args)
     assert result.code == 1 and "HEPH_NO_SUCH_VAR" in result.err
 
 
 # --- the definitions' accuracy block: validated, and ignored by the generator ------------------
 
+
 def test_accuracy_block_is_parsed_merged_with_defaults_and_generates_nothing_new(project: Project) -> None:
     project.generate()
     before = project.files()
     bob = project.definitions / "bob.yaml"
     text = bob.read_text().replace("sink_defaults:\n", "sink_defaults:\n  accuracy: {tolerance: {rows: 5}}\n")
-    text = text.replace("      - database: auth\n", "      - database: auth\n        accuracy: {source_filter: "
-                        "\"name <> 'x'\", tolerance: {percent: 0.5}}\n")
+    text = text.replace(
+        "      - database: auth\n",
+        "      - database: auth\n        accuracy: {source_filter: \"name <> 'x'\", tolerance: {percent: 0.5}}\n",
+    )
     bob.write_text(text)
     assert project.generate("--check").code == 0, "the generator must ignore accuracy options"
     assert project.files() == before
@@ -259,7 +296,10 @@ def test_accuracy_block_is_parsed_merged_with_defaults_and_generates_nothing_new
 
 def test_a_bad_tolerance_is_named_with_its_line(project: Project) -> None:
     bob = project.definitions / "bob.yaml"
-    bob.write_text(bob.read_text().replace("      - database: auth\n",
-                                           "      - database: auth\n        accuracy: {tolerance: {rows: -1}}\n"))
+    bob.write_text(
+        bob.read_text().replace(
+            "      - database: auth\n", "      - database: auth\n        accuracy: {tolerance: {rows: -1}}\n"
+        )
+    )
     result = project.generate()
     assert result.code == 1 and "bob.yaml:" in result.err and "tolerance" in result.err

@@ -5,16 +5,15 @@ from __future__ import annotations
 import bisect
 import hashlib
 import random
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
 from hephaestus.accuracy.bisect import DeepOptions, deep_diff, parts
-from hephaestus.accuracy.model import Counts, Key
-from hephaestus.accuracy.queries import FULL, Range, TableQuery, bucket, checkpoints, checksums
 from hephaestus.accuracy.db import TableInfo
-from hephaestus.accuracy.model import Endpoint, Filters, TablePair
+from hephaestus.accuracy.model import Counts, Endpoint, Filters, Key, TablePair
+from hephaestus.accuracy.queries import FULL, Range, TableQuery, bucket, checkpoints, checksums
 from hephaestus.accuracy.run import table_queries
 from hephaestus.generator.model import AccuracySpec, TableRef
 
@@ -69,8 +68,9 @@ def tables(n: int, multi: bool = False) -> dict[Key, str]:
     return {((i // 100, f"k{i:05d}") if multi else (i,)): f"row {i}" for i in range(n)}
 
 
-def changed(rows: dict[Key, str], delete: Sequence[Key] = (), alter: Sequence[Key] = (),
-            add: Sequence[Key] = ()) -> dict[Key, str]:
+def changed(
+    rows: dict[Key, str], delete: Sequence[Key] = (), alter: Sequence[Key] = (), add: Sequence[Key] = ()
+) -> dict[Key, str]:
     out = {k: v for k, v in rows.items() if k not in delete}
     out.update({k: "altered" for k in alter})
     out.update({k: "added" for k in add})
@@ -92,8 +92,9 @@ def test_identical_tables_cost_a_count_one_cut_and_one_checksum_scan() -> None:
 def test_lists_exactly_the_keys_touched(multi: bool) -> None:
     rows = tables(5_000, multi)
     keys = sorted(rows)
-    sink_rows = changed(rows, delete=[keys[17], keys[4000]], alter=[keys[123]],
-                        add=[(999, "zz") if multi else (10**6,)])
+    sink_rows = changed(
+        rows, delete=[keys[17], keys[4000]], alter=[keys[123]], add=[(999, "zz") if multi else (10**6,)]
+    )
     counts, found = deep_diff(MemorySide(rows), MemorySide(sink_rows), SMALL)
     assert counts == Counts(5_000, 4_999)
     assert found.missing.keys == (keys[17], keys[4000]) and found.missing.total == 2
@@ -122,8 +123,9 @@ def test_an_empty_sink_lists_source_keys_without_hashing_and_bounds_the_list() -
 def test_totals_stay_exact_when_lists_are_cut() -> None:
     rows = tables(3_000)
     gone = [(i,) for i in range(0, 3_000, 7)]
-    _, found = deep_diff(MemorySide(rows), MemorySide(changed(rows, delete=gone)),
-                         DeepOptions(factor=4, threshold=50, limit=10))
+    _, found = deep_diff(
+        MemorySide(rows), MemorySide(changed(rows, delete=gone)), DeepOptions(factor=4, threshold=50, limit=10)
+    )
     assert found.missing.total == len(gone) and found.missing.keys == tuple(gone[:10])
 
 
@@ -146,10 +148,21 @@ def test_parts_cover_the_range_with_open_ends() -> None:
 
 # --- SQL shapes (rendered without a connection) -------------------------------------------------
 
-PAIR = TablePair(Endpoint("a", TableRef("public", "t")), Endpoint("b", TableRef("public", "t")), False, None,
-                 AccuracySpec(), "a.yaml:1 at pipelines[0].sinks[0]")
-QUERY = TableQuery(TableRef("public", "users"), ("org", "user_id"), ("org", "user_id", "name"),
-                   "name LIKE 'a%'", frozenset({"user_id"}))
+PAIR = TablePair(
+    Endpoint("a", TableRef("public", "t")),
+    Endpoint("b", TableRef("public", "t")),
+    False,
+    None,
+    AccuracySpec(),
+    "a.yaml:1 at pipelines[0].sinks[0]",
+)
+QUERY = TableQuery(
+    TableRef("public", "users"),
+    ("org", "user_id"),
+    ("org", "user_id", "name"),
+    "name LIKE 'a%'",
+    frozenset({"user_id"}),
+)
 
 
 def test_bucket_is_a_binary_search_whose_parameters_follow_the_text() -> None:
@@ -181,25 +194,37 @@ def _info(types: dict[str, str], collations: dict[str, str | None] | None = None
     return TableInfo(tuple(types), collations or {c: None for c in types}, ("id",), types)
 
 
-@pytest.mark.parametrize(("src", "dst", "record", "native"), [
-    ({"id": "integer", "t": "text"}, {"id": "integer", "t": "text"}, True, {"id", "t"}),
-    ({"id": "integer", "t": "text"}, {"id": "bigint", "t": "text"}, True, {"t"}),  # widened: by text
-    ({"id": "integer", "f": "double precision"}, {"id": "integer", "f": "double precision"}, True, {"id"}),
-    ({"id": "integer", "j": "json"}, {"id": "integer", "j": "json"}, True, {"id"}),  # json has no hash
-    ({"id": "integer", "t": "text"}, {"id": "integer", "t": "text"}, False, set()),  # the servers disagree
-])
+@pytest.mark.parametrize(
+    ("src", "dst", "record", "native"),
+    [
+        ({"id": "integer", "t": "text"}, {"id": "integer", "t": "text"}, True, {"id", "t"}),
+        ({"id": "integer", "t": "text"}, {"id": "bigint", "t": "text"}, True, {"t"}),  # widened: by text
+        ({"id": "integer", "f": "double precision"}, {"id": "integer", "f": "double precision"}, True, {"id"}),
+        ({"id": "integer", "j": "json"}, {"id": "integer", "j": "json"}, True, {"id"}),  # json has no hash
+        ({"id": "integer", "t": "text"}, {"id": "integer", "t": "text"}, False, set()),  # the servers disagree
+    ],
+)
 def test_a_column_hashes_natively_only_when_both_sides_share_a_hashable_type(
-        src: dict[str, str], dst: dict[str, str], record: bool, native: set[str]) -> None:
-    a, b = table_queries(PAIR, _info(src), _info(dst), Filters('', ''), True, md5=False, record=record)
+    src: dict[str, str], dst: dict[str, str], record: bool, native: set[str]
+) -> None:
+    a, b = table_queries(PAIR, _info(src), _info(dst), Filters("", ""), True, md5=False, record=record)
     assert a.native == b.native == native
 
 
 def test_text_of_differing_collations_hashes_as_text() -> None:
     types = {"id": "integer", "t": "text"}
-    a, _ = table_queries(PAIR, _info(types, {"id": None, "t": "C"}), _info(types, {"id": None, "t": "en_US.utf8"}),
-                         Filters('', ''), True, record=True)
+    a, _ = table_queries(
+        PAIR,
+        _info(types, {"id": None, "t": "C"}),
+        _info(types, {"id": None, "t": "en_US.utf8"}),
+        Filters("", ""),
+        True,
+        record=True,
+    )
     assert a.native == {"id"}
-    assert table_queries(PAIR, _info(types), _info(types), Filters('', ''), True, md5=True, record=True)[0].native == set()
+    assert (
+        table_queries(PAIR, _info(types), _info(types), Filters("", ""), True, md5=True, record=True)[0].native == set()
+    )
 
 
 def test_checkpoints_read_every_step_th_key_in_key_order() -> None:

@@ -77,23 +77,40 @@ def test_publishing_failures_never_raise(tmp_path: Path) -> None:
 
 
 def report() -> Report:
-    users = TablePair(Endpoint("bob", TableRef("public", "users")), Endpoint("auth", TableRef("public", "users")),
-                      False, None, AccuracySpec(), "bob.yaml")
+    users = TablePair(
+        Endpoint("bob", TableRef("public", "users")),
+        Endpoint("auth", TableRef("public", "users")),
+        False,
+        None,
+        AccuracySpec(),
+        "bob.yaml",
+    )
     found = KeyDiff(KeyList(2, ()), KeyList(0, ()), KeyList(1, ()), 5)
-    return Report((TableResult(users, "mismatch", Counts(10, 8), Filters("", ""), "s", 0, 0, found),
-                   TableResult(users, "error", error="boom")), True, 1.5)
+    return Report(
+        (
+            TableResult(users, "mismatch", Counts(10, 8), Filters("", ""), "s", 0, 0, found),
+            TableResult(users, "error", error="boom"),
+        ),
+        True,
+        1.5,
+    )
 
 
 def test_accuracy_gauges_per_table(tmp_path: Path) -> None:
-    text = (tmp_path / "a.prom")
+    text = tmp_path / "a.prom"
     assert metrics_of(report(), now=123.0).write_textfile(text)
     body = text.read_text()
     labels = 'sink_database="auth",sink_table="public.users",source_database="bob",source_table="public.users"'
-    for line in (f"hephaestus_accuracy_source_rows{{{labels}}} 10.0", f"hephaestus_accuracy_delta_rows{{{labels}}} -2.0",
-                 f"hephaestus_accuracy_match{{{labels}}} 0.0", f"hephaestus_accuracy_missing_rows{{{labels}}} 2.0",
-                 f"hephaestus_accuracy_replication_lag_bytes{{{labels}}} 0.0",
-                 "hephaestus_accuracy_tables_mismatched 1.0", "hephaestus_accuracy_tables_failed 1.0",
-                 "hephaestus_accuracy_last_run_timestamp_seconds 123.0"):
+    for line in (
+        f"hephaestus_accuracy_source_rows{{{labels}}} 10.0",
+        f"hephaestus_accuracy_delta_rows{{{labels}}} -2.0",
+        f"hephaestus_accuracy_match{{{labels}}} 0.0",
+        f"hephaestus_accuracy_missing_rows{{{labels}}} 2.0",
+        f"hephaestus_accuracy_replication_lag_bytes{{{labels}}} 0.0",
+        "hephaestus_accuracy_tables_mismatched 1.0",
+        "hephaestus_accuracy_tables_failed 1.0",
+        "hephaestus_accuracy_last_run_timestamp_seconds 123.0",
+    ):
         assert line in body, line
 
 

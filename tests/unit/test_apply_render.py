@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 
 from hephaestus.connect import ConnectClient, RetryPolicy
-from hephaestus.reconciler import render
 from hephaestus.connect.ready import ReadyOptions
+from hephaestus.reconciler import render
 from hephaestus.reconciler.apply import ApplyOptions, execute, validate_all
 from hephaestus.reconciler.audit import Journal
 from hephaestus.reconciler.outcome import ClusterOutcome
@@ -22,8 +22,12 @@ SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 
 
 def status_body(name: str) -> dict[str, object]:
-    return {"name": name, "type": "sink", "connector": {"state": "RUNNING", "worker_id": "w"},
-            "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w"}]}
+    return {
+        "name": name,
+        "type": "sink",
+        "connector": {"state": "RUNNING", "worker_id": "w"},
+        "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w"}],
+    }
 
 
 def handler(request: httpx.Request) -> httpx.Response:
@@ -38,8 +42,12 @@ def handler(request: httpx.Request) -> httpx.Response:
     if path.endswith("/config/validate"):
         body = json.loads(request.content)
         bad = body.get("errors.tolerance") == "sometimes"
-        configs = [{"definition": {"name": "errors.tolerance"},
-                    "value": {"name": "errors.tolerance", "errors": ["Invalid value sometimes"] if bad else []}}]
+        configs = [
+            {
+                "definition": {"name": "errors.tolerance"},
+                "value": {"name": "errors.tolerance", "errors": ["Invalid value sometimes"] if bad else []},
+            }
+        ]
         return httpx.Response(200, json={"name": SINK, "error_count": int(bad), "groups": [], "configs": configs})
     return httpx.Response(404, json={"error_code": 404, "message": "nope"})
 
@@ -55,15 +63,17 @@ def cfg(**extra: str) -> dict[str, str]:
 def test_one_failing_connector_does_not_stop_the_others() -> None:
     p = plan("c", {n: Desired(n, cfg()) for n in ("a", "broken", "c")}, {}, Policy())
     seen: list[tuple[str, int, int]] = []
-    options = ApplyOptions(ready=ReadyOptions(stable_s=0, poll_s=0.01),
-                           progress=lambda r, done, total: seen.append((r.name, done, total)))
+    options = ApplyOptions(
+        ready=ReadyOptions(stable_s=0, poll_s=0.01), progress=lambda r, done, total: seen.append((r.name, done, total))
+    )
 
     def broken(request: httpx.Request, double: ConnectDouble) -> httpx.Response | None:
         posted = request.method == "POST" and b'"broken"' in request.content
         return httpx.Response(500, json={"error_code": 500, "message": "boom"}) if posted else None
 
-    connect = ConnectClient("http://connect", transport=httpx.MockTransport(ConnectDouble(broken)),
-                            retry=RetryPolicy.immediate(1))
+    connect = ConnectClient(
+        "http://connect", transport=httpx.MockTransport(ConnectDouble(broken)), retry=RetryPolicy.immediate(1)
+    )
     results = {r.name: r for r in execute(connect, p, options, Journal(None, "r", "c", {}))}
     assert results["a"].ok and results["c"].ok and results["a"].detail == "RUNNING"
     assert not results["broken"].ok and "boom" in results["broken"].detail
@@ -72,8 +82,9 @@ def test_one_failing_connector_does_not_stop_the_others() -> None:
 
 
 def test_validation_reports_each_connector_and_key() -> None:
-    p = plan("c", {"ok": Desired("ok", cfg()), "bad": Desired("bad", cfg(**{"errors.tolerance": "sometimes"}))},
-             {}, Policy())
+    p = plan(
+        "c", {"ok": Desired("ok", cfg()), "bad": Desired("bad", cfg(**{"errors.tolerance": "sometimes"}))}, {}, Policy()
+    )
     assert validate_all(client(), p, 2) == {"bad": {"errors.tolerance": ("Invalid value sometimes",)}}
 
 
@@ -85,7 +96,7 @@ def test_text_diff_masks_literal_secrets_but_shows_placeholders() -> None:
         assert "hunter2" not in text
         # A secret's change still shows, as a short digest of the old value, never the value.
         assert "${file:/s:pw}" in text and digest("hunter2") in text
-    assert '~ update a' in render.text([out]) and 'batch.size: "1" -> "2"' in render.text([out])
+    assert "~ update a" in render.text([out]) and 'batch.size: "1" -> "2"' in render.text([out])
 
 
 def test_markdown_summarises_for_a_pr_comment() -> None:
@@ -100,10 +111,13 @@ def test_connectors_outside_select_are_never_planned(tmp_path: Path) -> None:
 
     (tmp_path / "connectors/c/sink").mkdir(parents=True)
     (tmp_path / "connectors/c/sink/local_a.json").write_text(json.dumps({"name": "local_a", "config": cfg()}))
-    (tmp_path / "p.yaml").write_text("clusters:\n  c:\n    url: http://connect\n    connectors: connectors/c\n"
-                                     "    select: ['local_*']\n")
-    fleet = {n: {"info": {"name": n, "config": {**cfg(), "name": n}, "tasks": [], "type": "sink"},
-                 "status": status_body(n)} for n in ("local_a", "stag_b")}
+    (tmp_path / "p.yaml").write_text(
+        "clusters:\n  c:\n    url: http://connect\n    connectors: connectors/c\n    select: ['local_*']\n"
+    )
+    fleet = {
+        n: {"info": {"name": n, "config": {**cfg(), "name": n}, "tasks": [], "type": "sink"}, "status": status_body(n)}
+        for n in ("local_a", "stag_b")
+    }
 
     def live(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, json=fleet)
@@ -144,8 +158,15 @@ def test_publication_changes_show_first_in_text_json_and_markdown() -> None:
     assert "0 unchanged, 1 publications to change" in render.text([out])
     assert "  ok publication bob/pub: add public.t" in lines
     data = json.loads(render.as_json([out]))["clusters"][0]
-    assert data["publications"] == [{"database": "bob", "publication": "pub", "add": ["public.t"],
-                                     "drop": ["public.[x](http://evil)"], "for": ["src"]}]
+    assert data["publications"] == [
+        {
+            "database": "bob",
+            "publication": "pub",
+            "add": ["public.t"],
+            "drop": ["public.[x](http://evil)"],
+            "for": ["src"],
+        }
+    ]
     md = render.markdown([out])
     assert "- publication `bob/pub`: add public\\.t" in md and "](http" not in md
     assert not p.in_sync, "a publication change is drift"

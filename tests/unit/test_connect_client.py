@@ -16,7 +16,6 @@ import httpx
 import pytest
 import tenacity
 
-from tests.connect_double import ConnectDouble
 from hephaestus.connect import (
     ConnectClient,
     ConnectConflict,
@@ -30,6 +29,7 @@ from hephaestus.connect import (
     TaskState,
 )
 from hephaestus.errors import HephaestusError
+from tests.connect_double import ConnectDouble
 
 Step = httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
 
@@ -83,21 +83,28 @@ def error(status: int, message: str) -> httpx.Response:
 
 def info(status: int, name: str = "users-sink", config: dict[str, str] | None = None) -> httpx.Response:
     """What Connect answers a create (201) or update (200/201): the connector info naming it."""
-    return httpx.Response(status, json={"name": name, "config": {**(config or SINK_CONFIG), "name": name},
-                                        "tasks": [], "type": "sink"})
+    return httpx.Response(
+        status, json={"name": name, "config": {**(config or SINK_CONFIG), "name": name}, "tasks": [], "type": "sink"}
+    )
 
 
 def client(script: Script, attempts: int = 6, **kwargs: Any) -> ConnectClient:
-    return ConnectClient("http://connect.test:8083", name="dwh",
-                         transport=httpx.MockTransport(script),
-                         retry=RetryPolicy.immediate(attempts), settle_s=kwargs.pop("settle_s", 0.0),
-                         poll_s=0.0, **kwargs)
+    return ConnectClient(
+        "http://connect.test:8083",
+        name="dwh",
+        transport=httpx.MockTransport(script),
+        retry=RetryPolicy.immediate(attempts),
+        settle_s=kwargs.pop("settle_s", 0.0),
+        poll_s=0.0,
+        **kwargs,
+    )
 
 
-REBALANCE_409 = error(409, "Cannot complete request because of a conflicting operation "
-                           "(e.g. worker rebalance)")
-STALE_409 = error(409, "Cannot complete request momentarily due to stale configuration "
-                       "(typically caused by a concurrent config change)")
+REBALANCE_409 = error(409, "Cannot complete request because of a conflicting operation (e.g. worker rebalance)")
+STALE_409 = error(
+    409,
+    "Cannot complete request momentarily due to stale configuration (typically caused by a concurrent config change)",
+)
 EXPECTED_500 = error(500, "Request cannot be completed because a rebalance is expected")
 TIMED_OUT_500 = error(500, "Request timed out")
 
@@ -106,28 +113,48 @@ def fleet_body() -> dict[str, Any]:
     """Shape of `GET /connectors?expand=info&expand=status` as the Connect docs give it."""
     return {
         "users-sink": {
-            "info": {"name": "users-sink", "config": {**SINK_CONFIG, "name": "users-sink"},
-                     "tasks": [{"connector": "users-sink", "task": 0}], "type": "sink"},
-            "status": {"name": "users-sink",
-                       "connector": {"state": "RUNNING", "worker_id": "10.0.0.1:8083"},
-                       "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "10.0.0.1:8083"}],
-                       "type": "sink"},
+            "info": {
+                "name": "users-sink",
+                "config": {**SINK_CONFIG, "name": "users-sink"},
+                "tasks": [{"connector": "users-sink", "task": 0}],
+                "type": "sink",
+            },
+            "status": {
+                "name": "users-sink",
+                "connector": {"state": "RUNNING", "worker_id": "10.0.0.1:8083"},
+                "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "10.0.0.1:8083"}],
+                "type": "sink",
+            },
         },
         "bob-source": {
-            "info": {"name": "bob-source", "config": {"connector.class": SOURCE,
-                                                      "name": "bob-source"},
-                     "tasks": [{"connector": "bob-source", "task": 1},
-                               {"connector": "bob-source", "task": 0}], "type": "source"},
-            "status": {"name": "bob-source",
-                       "connector": {"state": "RUNNING", "worker_id": "10.0.0.2:8083"},
-                       "tasks": [{"id": 1, "state": "FAILED", "worker_id": "10.0.0.2:8083",
-                                  "trace": "org.apache.kafka.connect.errors.ConnectException"},
-                                 {"id": 0, "state": "RUNNING", "worker_id": "10.0.0.1:8083"}],
-                       "type": "source"},
+            "info": {
+                "name": "bob-source",
+                "config": {"connector.class": SOURCE, "name": "bob-source"},
+                "tasks": [{"connector": "bob-source", "task": 1}, {"connector": "bob-source", "task": 0}],
+                "type": "source",
+            },
+            "status": {
+                "name": "bob-source",
+                "connector": {"state": "RUNNING", "worker_id": "10.0.0.2:8083"},
+                "tasks": [
+                    {
+                        "id": 1,
+                        "state": "FAILED",
+                        "worker_id": "10.0.0.2:8083",
+                        "trace": "org.apache.kafka.connect.errors.ConnectException",
+                    },
+                    {"id": 0, "state": "RUNNING", "worker_id": "10.0.0.1:8083"},
+                ],
+                "type": "source",
+            },
         },
         "no-status": {
-            "info": {"name": "no-status", "config": {"connector.class": SINK},
-                     "tasks": [{"connector": "no-status", "task": 0}], "type": "sink"},
+            "info": {
+                "name": "no-status",
+                "config": {"connector.class": SINK},
+                "tasks": [{"connector": "no-status", "task": 0}],
+                "type": "sink",
+            },
         },
     }
 
@@ -143,9 +170,15 @@ def test_fleet_reads_config_and_status_in_one_request() -> None:
     assert script.calls == [("GET", "/connectors?expand=info&expand=status")] and script.health == 1
     assert list(fleet) == ["bob-source", "no-status", "users-sink"]
     sink = fleet["users-sink"]
-    assert sink == LiveConnector("users-sink", "sink", "RUNNING", "10.0.0.1:8083", None,
-                                 (TaskState(0, "RUNNING", "10.0.0.1:8083", None),),
-                                 config={**SINK_CONFIG, "name": "users-sink"})
+    assert sink == LiveConnector(
+        "users-sink",
+        "sink",
+        "RUNNING",
+        "10.0.0.1:8083",
+        None,
+        (TaskState(0, "RUNNING", "10.0.0.1:8083", None),),
+        config={**SINK_CONFIG, "name": "users-sink"},
+    )
     assert sink.connector_class == SINK and sink.healthy and not sink.failed_tasks
 
 
@@ -154,8 +187,9 @@ def test_fleet_reports_failed_tasks_in_task_order() -> None:
     assert source.type == "source" and source.state == "RUNNING"
     assert [t.id for t in source.tasks] == [0, 1]
     assert not source.healthy
-    assert source.failed_tasks == (TaskState(1, "FAILED", "10.0.0.2:8083",
-                                             "org.apache.kafka.connect.errors.ConnectException"),)
+    assert source.failed_tasks == (
+        TaskState(1, "FAILED", "10.0.0.2:8083", "org.apache.kafka.connect.errors.ConnectException"),
+    )
 
 
 def test_fleet_marks_a_connector_without_status_unknown() -> None:
@@ -170,15 +204,19 @@ def test_fleet_leaves_out_a_connector_without_info() -> None:
     assert client(Script(httpx.Response(200, json=body))).fleet() == {}
 
 
-@pytest.mark.parametrize(("state", "tasks", "healthy"), [
-    ("RUNNING", ("RUNNING", "RUNNING"), True),
-    ("RUNNING", ("RUNNING", "UNASSIGNED"), False),
-    ("RUNNING", (), False),
-    ("STOPPED", (), False),
-    ("PAUSED", ("PAUSED",), False),
-])
+@pytest.mark.parametrize(
+    ("state", "tasks", "healthy"),
+    [
+        ("RUNNING", ("RUNNING", "RUNNING"), True),
+        ("RUNNING", ("RUNNING", "UNASSIGNED"), False),
+        ("RUNNING", (), False),
+        ("STOPPED", (), False),
+        ("PAUSED", ("PAUSED",), False),
+    ],
+)
 def test_healthy_needs_a_running_connector_with_running_tasks(
-        state: str, tasks: tuple[str, ...], healthy: bool) -> None:
+    state: str, tasks: tuple[str, ...], healthy: bool
+) -> None:
     states = tuple(TaskState(i, s, "w", None) for i, s in enumerate(tasks))
     assert LiveConnector("c", "sink", state, "w", None, states).healthy is healthy
 
@@ -195,8 +233,7 @@ def test_get_config_of_a_missing_connector_is_not_found() -> None:
     with pytest.raises(ConnectorNotFound) as caught:
         client(script).get_config("nope")
     exc = caught.value
-    assert (exc.status_code, exc.method, exc.path, exc.connector) == (
-        404, "GET", "/connectors/nope/config", "nope")
+    assert (exc.status_code, exc.method, exc.path, exc.connector) == (404, "GET", "/connectors/nope/config", "nope")
     assert "Connector nope not found" in str(exc) and "'dwh'" in str(exc)
     assert len(script.seen) == 1
 
@@ -207,8 +244,14 @@ def test_names_are_url_encoded_in_paths() -> None:
     assert script.calls == [("GET", "/connectors/bob%20sink%20%7Bx%7D%2Fy/config")]
 
 
-@pytest.mark.parametrize(("name", "path"), [("a%2Fb", "/connectors/a%252Fb/config"),  # encoded once, not decoded
-                                            ("..x", "/connectors/..x/config"), ("é?#", "/connectors/%C3%A9%3F%23/config")])
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("a%2Fb", "/connectors/a%252Fb/config"),  # encoded once, not decoded
+        ("..x", "/connectors/..x/config"),
+        ("é?#", "/connectors/%C3%A9%3F%23/config"),
+    ],
+)
 def test_every_name_is_percent_encoded_exactly_once(name: str, path: str) -> None:
     script = Script(httpx.Response(200, json={"connector.class": SINK}))
     client(script).get_config(name)
@@ -220,11 +263,14 @@ def test_plugins_and_offsets() -> None:
     offsets = {"offsets": [{"partition": {"server": "dev"}, "offset": {"lsn": 42}}]}
     script = Script(httpx.Response(200, json=plugins), httpx.Response(200, json=offsets))
     connect = client(script)
-    assert [(p.class_name, p.type, p.version) for p in connect.plugins(connectors_only=False)] \
-        == [(SINK, "sink", "3.6.1.Final")]
+    assert [(p.class_name, p.type, p.version) for p in connect.plugins(connectors_only=False)] == [
+        (SINK, "sink", "3.6.1.Final")
+    ]
     assert connect.offsets("bob-source") == offsets
-    assert script.calls == [("GET", "/connector-plugins?connectorsOnly=false"),
-                            ("GET", "/connectors/bob-source/offsets")]
+    assert script.calls == [
+        ("GET", "/connector-plugins?connectorsOnly=false"),
+        ("GET", "/connectors/bob-source/offsets"),
+    ]
 
 
 def test_an_answer_of_the_wrong_shape_is_a_connect_error() -> None:
@@ -241,8 +287,7 @@ def test_create_posts_name_config_and_initial_state() -> None:
     assert connect.create("users-sink", SINK_CONFIG, initial_state="STOPPED") == "created"
     assert connect.create("other", SINK_CONFIG) == "created"
     assert script.calls == [("POST", "/connectors")] * 2
-    assert script.body(0) == {"name": "users-sink", "config": SINK_CONFIG,
-                              "initial_state": "STOPPED"}
+    assert script.body(0) == {"name": "users-sink", "config": SINK_CONFIG, "initial_state": "STOPPED"}
     assert "initial_state" not in script.body(1)
 
 
@@ -272,7 +317,8 @@ def test_restart_asks_for_failed_tasks_and_returns_the_status() -> None:
     assert connect.restart("s", include_tasks=False, only_failed=False) == {}
     assert script.calls == [
         ("POST", "/connectors/s/restart?includeTasks=true&onlyFailed=true"),
-        ("POST", "/connectors/s/restart?includeTasks=false&onlyFailed=false")]
+        ("POST", "/connectors/s/restart?includeTasks=false&onlyFailed=false"),
+    ]
 
 
 def test_pause_resume_stop() -> None:
@@ -281,13 +327,20 @@ def test_pause_resume_stop() -> None:
     connect.pause("s")
     connect.resume("s")
     connect.stop("s")
-    assert script.calls == [("PUT", "/connectors/s/pause"), ("PUT", "/connectors/s/resume"),
-                            ("PUT", "/connectors/s/stop")]
+    assert script.calls == [
+        ("PUT", "/connectors/s/pause"),
+        ("PUT", "/connectors/s/resume"),
+        ("PUT", "/connectors/s/stop"),
+    ]
 
 
 def test_counters_count_every_request_and_the_writes() -> None:
-    script = Script(httpx.Response(200, json={}), REBALANCE_409, info(200),
-                    httpx.Response(200, json={"name": "v", "error_count": 0, "configs": []}))
+    script = Script(
+        httpx.Response(200, json={}),
+        REBALANCE_409,
+        info(200),
+        httpx.Response(200, json={"name": "v", "error_count": 0, "configs": []}),
+    )
     connect = client(script)
     connect.fleet()
     connect.put_config("users-sink", SINK_CONFIG)
@@ -299,8 +352,7 @@ def test_counters_count_every_request_and_the_writes() -> None:
 # --- what is retried, and what is not ----------------------------------------------------
 
 
-@pytest.mark.parametrize("transient", [REBALANCE_409, STALE_409, EXPECTED_500,
-                                       httpx.Response(503)])
+@pytest.mark.parametrize("transient", [REBALANCE_409, STALE_409, EXPECTED_500, httpx.Response(503)])
 def test_transient_failures_are_retried(transient: httpx.Response) -> None:
     script = Script(transient, transient, info(200))
     connect = client(script)
@@ -321,14 +373,22 @@ def test_a_proxy_gateway_error_is_retried_and_summarised() -> None:
     assert "(HTTP 502): Bad Gateway" in str(caught.value) and "<html>" not in str(caught.value)
 
 
-@pytest.mark.parametrize(("answer", "kind"), [
-    (error(400, "Connector configuration is invalid"), InvalidConnectorConfig),
-    (error(500, "java.lang.NullPointerException"), ConnectError),
-    # What Connect 4.3 answers for an unknown plugin class.
-    (error(500, "org.apache.kafka.connect.runtime.rest.errors.BadRequestException: Failed to "
-                "find any class that implements Connector and which name matches x.Y"),
-     InvalidConnectorConfig),
-])
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (error(400, "Connector configuration is invalid"), InvalidConnectorConfig),
+        (error(500, "java.lang.NullPointerException"), ConnectError),
+        # What Connect 4.3 answers for an unknown plugin class.
+        (
+            error(
+                500,
+                "org.apache.kafka.connect.runtime.rest.errors.BadRequestException: Failed to "
+                "find any class that implements Connector and which name matches x.Y",
+            ),
+            InvalidConnectorConfig,
+        ),
+    ],
+)
 def test_real_failures_are_not_retried(answer: httpx.Response, kind: type[ConnectError]) -> None:
     script = Script(answer)
     with pytest.raises(kind) as caught:
@@ -370,8 +430,7 @@ def test_timed_out_put_already_applied_is_not_sent_again() -> None:
     script = Script(TIMED_OUT_500, stored)
     connect = client(script)
     assert connect.put_config("users-sink", SINK_CONFIG) is False
-    assert script.calls == [("PUT", "/connectors/users-sink/config"),
-                            ("GET", "/connectors/users-sink/config")]
+    assert script.calls == [("PUT", "/connectors/users-sink/config"), ("GET", "/connectors/users-sink/config")]
     assert connect.writes == 1
 
 
@@ -400,16 +459,21 @@ def test_timed_out_create_already_applied_is_not_sent_again() -> None:
 def test_already_exists_after_a_timed_out_create_is_its_echo() -> None:
     # The first re-read races the config topic (404); the resent POST meets the first one.
     stored = httpx.Response(200, json={**SINK_CONFIG, "name": "users-sink"})
-    script = Script(TIMED_OUT_500, error(404, "Connector users-sink not found"),
-                    error(409, "Connector users-sink already exists"), stored)
+    script = Script(
+        TIMED_OUT_500,
+        error(404, "Connector users-sink not found"),
+        error(409, "Connector users-sink already exists"),
+        stored,
+    )
     client(script).create("users-sink", SINK_CONFIG)
     assert [m for m, _ in script.calls] == ["POST", "GET", "POST", "GET"]
 
 
 def test_already_exists_with_another_config_stays_a_conflict() -> None:
     other = httpx.Response(200, json={**SINK_CONFIG, "topics": "someone.else"})
-    script = Script(TIMED_OUT_500, error(404, "not found"),
-                    error(409, "Connector users-sink already exists"), other, other)
+    script = Script(
+        TIMED_OUT_500, error(404, "not found"), error(409, "Connector users-sink already exists"), other, other
+    )
     with pytest.raises(ConnectConflict, match="after 2 attempts"):
         client(script).create("users-sink", SINK_CONFIG)
 
@@ -434,8 +498,7 @@ def test_create_of_an_existing_connector_with_another_config_is_a_conflict() -> 
 def test_timed_out_delete_already_applied_is_not_sent_again() -> None:
     script = Script(TIMED_OUT_500, error(404, "Connector users-sink not found"))
     client(script).delete("users-sink")
-    assert script.calls == [("DELETE", "/connectors/users-sink"),
-                            ("GET", "/connectors/users-sink/config")]
+    assert script.calls == [("DELETE", "/connectors/users-sink"), ("GET", "/connectors/users-sink/config")]
 
 
 # --- validation and config values ------------------------------------------------------
@@ -443,16 +506,22 @@ def test_timed_out_delete_already_applied_is_not_sent_again() -> None:
 
 def validate_answer() -> dict[str, Any]:
     def item(name: str, errors: list[str]) -> dict[str, Any]:
-        return {"definition": {"name": name, "type": "STRING"},
-                "value": {"name": name, "value": None, "recommended_values": [],
-                          "errors": errors, "visible": True}}
-    return {"name": SINK, "error_count": 2, "groups": ["Common"], "configs": [
-        item("name", []),
-        {"definition": {"name": "internal.flag", "type": "BOOLEAN"}, "value": None},
-        item("connection.password", [f"Invalid value {PASSWORD} for configuration "
-                                     "connection.password: too weak"]),
-        item("primary.key.mode", ["Missing required configuration \"primary.key.mode\""]),
-    ]}
+        return {
+            "definition": {"name": name, "type": "STRING"},
+            "value": {"name": name, "value": None, "recommended_values": [], "errors": errors, "visible": True},
+        }
+
+    return {
+        "name": SINK,
+        "error_count": 2,
+        "groups": ["Common"],
+        "configs": [
+            item("name", []),
+            {"definition": {"name": "internal.flag", "type": "BOOLEAN"}, "value": None},
+            item("connection.password", [f"Invalid value {PASSWORD} for configuration connection.password: too weak"]),
+            item("primary.key.mode", ['Missing required configuration "primary.key.mode"']),
+        ],
+    }
 
 
 def test_validate_reports_errors_per_key_without_secret_values() -> None:
@@ -461,11 +530,11 @@ def test_validate_reports_errors_per_key_without_secret_values() -> None:
     result = connect.validate("JdbcSinkConnector", SINK_CONFIG)
     assert script.calls == [("PUT", "/connector-plugins/JdbcSinkConnector/config/validate")]
     assert script.body(0) == {**SINK_CONFIG, "name": "hephaestus-validate"}
-    assert (result.connector_class, result.error_count, result.ok) == (
-        "JdbcSinkConnector", 2, False)
+    assert (result.connector_class, result.error_count, result.ok) == ("JdbcSinkConnector", 2, False)
     assert set(result.errors) == {"connection.password", "primary.key.mode"}
     assert result.errors["connection.password"] == (
-        "Invalid value **** for configuration connection.password: too weak",)
+        "Invalid value **** for configuration connection.password: too weak",
+    )
     assert connect.writes == 0
 
 
@@ -475,13 +544,17 @@ def test_validate_adds_the_class_when_the_config_lacks_it() -> None:
     assert script.body(0) == {"connector.class": SINK, "name": "x", "tasks.max": "1"}
 
 
-@pytest.mark.parametrize("call", [
-    lambda c, cfg: c.create("s", cfg),
-    lambda c, cfg: c.put_config("s", cfg),
-    lambda c, cfg: c.validate(SINK, cfg),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c, cfg: c.create("s", cfg),
+        lambda c, cfg: c.put_config("s", cfg),
+        lambda c, cfg: c.validate(SINK, cfg),
+    ],
+)
 def test_non_string_values_are_refused_before_any_request(
-        call: Callable[[ConnectClient, dict[str, Any]], object]) -> None:
+    call: Callable[[ConnectClient, dict[str, Any]], object],
+) -> None:
     script = Script()
     connect = client(script)
     bad = {**SINK_CONFIG, "delete.enabled": True, "tasks.max": 1}
@@ -494,8 +567,9 @@ def test_non_string_values_are_refused_before_any_request(
 
 
 def test_error_messages_and_logs_never_show_a_password(caplog: pytest.LogCaptureFixture) -> None:
-    echo = error(400, f"Connector configuration is invalid: Invalid value {PASSWORD} for "
-                      "configuration connection.password")
+    echo = error(
+        400, f"Connector configuration is invalid: Invalid value {PASSWORD} for configuration connection.password"
+    )
     script = Script(echo, error(500, f"boom {PASSWORD}"))
     connect = client(script)
     caplog.set_level(logging.DEBUG, logger="hephaestus.connect")
@@ -512,9 +586,12 @@ def test_error_messages_and_logs_never_show_a_password(caplog: pytest.LogCapture
 
 def test_credentials_are_sent_but_never_shown() -> None:
     script = Script(error(401, "Unauthorized"))
-    connect = ConnectClient("http://admin:hunter22@connect.test:8083", name="dwh",
-                            transport=httpx.MockTransport(script),
-                            retry=RetryPolicy.immediate())
+    connect = ConnectClient(
+        "http://admin:hunter22@connect.test:8083",
+        name="dwh",
+        transport=httpx.MockTransport(script),
+        retry=RetryPolicy.immediate(),
+    )
     with pytest.raises(ConnectError) as caught:
         connect.fleet()
     assert script.seen[0].headers["authorization"].startswith("Basic ")
@@ -543,8 +620,13 @@ def test_default_backoff_doubles_from_half_a_second_up_to_eight() -> None:
 
 
 def double_client(double: ConnectDouble) -> ConnectClient:
-    return ConnectClient("http://connect.test:8083", name="dwh", transport=httpx.MockTransport(double),
-                         retry=RetryPolicy.immediate(), poll_s=0.0)
+    return ConnectClient(
+        "http://connect.test:8083",
+        name="dwh",
+        transport=httpx.MockTransport(double),
+        retry=RetryPolicy.immediate(),
+        poll_s=0.0,
+    )
 
 
 def test_the_fleet_is_listed_only_once_the_worker_has_started(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -572,8 +654,10 @@ def test_a_worker_that_never_finishes_starting_is_an_error_naming_it(monkeypatch
     assert ("GET", "/connectors") not in double.log
 
 
-@pytest.mark.parametrize("answer", [httpx.Response(404, text="<html>Not Found</html>"),
-                                    httpx.Response(500, json={"error_code": 500, "message": "x"})])
+@pytest.mark.parametrize(
+    "answer",
+    [httpx.Response(404, text="<html>Not Found</html>"), httpx.Response(500, json={"error_code": 500, "message": "x"})],
+)
 def test_a_connect_without_the_health_endpoint_is_listed_at_once(answer: httpx.Response) -> None:
     """Before 3.9 there is no /health: 404 (Jetty's page). Other answers are the listing's to report."""
     double = ConnectDouble(lambda r, d: answer if r.url.path == "/health" else None)

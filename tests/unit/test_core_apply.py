@@ -26,7 +26,7 @@ from hephaestus.reconciler.apply import (
 )
 from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import Scope, Desired, Live, Plan, Policy, Step, plan
+from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, Step, plan
 from tests.connect_double import ConnectDouble, Fault
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -40,8 +40,14 @@ def cfg(cls: str = SINK, **extra: str) -> dict[str, str]:
 
 
 def client(double: ConnectDouble) -> ConnectClient:
-    return ConnectClient("http://connect", name="c", transport=httpx.MockTransport(double),
-                         retry=RetryPolicy.immediate(1), settle_s=0.0, poll_s=0.0)
+    return ConnectClient(
+        "http://connect",
+        name="c",
+        transport=httpx.MockTransport(double),
+        retry=RetryPolicy.immediate(1),
+        settle_s=0.0,
+        poll_s=0.0,
+    )
 
 
 def opts(**kwargs: Any) -> ApplyOptions:
@@ -54,8 +60,10 @@ def no_journal() -> Journal:
 
 def bodies(sink: list[tuple[str, str, Any]]) -> Fault:
     """A fault that lets everything through and records (method, path, body)."""
+
     def fault(request: httpx.Request, double: ConnectDouble) -> None:
         sink.append((request.method, request.url.path, json.loads(request.content) if request.content else None))
+
     return fault
 
 
@@ -115,14 +123,19 @@ def test_only_creates_and_updates_are_validated_each_under_its_name() -> None:
     double.add("upd", cfg(**{"batch.size": "1"}))
     double.add("same", cfg())
     double.add("gone", cfg())
-    desired = {"new": Desired("new", cfg()), "upd": Desired("upd", cfg(OTHER, **{"batch.size": "2"})),
-               "same": Desired("same", cfg())}
+    desired = {
+        "new": Desired("new", cfg()),
+        "upd": Desired("upd", cfg(OTHER, **{"batch.size": "2"})),
+        "same": Desired("same", cfg()),
+    }
     live = {n: Live(n, c.config, "sink") for n, c in double.connectors.items()}
     p = plan("c", desired, live, Policy())
     assert validate_all(client(double), p, 2) == {}
     validated = sorted((path, body["name"]) for method, path, body in seen)
-    assert validated == [(f"/connector-plugins/{OTHER}/config/validate", "upd"),
-                         (f"/connector-plugins/{SINK}/config/validate", "new")]
+    assert validated == [
+        (f"/connector-plugins/{OTHER}/config/validate", "upd"),
+        (f"/connector-plugins/{SINK}/config/validate", "new"),
+    ]
 
 
 def test_validation_errors_and_failures_are_reported_per_connector() -> None:
@@ -162,6 +175,7 @@ def slow_writes(double: ConnectDouble, peak: list[int]) -> httpx.MockTransport:
         with lock:
             inflight[0] -= 1
         return double(request)
+
     return httpx.MockTransport(handle)
 
 
@@ -182,8 +196,9 @@ def test_concurrency_bounds_validation_and_writes(concurrency: int) -> None:
 
 
 def test_defaults() -> None:
-    assert ApplyOptions() == ApplyOptions(concurrency=4, ready=ReadyOptions(), progress=None, initial_state="RUNNING",
-                                          write_concurrency=64)
+    assert ApplyOptions() == ApplyOptions(
+        concurrency=4, ready=ReadyOptions(), progress=None, initial_state="RUNNING", write_concurrency=64
+    )
 
 
 def test_create_update_delete_each_reported_with_its_action_and_final_state() -> None:
@@ -196,9 +211,11 @@ def test_create_update_delete_each_reported_with_its_action_and_final_state() ->
     p = plan("c", desired, live, Policy(force=True), Scope(frozenset(live)))
     progress: list[tuple[StepResult, int, int]] = []
     results = execute(client(double), p, opts(progress=lambda r, d, t: progress.append((r, d, t))), no_journal())
-    assert results == (StepResult("new", "create", True, "RUNNING", True),
-                       StepResult("old", "delete", True, "deleted", True),
-                       StepResult("upd", "update", True, "PAUSED", True))
+    assert results == (
+        StepResult("new", "create", True, "RUNNING", True),
+        StepResult("old", "delete", True, "deleted", True),
+        StepResult("upd", "update", True, "PAUSED", True),
+    )
     # The delete is not waited for: reported first; then each as it becomes ready.
     assert [done for _, done, _ in progress] == [1, 2, 3] and {total for _, _, total in progress} == {3}
     assert progress[0][0] == StepResult("old", "delete", True, "deleted", True)
@@ -212,7 +229,8 @@ def test_create_update_delete_each_reported_with_its_action_and_final_state() ->
 def test_a_delete_of_a_connector_already_gone_is_ok() -> None:
     p = Plan("c", (Step("delete", "ghost", connector_class=SINK),))
     assert execute(client(ConnectDouble()), p, opts(), no_journal()) == (
-        StepResult("ghost", "delete", True, "already gone", True),)
+        StepResult("ghost", "delete", True, "already gone", True),
+    )
 
 
 @pytest.mark.parametrize("initial", ["PAUSED", "STOPPED"])
@@ -221,7 +239,8 @@ def test_creates_start_in_the_initial_state_asked_for(initial: str) -> None:
     double = ConnectDouble(bodies(seen))
     p = plan("c", {"a": Desired("a", cfg())}, {}, Policy())
     assert execute(client(double), p, opts(initial_state=initial), no_journal()) == (
-        StepResult("a", "create", True, initial, True),)
+        StepResult("a", "create", True, initial, True),
+    )
     assert ("POST", "/connectors", {"name": "a", "config": cfg(), "initial_state": initial}) in seen
 
 
@@ -229,26 +248,34 @@ def test_a_create_that_fails_after_starting_is_a_failure() -> None:
     double = ConnectDouble()
     double.on_start["a"] = ["RUNNING", "FAILED"]
     p = plan("c", {"a": Desired("a", cfg())}, {}, Policy())
-    (result,) = execute(client(double), p, opts(ready=ReadyOptions(timeout_s=1, stable_s=0.05, poll_s=0.001)),
-                        no_journal())
-    assert result == StepResult("a", "create", False,
-                                "FAILED (task 0): org.apache.kafka.connect.errors.ConnectException: boom | "
-                                "Caused by: the root", wrote=True)
+    (result,) = execute(
+        client(double), p, opts(ready=ReadyOptions(timeout_s=1, stable_s=0.05, poll_s=0.001)), no_journal()
+    )
+    assert result == StepResult(
+        "a",
+        "create",
+        False,
+        "FAILED (task 0): org.apache.kafka.connect.errors.ConnectException: boom | Caused by: the root",
+        wrote=True,
+    )
 
 
-@pytest.mark.parametrize(("step", "target"), [
-    (Step("create", "a", cfg()), Target("a", frozenset({"RUNNING"}), None)),
-    (Step("update", "a", cfg(), live_state="PAUSED"), Target("a", frozenset({"PAUSED"}), cfg())),
-    (Step("update", "a", cfg(), live_state="STOPPED"), Target("a", frozenset({"STOPPED"}), cfg())),
-    (Step("update", "a", cfg(), live_state="RUNNING"), Target("a", frozenset({"RUNNING"}), cfg())),
-    # A FAILED or UNASSIGNED connector is updated to run (the new config is the fix).
-    (Step("update", "a", cfg(), live_state="FAILED"), Target("a", frozenset({"RUNNING"}), cfg())),
-    (Step("update", "a", cfg(), live_state=""), Target("a", frozenset({"RUNNING"}), cfg())),
-    (Step("create", "a", cfg(), live_state="PAUSED"), Target("a", frozenset({"RUNNING"}), None)),
-    # A rename ends in the old one's state, on the new config.
-    (Step("rename", "a", cfg(), live_state="PAUSED", renamed_from="o"), Target("a", frozenset({"PAUSED"}), cfg())),
-    (Step("rename", "a", cfg(), live_state="FAILED", renamed_from="o"), Target("a", frozenset({"RUNNING"}), cfg())),
-])
+@pytest.mark.parametrize(
+    ("step", "target"),
+    [
+        (Step("create", "a", cfg()), Target("a", frozenset({"RUNNING"}), None)),
+        (Step("update", "a", cfg(), live_state="PAUSED"), Target("a", frozenset({"PAUSED"}), cfg())),
+        (Step("update", "a", cfg(), live_state="STOPPED"), Target("a", frozenset({"STOPPED"}), cfg())),
+        (Step("update", "a", cfg(), live_state="RUNNING"), Target("a", frozenset({"RUNNING"}), cfg())),
+        # A FAILED or UNASSIGNED connector is updated to run (the new config is the fix).
+        (Step("update", "a", cfg(), live_state="FAILED"), Target("a", frozenset({"RUNNING"}), cfg())),
+        (Step("update", "a", cfg(), live_state=""), Target("a", frozenset({"RUNNING"}), cfg())),
+        (Step("create", "a", cfg(), live_state="PAUSED"), Target("a", frozenset({"RUNNING"}), None)),
+        # A rename ends in the old one's state, on the new config.
+        (Step("rename", "a", cfg(), live_state="PAUSED", renamed_from="o"), Target("a", frozenset({"PAUSED"}), cfg())),
+        (Step("rename", "a", cfg(), live_state="FAILED", renamed_from="o"), Target("a", frozenset({"RUNNING"}), cfg())),
+    ],
+)
 def test_readiness_targets(step: Step, target: Target) -> None:
     got = _target(step, ApplyOptions())
     assert (got, got.config) == (target, target.config)
@@ -263,11 +290,13 @@ def test_a_create_may_be_asked_to_start_stopped() -> None:
 
 
 def test_each_failure_of_a_write_is_reported_and_the_others_go_on() -> None:
-    stub = Stub({
-        "refused": ConnectError("boom", CALL, 500),
-        "dead": ClusterUnreachable("no answer for longer than the retry budget", CALL),
-        "maybe": OutcomeUnknown("the write may have been applied", CALL),
-    })
+    stub = Stub(
+        {
+            "refused": ConnectError("boom", CALL, 500),
+            "dead": ClusterUnreachable("no answer for longer than the retry budget", CALL),
+            "maybe": OutcomeUnknown("the write may have been applied", CALL),
+        }
+    )
     desired = {n: Desired(n, cfg()) for n in ("dead", "maybe", "refused")}
     p = plan("c", desired, {}, Policy())
     results = execute(cast(ConnectClient, stub), p, opts(), Recording())
@@ -283,9 +312,10 @@ def test_no_journal_no_write() -> None:
     p = Plan("c", (Step("update", "a", cfg()), Step("delete", "b", connector_class=SINK)))
     journal = Recording(refuse=frozenset({"a"}))
     results = execute(cast(ConnectClient, stub), p, opts(), journal)
-    assert results == (StepResult("a", "update", False,
-                                  "not applied: audit log x cannot be written: No space left on device"),
-                       StepResult("b", "delete", True, "deleted", True))
+    assert results == (
+        StepResult("a", "update", False, "not applied: audit log x cannot be written: No space left on device"),
+        StepResult("b", "delete", True, "deleted", True),
+    )
     assert stub.sent == ["b"] and journal.intents == ["b"]
 
 
@@ -300,8 +330,10 @@ def test_outcomes_go_to_the_journal_in_plan_order() -> None:
 def test_an_outcome_the_journal_refuses_is_reported_not_raised(tmp_path: Path) -> None:
     p = Plan("c", (Step("create", "a", cfg()),))
     results = (StepResult("a", "create", True, "RUNNING"),)
-    assert record_outcomes(Recording(refuse_outcomes=True), p, results) == \
-        "audit log x cannot be written: Read-only file system"
+    assert (
+        record_outcomes(Recording(refuse_outcomes=True), p, results)
+        == "audit log x cannot be written: Read-only file system"
+    )
     (tmp_path / "file").write_text("")
     refused = record_outcomes(Journal(tmp_path / "file" / "audit.jsonl", "r", "c", {}), p, results)
     assert refused.startswith(f"audit log {tmp_path / 'file' / 'audit.jsonl'} cannot be written")
@@ -316,5 +348,6 @@ def test_journal_file_records_intent_then_outcome(tmp_path: Path) -> None:
     assert record_outcomes(journal, p, results) == ""
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["connector"], e["action"], e["outcome"], e["detail"]) for e in entries] == [
-        ("a", "create", "intent", ""), ("a", "create", "ok", "RUNNING")]
-
+        ("a", "create", "intent", ""),
+        ("a", "create", "ok", "RUNNING"),
+    ]

@@ -49,8 +49,14 @@ class Script:
         return answer
 
 
-def edge(script: Script, attempts: int = 3, settle_s: float = 0.0, poll_s: float = 0.0,
-         budget_s: float = 1000.0, clock: Clock | None = None) -> Edge:
+def edge(
+    script: Script,
+    attempts: int = 3,
+    settle_s: float = 0.0,
+    poll_s: float = 0.0,
+    budget_s: float = 1000.0,
+    clock: Clock | None = None,
+) -> Edge:
     """An edge whose breaker runs on a fake clock (it opens only when a test moves it on)."""
     http = httpx.Client(base_url=SERVER, transport=httpx.MockTransport(script))
     e = Edge(http, "dwh", SERVER, RetryPolicy.immediate(attempts), settle_s, poll_s)
@@ -67,6 +73,7 @@ def applied(*answers: Seen) -> tuple[Callable[[], Seen], list[Seen]]:
         answer = left.pop(0) if len(left) > 1 else left[0]
         given.append(answer)
         return answer
+
     return check, given
 
 
@@ -148,12 +155,21 @@ def test_the_breaker_budget_is_the_retry_budget() -> None:
     assert (breaker.budget_s, breaker.failures) == (3.0, 3)
 
 
-@pytest.mark.parametrize(("answer", "down"), [
-    (httpx.Response(502), True), (httpx.Response(503), True), (httpx.Response(504), True),
-    (httpx.ReadError("reset"), True), (httpx.ConnectError("refused"), True),
-    (httpx.Response(500), False), (httpx.Response(505), False), (httpx.Response(404), False),
-    (error(409, "Connector a already exists"), False), (httpx.Response(200, json={}), False),
-])
+@pytest.mark.parametrize(
+    ("answer", "down"),
+    [
+        (httpx.Response(502), True),
+        (httpx.Response(503), True),
+        (httpx.Response(504), True),
+        (httpx.ReadError("reset"), True),
+        (httpx.ConnectError("refused"), True),
+        (httpx.Response(500), False),
+        (httpx.Response(505), False),
+        (httpx.Response(404), False),
+        (error(409, "Connector a already exists"), False),
+        (httpx.Response(200, json={}), False),
+    ],
+)
 def test_what_counts_as_no_answer(answer: Answer, down: bool) -> None:
     e = edge(Script(answer), budget_s=0.0)
     if not down:
@@ -175,7 +191,10 @@ def test_once_sends_method_path_params_and_body() -> None:
     e.once(Request("GET", "/connectors"))
     first, second = script.seen
     assert (first.method, str(first.url), first.content) == (
-        "PUT", f"{SERVER}/connectors/a/config?x=1&x=2", b'{"k":"v"}')
+        "PUT",
+        f"{SERVER}/connectors/a/config?x=1&x=2",
+        b'{"k":"v"}',
+    )
     assert (second.method, str(second.url), second.content) == ("GET", f"{SERVER}/connectors", b"")
 
 
@@ -188,26 +207,31 @@ def test_connects_error_message_is_masked_and_stripped() -> None:
     assert caught.value.call == Call("dwh", SERVER, "PUT", "/connectors/a/config", "a")
 
 
-@pytest.mark.parametrize("answer", [
-    httpx.Response(500, text="<html>oops</html>", headers={"content-type": "text/html"}),
-    httpx.Response(500),
-    json(500, ["not", "a", "dict"]),
-    json(500, {"error_code": 500}),
-    json(500, {"error_code": 500, "message": ""}),
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(500, text="<html>oops</html>", headers={"content-type": "text/html"}),
+        httpx.Response(500),
+        json(500, ["not", "a", "dict"]),
+        json(500, {"error_code": 500}),
+        json(500, {"error_code": 500, "message": ""}),
+    ],
+)
 def test_a_non_connect_error_body_is_summarised_by_its_reason(answer: httpx.Response) -> None:
     with pytest.raises(ConnectError) as caught:
         edge(Script(answer)).once(Request("GET", "/connectors"))
     assert caught.value.server_message == "Internal Server Error" and caught.value.status_code == 500
 
 
-@pytest.mark.parametrize(("answer", "kind"), [
-    (error(404, "Connector a not found"), ConnectorNotFound),
-    (json(404, {"message": "HTTP 404 Not Found"}), ConnectUnavailable),  # not Connect's error body
-    (httpx.Response(404, text="<html>nope</html>"), ConnectUnavailable),
-])
-def test_a_404_is_not_found_only_with_connects_error_body(answer: httpx.Response,
-                                                          kind: type[ConnectError]) -> None:
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (error(404, "Connector a not found"), ConnectorNotFound),
+        (json(404, {"message": "HTTP 404 Not Found"}), ConnectUnavailable),  # not Connect's error body
+        (httpx.Response(404, text="<html>nope</html>"), ConnectUnavailable),
+    ],
+)
+def test_a_404_is_not_found_only_with_connects_error_body(answer: httpx.Response, kind: type[ConnectError]) -> None:
     with pytest.raises(ConnectError) as caught:
         edge(Script(answer)).once(Request("GET", "/connectors/a/config", "a"))
     assert type(caught.value) is kind
@@ -223,28 +247,49 @@ def test_a_transport_error_is_typed_chained_and_logged(caplog: pytest.LogCapture
     assert [r.getMessage() for r in caplog.records] == ["PUT /connectors/a/config -> ReadTimeout"]
 
 
-@pytest.mark.parametrize(("expect", "answer"), [
-    (Expect.EMPTY, httpx.Response(204)),
-    (Expect.EMPTY, json(202, {"name": "a"})),
-    (Expect.JSON, json(200, ["a", "b"])),
-    (Expect.JSON, json(200, {})),
-    (Expect.INFO, info()),
-])
+@pytest.mark.parametrize(
+    ("expect", "answer"),
+    [
+        (Expect.EMPTY, httpx.Response(204)),
+        (Expect.EMPTY, json(202, {"name": "a"})),
+        (Expect.JSON, json(200, ["a", "b"])),
+        (Expect.JSON, json(200, {})),
+        (Expect.INFO, info()),
+    ],
+)
 def test_connects_answers_are_accepted(expect: Expect, answer: httpx.Response) -> None:
     response = edge(Script(answer)).once(Request("PUT", "/connectors/a/config", "a", expect=expect))
     assert response.status_code == answer.status_code
 
 
-@pytest.mark.parametrize(("expect", "answer", "message"), [
-    (Expect.EMPTY, httpx.Response(200, text="<html>ok</html>", headers={"content-type": "text/html; charset=utf-8"}),
-     "the answer is not Connect's JSON (text/html, 15 bytes)"),
-    (Expect.JSON, httpx.Response(200), "the answer is not Connect's JSON (no content type, 0 bytes)"),
-    (Expect.JSON, httpx.Response(200, content=b"{not json"), "the answer is not Connect's JSON (no content type, 9 bytes)"),
-    (Expect.INFO, json(201, {"name": "b", "config": {}}), "the answer is not the connector info naming this connector"),
-    (Expect.INFO, json(201, {"name": "a", "config": "x"}), "the answer is not the connector info naming this connector"),
-    (Expect.INFO, json(201, {"name": "a"}), "the answer is not the connector info naming this connector"),
-    (Expect.INFO, json(201, ["a"]), "the answer is not the connector info naming this connector"),
-])
+@pytest.mark.parametrize(
+    ("expect", "answer", "message"),
+    [
+        (
+            Expect.EMPTY,
+            httpx.Response(200, text="<html>ok</html>", headers={"content-type": "text/html; charset=utf-8"}),
+            "the answer is not Connect's JSON (text/html, 15 bytes)",
+        ),
+        (Expect.JSON, httpx.Response(200), "the answer is not Connect's JSON (no content type, 0 bytes)"),
+        (
+            Expect.JSON,
+            httpx.Response(200, content=b"{not json"),
+            "the answer is not Connect's JSON (no content type, 9 bytes)",
+        ),
+        (
+            Expect.INFO,
+            json(201, {"name": "b", "config": {}}),
+            "the answer is not the connector info naming this connector",
+        ),
+        (
+            Expect.INFO,
+            json(201, {"name": "a", "config": "x"}),
+            "the answer is not the connector info naming this connector",
+        ),
+        (Expect.INFO, json(201, {"name": "a"}), "the answer is not the connector info naming this connector"),
+        (Expect.INFO, json(201, ["a"]), "the answer is not the connector info naming this connector"),
+    ],
+)
 def test_anything_else_is_an_unexpected_answer(expect: Expect, answer: httpx.Response, message: str) -> None:
     req = Request("PUT", "/connectors/a/config", "a", expect=expect)
     with pytest.raises(UnexpectedAnswer) as caught:
@@ -260,6 +305,7 @@ def test_anything_else_is_an_unexpected_answer(expect: Expect, answer: httpx.Res
 def test_is_write() -> None:
     def r(method: str, path: str) -> httpx.Request:
         return httpx.Request(method, f"{SERVER}{path}")
+
     assert not is_write(r("GET", "/connectors"))
     assert not is_write(r("PUT", "/connector-plugins/X/config/validate"))
     assert is_write(r("POST", "/connector-plugins/X/config/validate"))
@@ -329,8 +375,9 @@ def test_an_unreadable_cluster_is_watched_until_the_deadline_then_the_outcome_is
     with pytest.raises(OutcomeUnknown) as caught:
         e.call(Request("PUT", "/connectors/a/config", "a", expect=Expect.INFO, applied=check))
     assert len(given) > 2, "polled until the deadline: the breaker is not open"
-    assert caught.value.server_message == ("the write may have been applied and the cluster could not be read "
-                                           "to tell; nothing was sent again")
+    assert caught.value.server_message == (
+        "the write may have been applied and the cluster could not be read to tell; nothing was sent again"
+    )
     assert caught.value.call == Call("dwh", SERVER, "PUT", "/connectors/a/config", "a")
     assert len(script.seen) == 1
 
@@ -343,6 +390,7 @@ def test_an_unreadable_cluster_ends_the_watch_once_the_breaker_opens() -> None:
         clock.now += 10
         given.append(None)
         return None
+
     script = Script(httpx.ReadTimeout("t"))
     e = edge(script, settle_s=30.0, poll_s=0.001, budget_s=15.0, clock=clock)
     with pytest.raises(OutcomeUnknown):
@@ -359,6 +407,7 @@ def test_a_readable_cluster_is_watched_on_though_the_breaker_opens() -> None:
         clock.now += 10
         given.append(answers.pop(0))
         return given[-1]
+
     script = Script(httpx.ReadTimeout("t"))
     e = edge(script, settle_s=30.0, poll_s=0.001, budget_s=15.0, clock=clock)
     assert e.call(Request("PUT", "/connectors/a/config", "a", expect=Expect.INFO, applied=check)) is None

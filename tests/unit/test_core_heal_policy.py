@@ -21,17 +21,20 @@ def running(name: str = "c") -> Observed:
 
 def test_paused_or_stopped_is_skipped_and_keeps_its_record() -> None:
     rec = Record(count=2, last_restart=5.0)
-    assert decide(Observed("c", "PAUSED", ("FAILED",)), rec, 10, CFG) == \
-        Decision("c", "skipped", rec, "paused or excluded: left alone")
-    assert decide(Observed("c", "STOPPED", ()), None, 10, CFG) == \
-        Decision("c", "skipped", None, "stopped or excluded: left alone")
+    assert decide(Observed("c", "PAUSED", ("FAILED",)), rec, 10, CFG) == Decision(
+        "c", "skipped", rec, "paused or excluded: left alone"
+    )
+    assert decide(Observed("c", "STOPPED", ()), None, 10, CFG) == Decision(
+        "c", "skipped", None, "stopped or excluded: left alone"
+    )
 
 
 def test_an_excluded_connector_is_skipped_whatever_its_state() -> None:
     cfg = HealConfig(exclude=("other", "legacy_*"))
     rec = Record(count=1)
-    assert decide(failed("legacy_a"), rec, 0, cfg) == \
-        Decision("legacy_a", "skipped", rec, "running or excluded: left alone")
+    assert decide(failed("legacy_a"), rec, 0, cfg) == Decision(
+        "legacy_a", "skipped", rec, "running or excluded: left alone"
+    )
     assert decide(failed("mine"), None, 0, cfg).verdict == "restart"
 
 
@@ -47,8 +50,12 @@ def test_healthy_without_history_is_forgotten() -> None:
 def test_healthy_within_the_backoff_keeps_the_count_but_not_the_unassigned_mark() -> None:
     rec = Record(count=1, last_restart=1000.0, unassigned_since=900.0, notified=1)
     kept = decide(running(), rec, 1100, CFG)  # backoff of restart 1: 2 units = 120 s
-    assert kept == Decision("c", "healthy", Record(count=1, last_restart=1000.0, notified=1),
-                            "running since restart 1; the count resets after 120s")
+    assert kept == Decision(
+        "c",
+        "healthy",
+        Record(count=1, last_restart=1000.0, notified=1),
+        "running since restart 1; the count resets after 120s",
+    )
 
 
 def test_healthy_for_exactly_the_backoff_resets() -> None:
@@ -73,8 +80,13 @@ def test_grace_ends_exactly_at_the_grace_period_and_the_restart_clears_the_mark(
     rec = Record(unassigned_since=1000)
     assert decide(seen, rec, 1299.5, CFG).verdict == "grace"
     d = decide(seen, rec, 1300, CFG)
-    assert d == Decision("c", "restart", Record(count=1, last_restart=1300, unassigned_since=None),
-                         "UNASSIGNED for 300s; restart 1 of 3", False)
+    assert d == Decision(
+        "c",
+        "restart",
+        Record(count=1, last_restart=1300, unassigned_since=None),
+        "UNASSIGNED for 300s; restart 1 of 3",
+        False,
+    )
 
 
 def test_failed_wins_over_unassigned() -> None:
@@ -90,8 +102,7 @@ def test_failed_wins_over_unassigned() -> None:
 def test_restart_after_the_backoff_counts_up() -> None:
     rec = Record(count=1, last_restart=0, notified=1)
     d = decide(failed(), rec, 120, CFG)
-    assert d == Decision("c", "restart", Record(count=2, last_restart=120, notified=1),
-                         "FAILED; restart 2 of 3", False)
+    assert d == Decision("c", "restart", Record(count=2, last_restart=120, notified=1), "FAILED; restart 2 of 3", False)
 
 
 def test_backoff_until_the_last_fraction_of_a_second() -> None:
@@ -105,8 +116,7 @@ def test_backoff_until_the_last_fraction_of_a_second() -> None:
 def test_the_first_relapse_is_notified_once() -> None:
     rec = Record(count=1, last_restart=0)  # never notified: notified == -1
     d = decide(failed(), rec, 60, CFG)
-    assert d == Decision("c", "backoff", Record(count=1, last_restart=0, notified=1),
-                         "FAILED; restart 2 in 60s", True)
+    assert d == Decision("c", "backoff", Record(count=1, last_restart=0, notified=1), "FAILED; restart 2 in 60s", True)
     # Already notified at a count of 0 (e.g. a record written by an older run): no relapse.
     quiet = decide(failed(), Record(count=1, last_restart=0, notified=0), 60, CFG)
     assert quiet.verdict == "backoff" and not quiet.notify and quiet.record == Record(1, 0, None, 0)
@@ -114,15 +124,15 @@ def test_the_first_relapse_is_notified_once() -> None:
 
 def test_a_relapse_past_the_backoff_restarts_and_notifies() -> None:
     d = decide(failed(), Record(count=1, last_restart=0), 500, CFG)
-    assert d == Decision("c", "restart", Record(count=2, last_restart=500, notified=1),
-                         "FAILED; restart 2 of 3", True)
+    assert d == Decision("c", "restart", Record(count=2, last_restart=500, notified=1), "FAILED; restart 2 of 3", True)
 
 
 def test_exhausted_budget_is_notified_once_per_count() -> None:
     rec = Record(count=3, last_restart=0, notified=1)
     d = decide(failed(), rec, 10_000, CFG)
-    assert d == Decision("c", "exhausted", Record(count=3, last_restart=0, notified=3),
-                         "FAILED; restart budget of 3 exhausted", True)
+    assert d == Decision(
+        "c", "exhausted", Record(count=3, last_restart=0, notified=3), "FAILED; restart budget of 3 exhausted", True
+    )
     assert decide(failed(), d.record, 20_000, CFG).notify is False
     over = decide(failed(), Record(count=4, last_restart=0, notified=3), 10, CFG)
     assert over.verdict == "exhausted" and over.notify

@@ -14,8 +14,10 @@ from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, plan
 from tests.connect_double import ConnectDouble, error
 from tests.unit.test_core_apply import bodies, cfg, client, no_journal, opts
 
-OFFSETS = [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 42}},
-           {"partition": {"kafka_topic": "t", "kafka_partition": 1}, "offset": {"kafka_offset": 7}}]
+OFFSETS = [
+    {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 42}},
+    {"partition": {"kafka_topic": "t", "kafka_partition": 1}, "offset": {"kafka_offset": 7}},
+]
 
 
 def world(state: str = "RUNNING", offsets: list[dict[str, Any]] | None = None) -> tuple[ConnectDouble, list[Any]]:
@@ -26,8 +28,10 @@ def world(state: str = "RUNNING", offsets: list[dict[str, Any]] | None = None) -
 
 
 def rename(double: ConnectDouble, seen_state: str | None = None, **options: Any) -> tuple[StepResult, ...]:
-    live = {n: Live(n, c.config, c.type, c.state if seen_state is None else seen_state)
-            for n, c in double.connectors.items()}
+    live = {
+        n: Live(n, c.config, c.type, c.state if seen_state is None else seen_state)
+        for n, c in double.connectors.items()
+    }
     p = plan("c", {"new": Desired("new", cfg())}, live, Policy(), Scope(frozenset({"old"})))
     assert [(s.action, s.renamed_from) for s in p.steps] == [("rename", "old")]
     return execute(client(double), p, opts(**options), no_journal())
@@ -41,7 +45,8 @@ def test_a_rename_moves_the_offsets_then_starts_the_new_one_and_deletes_the_old(
     double, seen = world()
     progress: list[StepResult] = []
     assert rename(double, progress=lambda r, d, t: progress.append(r)) == (
-        StepResult("new", "rename", True, "renamed from old, 2 offset partitions carried over; RUNNING", True),)
+        StepResult("new", "rename", True, "renamed from old, 2 offset partitions carried over; RUNNING", True),
+    )
     assert [r.detail for r in progress] == ["renamed from old, 2 offset partitions carried over; RUNNING"]
     assert writes(seen) == [
         ("PUT", "/connectors/old/stop", None),
@@ -59,8 +64,9 @@ def test_a_rename_moves_the_offsets_then_starts_the_new_one_and_deletes_the_old(
 def test_the_new_connector_ends_in_the_state_of_the_old_one(state: str) -> None:
     double, seen = world(state)
     (result,) = rename(double)
-    assert result == StepResult("new", "rename", True, f"renamed from old, 2 offset partitions carried over; {state}",
-                                True)
+    assert result == StepResult(
+        "new", "rename", True, f"renamed from old, 2 offset partitions carried over; {state}", True
+    )
     assert double.connectors["new"].state == state and double.connectors["new"].offsets == OFFSETS
     assert ("PUT", "/connectors/new/resume", None) not in writes(seen)
 
@@ -74,17 +80,30 @@ def test_an_old_one_not_in_a_target_state_ends_in_the_initial_state(seen: str, i
 
 def test_an_unreadable_offsets_answer_is_rolled_back() -> None:
     double, _ = world()
-    double.faults.insert(0, lambda r, d: httpx.Response(200, json=["not", "offsets"])
-                         if r.method == "GET" and r.url.path == "/connectors/old/offsets" else None)
+    double.faults.insert(
+        0,
+        lambda r, d: (
+            httpx.Response(200, json=["not", "offsets"])
+            if r.method == "GET" and r.url.path == "/connectors/old/offsets"
+            else None
+        ),
+    )
     (result,) = rename(double)
-    assert result.detail.startswith("rename from old failed before the offsets moved: Kafka Connect 'c': GET "
-                                    "/connectors/old/offsets failed: unexpected answer: expected a JSON object")
+    assert result.detail.startswith(
+        "rename from old failed before the offsets moved: Kafka Connect 'c': GET "
+        "/connectors/old/offsets failed: unexpected answer: expected a JSON object"
+    )
     assert result.detail.endswith("; rolled back: old is RUNNING again")
-    double.faults[0] = lambda r, d: httpx.Response(200, json={"offsets": {"x": 1}}) \
-        if r.method == "GET" and r.url.path == "/connectors/old/offsets" else None
+    double.faults[0] = lambda r, d: (
+        httpx.Response(200, json={"offsets": {"x": 1}})
+        if r.method == "GET" and r.url.path == "/connectors/old/offsets"
+        else None
+    )
     (result,) = rename(double)
-    assert result.detail == ("rename from old failed before the offsets moved: unexpected offsets answer: 'offsets' "
-                             "is dict, not a list; rolled back: old is RUNNING again")
+    assert result.detail == (
+        "rename from old failed before the offsets moved: unexpected offsets answer: 'offsets' "
+        "is dict, not a list; rolled back: old is RUNNING again"
+    )
 
 
 def test_an_unknown_old_state_is_rolled_back_to_running() -> None:
@@ -105,14 +124,18 @@ def failing(method: str, path: str) -> Any:
         if request.method == method and request.url.path == path:
             return error(500, "boom")
         return None
+
     return fault
 
 
-@pytest.mark.parametrize(("method", "path", "new_exists"), [
-    ("POST", "/connectors", False),
-    ("PATCH", "/connectors/new/offsets", False),
-    ("GET", "/connectors/old/offsets", False),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "new_exists"),
+    [
+        ("POST", "/connectors", False),
+        ("PATCH", "/connectors/new/offsets", False),
+        ("GET", "/connectors/old/offsets", False),
+    ],
+)
 def test_a_failure_before_the_offsets_moved_is_rolled_back(method: str, path: str, new_exists: bool) -> None:
     double, seen = world()
     double.faults.insert(0, failing(method, path))
@@ -145,8 +168,9 @@ def test_after_the_offsets_moved_a_failure_is_reported_not_undone() -> None:
     double, _ = world()
     double.faults.insert(0, failing("DELETE", "/connectors/old"))
     (result,) = rename(double)
-    assert not result.ok and result.detail.startswith("renamed from old, 2 offset partitions carried over, but "
-                                                      "the old connector old is left STOPPED: ")
+    assert not result.ok and result.detail.startswith(
+        "renamed from old, 2 offset partitions carried over, but the old connector old is left STOPPED: "
+    )
     assert double.connectors["new"].state == "RUNNING" and double.connectors["old"].state == "STOPPED"
     double2, _ = world()
     double2.faults.insert(0, failing("PUT", "/connectors/new/resume"))

@@ -24,15 +24,21 @@ def test_claims_round_trip_per_project_and_cluster(tmp_path: Path) -> None:
     store.claim("p", "c", [Claim("a", "x_*", "created", "r1", "t1"), Claim("b", "*", "imported", "r1", "t1")])
     store.claim("p", "d", [Claim("a", "*", "adopted", "r2", "t2")])
     store.claim("q", "c", [Claim("z", "*", "created", "r3", "t3")])
-    assert store.owned("p", "c") == {"a": Claim("a", "x_*", "created", "r1", "t1"),
-                                     "b": Claim("b", "*", "imported", "r1", "t1")}
+    assert store.owned("p", "c") == {
+        "a": Claim("a", "x_*", "created", "r1", "t1"),
+        "b": Claim("b", "*", "imported", "r1", "t1"),
+    }
     store.claim("p", "c", [Claim("a", "*", "renamed", "r4", "t4")])  # a later claim replaces the record
     store.release("p", "c", ["b", "never"])
     assert store.owned("p", "c") == {"a": Claim("a", "*", "renamed", "r4", "t4")}
     assert list(store.owned("p", "d")) == ["a"] and list(store.owned("q", "c")) == ["z"]
-    record = {"p": {"c": {"a": {"how": "renamed", "run_id": "r4", "scope": "*", "since": "t4"}},
-                    "d": {"a": {"how": "adopted", "run_id": "r2", "scope": "*", "since": "t2"}}},
-              "q": {"c": {"z": {"how": "created", "run_id": "r3", "scope": "*", "since": "t3"}}}}
+    record = {
+        "p": {
+            "c": {"a": {"how": "renamed", "run_id": "r4", "scope": "*", "since": "t4"}},
+            "d": {"a": {"how": "adopted", "run_id": "r2", "scope": "*", "since": "t2"}},
+        },
+        "q": {"c": {"z": {"how": "created", "run_id": "r3", "scope": "*", "since": "t3"}}},
+    }
     assert store.path.read_text() == json.dumps(record, indent=2, sort_keys=True) + "\n"  # reviewable in a diff
     assert sorted(p.name for p in store.path.parent.iterdir()) == ["ownership.json"]
 
@@ -43,15 +49,25 @@ def test_a_record_without_since_reads_as_empty(tmp_path: Path) -> None:
     assert FileStore(path).owned("p", "c") == {"a": Claim("a", "*", "created", "r", "")}
 
 
-@pytest.mark.parametrize("text", ["[]", '{"p": []}', '{"p": {"c": []}}', '{"p": {"c": {"a": 1}}}',
-                                  '{"p": {"c": {"a": {"scope": "*", "how": "x"}}}}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[]",
+        '{"p": []}',
+        '{"p": {"c": []}}',
+        '{"p": {"c": {"a": 1}}}',
+        '{"p": {"c": {"a": {"scope": "*", "how": "x"}}}}',
+    ],
+)
 def test_a_corrupt_record_stops_the_run(tmp_path: Path, text: str) -> None:
     path = tmp_path / "ownership.json"
     path.write_text(text)
     with pytest.raises(InputError) as info:
         FileStore(path).owned("p", "c")
-    assert str(info.value) in (f"{path}: ownership record is corrupt: repair it or restore it from backup",
-                               f"{path}: ownership record of 'a' is corrupt")
+    assert str(info.value) in (
+        f"{path}: ownership record is corrupt: repair it or restore it from backup",
+        f"{path}: ownership record of 'a' is corrupt",
+    )
 
 
 def test_an_unwritable_record_is_an_ownership_error(tmp_path: Path) -> None:
@@ -63,8 +79,10 @@ def test_an_unwritable_record_is_an_ownership_error(tmp_path: Path) -> None:
 
 def test_claims_of_and_scope_of() -> None:
     claims = claims_of(["b", "a", "b"], "x_*", "created", "r1")
-    assert [(c.connector, c.scope, c.how, c.run_id) for c in claims] == [("a", "x_*", "created", "r1"),
-                                                                        ("b", "x_*", "created", "r1")]
+    assert [(c.connector, c.scope, c.how, c.run_id) for c in claims] == [
+        ("a", "x_*", "created", "r1"),
+        ("b", "x_*", "created", "r1"),
+    ]
     assert all(c.since.endswith("+00:00") for c in claims)
     assert scope_of(()) == "*" and scope_of(("b_*", "a_*")) == "a_*,b_*"
 
@@ -81,14 +99,36 @@ def test_the_store_is_the_lock_database_else_a_file(tmp_path: Path) -> None:
 # --- select scopes ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("a", "b", "overlap"), [
-    ("local_manabie_*", "stag_manabie_*", False), ("a*b*c", "a*d*c", True), ("a_*_x", "a_*_y", False),
-    ("*", "x", True), ("[ab]x", "[cd]x", False), ("[a-z]x", "[m-q]x", True), ("a?", "ab", True), ("a?", "a", False),
-    ("local_*", "local_manabie_*", True), ("*_sink", "*_source", False), ("x[!a]", "xa", False),
-    ("x[!a]", "x[!b]", True), ("", "", True), ("", "*", True), ("", "a", False), ("**", "a", True),
-    ("*", "abc", True), ("abc", "*", True), ("a*", "*b", True), ("*a*", "b*c", True), ("*ab", "*ba", False),
-    ("[a-c]", "[!ac]", True), ("[a-d]", "[!abd]", True), ("[a-c]", "[!a-c]", False), ("[b-c]", "[!b]", True),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "overlap"),
+    [
+        ("local_manabie_*", "stag_manabie_*", False),
+        ("a*b*c", "a*d*c", True),
+        ("a_*_x", "a_*_y", False),
+        ("*", "x", True),
+        ("[ab]x", "[cd]x", False),
+        ("[a-z]x", "[m-q]x", True),
+        ("a?", "ab", True),
+        ("a?", "a", False),
+        ("local_*", "local_manabie_*", True),
+        ("*_sink", "*_source", False),
+        ("x[!a]", "xa", False),
+        ("x[!a]", "x[!b]", True),
+        ("", "", True),
+        ("", "*", True),
+        ("", "a", False),
+        ("**", "a", True),
+        ("*", "abc", True),
+        ("abc", "*", True),
+        ("a*", "*b", True),
+        ("*a*", "b*c", True),
+        ("*ab", "*ba", False),
+        ("[a-c]", "[!ac]", True),
+        ("[a-d]", "[!abd]", True),
+        ("[a-c]", "[!a-c]", False),
+        ("[b-c]", "[!b]", True),
+    ],
+)
 def test_globs_overlap(a: str, b: str, overlap: bool) -> None:
     assert globs_overlap(a, b) is overlap and globs_overlap(b, a) is overlap
 
@@ -98,8 +138,10 @@ _NAMES = ["".join(p) for n in range(7) for p in itertools.product(ALPHABET, repe
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["a", "b", "c", "*", "?", "[a]", "[!a]", "[a-c]", "[!ac]"]), max_size=3).map("".join),
-       st.lists(st.sampled_from(["a", "b", "c", "*", "?", "[a]", "[!a]", "[b-c]", "[!b]"]), max_size=3).map("".join))
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "*", "?", "[a]", "[!a]", "[a-c]", "[!ac]"]), max_size=3).map("".join),
+    st.lists(st.sampled_from(["a", "b", "c", "*", "?", "[a]", "[!a]", "[b-c]", "[!b]"]), max_size=3).map("".join),
+)
 def test_globs_overlap_agrees_with_brute_force(a: str, b: str) -> None:
     """Any witness is at most as long as both patterns together: every name up to 6 is tried."""
     assert globs_overlap(a, b) is any(fnmatchcase(n, a) and fnmatchcase(n, b) for n in _NAMES)
@@ -116,15 +158,27 @@ def test_scopes_overlap() -> None:
 
 def project_file(tmp_path: Path, a: str, b: str, sel_a: str = "", sel_b: str = "") -> Path:
     path = tmp_path / "hephaestus.yaml"
-    path.write_text(json.dumps({"clusters": {
-        "one": {"url": a, "connectors": "c1", **({"select": [sel_a]} if sel_a else {})},
-        "two": {"url": b, "connectors": "c2", **({"select": [sel_b]} if sel_b else {})}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "clusters": {
+                    "one": {"url": a, "connectors": "c1", **({"select": [sel_a]} if sel_a else {})},
+                    "two": {"url": b, "connectors": "c2", **({"select": [sel_b]} if sel_b else {})},
+                }
+            }
+        )
+    )
     return path
 
 
-@pytest.mark.parametrize(("a", "b"), [("http://connect:8083", "http://CONNECT:8083/"),
-                                      ("http://connect", "http://connect:80"),
-                                      ("https://u:p@connect/", "https://connect:443")])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("http://connect:8083", "http://CONNECT:8083/"),
+        ("http://connect", "http://connect:80"),
+        ("https://u:p@connect/", "https://connect:443"),
+    ],
+)
 def test_two_clusters_on_one_url_with_overlapping_scopes_are_refused(tmp_path: Path, a: str, b: str) -> None:
     with pytest.raises(InputErrors) as info:
         load_project(project_file(tmp_path, a, b, "x_*"))
@@ -151,4 +205,3 @@ def test_an_unusable_url_is_an_input_error_naming_the_cluster(tmp_path: Path, ur
         load_project(project_file(tmp_path, url, "http://c:8084"))
     (err,) = info.value.errors
     assert err.field == "clusters.one.url" and "not a usable URL" in str(err)
-

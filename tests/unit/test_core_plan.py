@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hephaestus.reconciler.plan import (
-    KeyChange,
     Desired,
+    KeyChange,
     Live,
     Plan,
     Policy,
@@ -40,7 +40,7 @@ def owning(live: dict[str, Live], **more: object) -> Scope:
 
 
 def keep(live: dict[str, Live], n: int) -> dict[str, Desired]:
-    return {k: Desired(k, dict(l.config)) for k, l in list(live.items())[:n]}
+    return {k: Desired(k, dict(lv.config)) for k, lv in list(live.items())[:n]}
 
 
 def test_policy_defaults() -> None:
@@ -48,26 +48,50 @@ def test_policy_defaults() -> None:
 
 
 def test_steps_are_exact_and_in_name_order() -> None:
-    desired = {"c_new": Desired("c_new", cfg(), "git/c_new.json"),
-               "b_upd": Desired("b_upd", cfg(**{"batch.size": "2"}), "git/b_upd.json"),
-               "a_same": Desired("a_same", cfg(), "git/a_same.json"),
-               "noclass": Desired("noclass", {"topics": "t"})}
-    live = {"b_upd": Live("b_upd", {**cfg(**{"batch.size": "1", "extra": "x"}), "name": "b_upd"}, "sink", "PAUSED"),
-            "a_same": Live("a_same", {**cfg(), "name": "a_same"}, "sink", "RUNNING"),
-            "z_old": Live("z_old", cfg(topics="old"), "sink", "RUNNING")}
+    desired = {
+        "c_new": Desired("c_new", cfg(), "git/c_new.json"),
+        "b_upd": Desired("b_upd", cfg(**{"batch.size": "2"}), "git/b_upd.json"),
+        "a_same": Desired("a_same", cfg(), "git/a_same.json"),
+        "noclass": Desired("noclass", {"topics": "t"}),
+    }
+    live = {
+        "b_upd": Live("b_upd", {**cfg(**{"batch.size": "1", "extra": "x"}), "name": "b_upd"}, "sink", "PAUSED"),
+        "a_same": Live("a_same", {**cfg(), "name": "a_same"}, "sink", "RUNNING"),
+        "z_old": Live("z_old", cfg(topics="old"), "sink", "RUNNING"),
+    }
     p = plan("dwh", desired, live, Policy(), owning(live))
-    assert p == Plan("dwh", (
-        Step("unchanged", "a_same", cfg(), connector_class=DBZ_SINK, origin="git/a_same.json", live_state="RUNNING"),
-        Step("update", "b_upd", cfg(**{"batch.size": "2"}),
-             (KeyChange("batch.size", "1", "2"), KeyChange("extra", "x", None)),
-             connector_class=DBZ_SINK, origin="git/b_upd.json", live_state="PAUSED"),
-        Step("create", "c_new", cfg(), connector_class=DBZ_SINK, origin="git/c_new.json"),
-        Step("create", "noclass", {"topics": "t"}, connector_class=""),
-        Step("delete", "z_old", reason="JDBC sink absent from git", connector_class=DBZ_SINK),
-    ), refused="")
+    assert p == Plan(
+        "dwh",
+        (
+            Step(
+                "unchanged", "a_same", cfg(), connector_class=DBZ_SINK, origin="git/a_same.json", live_state="RUNNING"
+            ),
+            Step(
+                "update",
+                "b_upd",
+                cfg(**{"batch.size": "2"}),
+                (KeyChange("batch.size", "1", "2"), KeyChange("extra", "x", None)),
+                connector_class=DBZ_SINK,
+                origin="git/b_upd.json",
+                live_state="PAUSED",
+            ),
+            Step("create", "c_new", cfg(), connector_class=DBZ_SINK, origin="git/c_new.json"),
+            Step("create", "noclass", {"topics": "t"}, connector_class=""),
+            Step("delete", "z_old", reason="JDBC sink absent from git", connector_class=DBZ_SINK),
+        ),
+        refused="",
+    )
     assert [s.risk for s in p.steps] == ["", "restart", "create", "create", "delete"]
-    assert p.counts() == {"create": 2, "update": 1, "rename": 0, "delete": 1, "state": 0, "protected": 0, "unmanaged": 0,
-                          "unchanged": 1}
+    assert p.counts() == {
+        "create": 2,
+        "update": 1,
+        "rename": 0,
+        "delete": 1,
+        "state": 0,
+        "protected": 0,
+        "unmanaged": 0,
+        "unchanged": 1,
+    }
     assert [s.name for s in p.writes] == ["b_upd", "c_new", "noclass", "z_old"]
     assert [s.name for s in p.of("update", "unchanged")] == ["a_same", "b_upd"]
     assert not p.in_sync and p.healthy
@@ -76,8 +100,16 @@ def test_steps_are_exact_and_in_name_order() -> None:
 def test_in_sync_and_healthy() -> None:
     p = plan("x", {"a": Desired("a", cfg())}, {"a": Live("a", cfg())}, Policy(), Scope(frozenset({"a"})))
     assert p.in_sync and p.healthy and p.writes == () and p.adopt == ()
-    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 0, "state": 0, "protected": 0, "unmanaged": 0,
-                          "unchanged": 1}
+    assert p.counts() == {
+        "create": 0,
+        "update": 0,
+        "rename": 0,
+        "delete": 0,
+        "state": 0,
+        "protected": 0,
+        "unmanaged": 0,
+        "unchanged": 1,
+    }
     sick = Plan("x", p.steps, health=(Unhealthy("a", "FAILED"),))
     assert sick.in_sync and not sick.healthy
 
@@ -97,17 +129,41 @@ def test_what_is_never_deleted_and_why() -> None:
         Step("unmanaged", "DIM_USER_SINK", reason="ksqlDB-managed (ALL-CAPS name)", connector_class=CONF_SINK),
         Step("unmanaged", "bare", reason="not a JDBC sink (unknown class)", connector_class=""),
         Step("delete", "conf", reason="JDBC sink absent from git", connector_class=CONF_SINK),
-        Step("unmanaged", "held_sink", reason="custom connector: reconciled only with --deploy-custom-sinks",
-             connector_class=CONF_SINK),
-        Step("unmanaged", "s3", reason="not a JDBC sink (com.example.S3SinkConnector)",
-             connector_class="com.example.S3SinkConnector"),
-        Step("protected", "src", reason="a source is never deleted: its slot and offsets would be lost",
-             connector_class=SOURCE),
-        Step("unmanaged", "theirs", connector_class=CONF_SINK,
-             reason="JDBC sink absent from git, not owned by this deployment (`hephaestus import` adopts it)"),
+        Step(
+            "unmanaged",
+            "held_sink",
+            reason="custom connector: reconciled only with --deploy-custom-sinks",
+            connector_class=CONF_SINK,
+        ),
+        Step(
+            "unmanaged",
+            "s3",
+            reason="not a JDBC sink (com.example.S3SinkConnector)",
+            connector_class="com.example.S3SinkConnector",
+        ),
+        Step(
+            "protected",
+            "src",
+            reason="a source is never deleted: its slot and offsets would be lost",
+            connector_class=SOURCE,
+        ),
+        Step(
+            "unmanaged",
+            "theirs",
+            connector_class=CONF_SINK,
+            reason="JDBC sink absent from git, not owned by this deployment (`hephaestus import` adopts it)",
+        ),
     )
-    assert p.counts() == {"create": 0, "update": 0, "rename": 0, "delete": 1, "state": 0, "protected": 1, "unmanaged": 5,
-                          "unchanged": 0}
+    assert p.counts() == {
+        "create": 0,
+        "update": 0,
+        "rename": 0,
+        "delete": 1,
+        "state": 0,
+        "protected": 1,
+        "unmanaged": 5,
+        "unchanged": 0,
+    }
 
 
 def test_a_jdbc_sink_reported_as_source_is_still_a_jdbc_sink() -> None:
@@ -116,10 +172,18 @@ def test_a_jdbc_sink_reported_as_source_is_still_a_jdbc_sink() -> None:
     assert step.action == "delete"
 
 
-@pytest.mark.parametrize(("name", "ksql"), [
-    ("DIM_USER", True), ("A1_B", True), ("X", True), ("Dim_user", False), ("dim_user", False), ("123_456", False),
-    ("", False),
-])
+@pytest.mark.parametrize(
+    ("name", "ksql"),
+    [
+        ("DIM_USER", True),
+        ("A1_B", True),
+        ("X", True),
+        ("Dim_user", False),
+        ("dim_user", False),
+        ("123_456", False),
+        ("", False),
+    ],
+)
 def test_ksqldb_names(name: str, ksql: bool) -> None:
     assert is_ksqldb_managed(name) is ksql
 
@@ -130,21 +194,25 @@ def test_ksqldb_names(name: str, ksql: bool) -> None:
 def test_deleting_exactly_max_deletes_is_allowed() -> None:
     live = sinks(30)
     assert plan("x", keep(live, 20), live, Policy(max_deletes=10), owning(live)).refused == ""
-    assert plan("x", keep(live, 19), live, Policy(max_deletes=10), owning(live)).refused == \
-        "would delete 11 connectors (more than 10); rerun with --force"
+    assert (
+        plan("x", keep(live, 19), live, Policy(max_deletes=10), owning(live)).refused
+        == "would delete 11 connectors (more than 10); rerun with --force"
+    )
 
 
 def test_deleting_exactly_the_share_is_allowed() -> None:
     live = sinks(4)
     assert plan("x", keep(live, 2), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused == ""
-    assert plan("x", keep(live, 1), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused == \
-        "would delete 3 of 4 owned sinks (more than 50%); rerun with --force"
+    assert (
+        plan("x", keep(live, 1), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused
+        == "would delete 3 of 4 owned sinks (more than 50%); rerun with --force"
+    )
 
 
 def test_the_share_counts_owned_sinks_not_the_live_fleet() -> None:
     """Before ownership: 10 sources + 10 sinks made the share 50 % and every sink went."""
     live = {**sinks(4), **{f"src{i}": Live(f"src{i}", cfg(SOURCE, topics=str(i)), "source") for i in range(10)}}
-    desired = {**keep(sinks(4), 2), **{n: Desired(n, dict(l.config)) for n, l in live.items() if n.startswith("src")}}
+    desired = {**keep(sinks(4), 2), **{n: Desired(n, dict(lv.config)) for n, lv in live.items() if n.startswith("src")}}
     p = plan("x", desired, live, Policy(max_delete_share=0.25), owning(live))
     assert p.refused == "would delete 2 of 4 owned sinks (more than 25%); rerun with --force"
     theirs = {**sinks(4), **{f"x{i}": Live(f"x{i}", cfg(topics=f"x{i}"), "sink") for i in range(10)}}
@@ -155,16 +223,20 @@ def test_the_share_counts_owned_sinks_not_the_live_fleet() -> None:
 def test_a_single_delete_under_both_limits_is_allowed() -> None:
     live = sinks(4)
     assert plan("x", keep(live, 3), live, Policy(max_deletes=1, max_delete_share=0.25), owning(live)).refused == ""
-    assert plan("x", keep(live, 3), live, Policy(max_deletes=0, max_delete_share=0.25), owning(live)).refused == \
-        "would delete 1 connectors (more than 0); rerun with --force"
+    assert (
+        plan("x", keep(live, 3), live, Policy(max_deletes=0, max_delete_share=0.25), owning(live)).refused
+        == "would delete 1 connectors (more than 0); rerun with --force"
+    )
 
 
 def test_no_sink_in_git_refuses_any_delete_whatever_the_counts() -> None:
     live = sinks(2)
     sources = {"src": Desired("src", cfg(SOURCE))}
     p = plan("x", sources, live, Policy(max_deletes=10, max_delete_share=1.0), owning(live))
-    assert p.refused == ("git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
-                         "2 owned sinks run: deleting 2 of them needs --force")
+    assert p.refused == (
+        "git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
+        "2 owned sinks run: deleting 2 of them needs --force"
+    )
     assert plan("x", sources, live, Policy(force=True), owning(live)).refused == ""
     assert plan("x", sources, live, Policy(), Scope()).refused == ""  # nothing owned: nothing deleted
 
@@ -176,12 +248,20 @@ def test_force_lifts_both_limits_and_nothing_to_delete_needs_no_limit() -> None:
 
 
 def test_only_owned_sinks_are_deleted_and_git_names_not_owned_are_adopted() -> None:
-    live = {"mine": Live("mine", cfg(topics="a"), "sink"), "theirs": Live("theirs", cfg(topics="b"), "sink"),
-            "git": Live("git", cfg(topics="c"), "sink"), "upd": Live("upd", cfg(topics="d"), "sink")}
+    live = {
+        "mine": Live("mine", cfg(topics="a"), "sink"),
+        "theirs": Live("theirs", cfg(topics="b"), "sink"),
+        "git": Live("git", cfg(topics="c"), "sink"),
+        "upd": Live("upd", cfg(topics="d"), "sink"),
+    }
     desired = {"git": Desired("git", cfg(topics="c")), "upd": Desired("upd", cfg(topics="e"))}
     p = plan("x", desired, live, Policy(force=True), Scope(frozenset({"mine"}), warnings=("w",)))
     assert [(s.action, s.name) for s in p.steps] == [
-        ("unchanged", "git"), ("delete", "mine"), ("unmanaged", "theirs"), ("update", "upd")]
+        ("unchanged", "git"),
+        ("delete", "mine"),
+        ("unmanaged", "theirs"),
+        ("update", "upd"),
+    ]
     assert p.adopt == ("git", "upd") and p.warnings == ("w",)
 
 
@@ -197,17 +277,23 @@ def test_comparable_drops_name_and_ignored_keys_only() -> None:
 def test_diff_is_sorted_and_empty_when_equal() -> None:
     assert diff({"b": "1", "a": "1"}, {"a": "1", "b": "1"}) == ()
     assert diff({"b": "1", "a": "2"}, {"c": "3", "a": "1"}) == (
-        KeyChange("a", "2", "1"), KeyChange("b", "1", None), KeyChange("c", None, "3"))
+        KeyChange("a", "2", "1"),
+        KeyChange("b", "1", None),
+        KeyChange("c", None, "3"),
+    )
 
 
-@pytest.mark.parametrize(("ignore", "key", "ignored"), [
-    ({"__internal.*"}, "__internal.owner", True),
-    ({"__internal.*"}, "x__internal.owner", False),  # a glob matches the whole key
-    ({"transforms.*.negate"}, "transforms.filter.negate", True),
-    ({"transforms.*.negate"}, "transforms.filter.type", False),
-    ({"a.b"}, "a_b", False),  # `.` is a dot, not any character
-    ({"a.b", "c.*"}, "a.b", True),
-])
+@pytest.mark.parametrize(
+    ("ignore", "key", "ignored"),
+    [
+        ({"__internal.*"}, "__internal.owner", True),
+        ({"__internal.*"}, "x__internal.owner", False),  # a glob matches the whole key
+        ({"transforms.*.negate"}, "transforms.filter.negate", True),
+        ({"transforms.*.negate"}, "transforms.filter.type", False),
+        ({"a.b"}, "a_b", False),  # `.` is a dot, not any character
+        ({"a.b", "c.*"}, "a.b", True),
+    ],
+)
 def test_an_ignored_key_is_an_exact_name_or_a_glob(ignore: set[str], key: str, ignored: bool) -> None:
     desired = {"a": Desired("a", cfg(**{key: "new"}))}
     live = {"a": Live("a", cfg(**{key: "old"}))}

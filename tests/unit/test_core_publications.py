@@ -13,8 +13,14 @@ KEY = ("bob", "pub")
 
 
 def src(name: str, tables: str, **extra: str) -> dict[str, str]:
-    return {"connector.class": POSTGRES_SOURCE, "topic.prefix": "bob", "publication.name": "pub",
-            "signal.data.collection": "public.sig", "table.include.list": tables, **extra}
+    return {
+        "connector.class": POSTGRES_SOURCE,
+        "topic.prefix": "bob",
+        "publication.name": "pub",
+        "signal.data.collection": "public.sig",
+        "table.include.list": tables,
+        **extra,
+    }
 
 
 def source(name: str, *tables: str, dropped: tuple[str, ...] = ()) -> Source:
@@ -22,24 +28,37 @@ def source(name: str, *tables: str, dropped: tuple[str, ...] = ()) -> Source:
 
 
 def test_sources_read_git_and_what_this_run_drops_from_each_include_list() -> None:
-    desired = {"a": Desired("a", src("a", "users,public.students")), "b": Desired("b", src("b", "users")),
-               "sink": Desired("sink", {"connector.class": "x.JdbcSinkConnector"})}
+    desired = {
+        "a": Desired("a", src("a", "users,public.students")),
+        "b": Desired("b", src("b", "users")),
+        "sink": Desired("sink", {"connector.class": "x.JdbcSinkConnector"}),
+    }
     live = {"a": Live("a", src("a", "users,locations"))}
     assert sources(desired, live) == [
-        Source("a", "bob", "pub", "public.sig", frozenset({"public.users", "public.students"}),
-               frozenset({"public.locations"})),
-        Source("b", "bob", "pub", "public.sig", frozenset({"public.users"}))]
+        Source(
+            "a",
+            "bob",
+            "pub",
+            "public.sig",
+            frozenset({"public.users", "public.students"}),
+            frozenset({"public.locations"}),
+        ),
+        Source("b", "bob", "pub", "public.sig", frozenset({"public.users"})),
+    ]
 
 
 def test_captured_tables_missing_from_the_publication_are_added() -> None:
-    changes, problems = upkeep([source("a", "public.users", "public.t")],
-                               {KEY: Published(True, frozenset({"public.users", "public.sig"}))})
+    changes, problems = upkeep(
+        [source("a", "public.users", "public.t")], {KEY: Published(True, frozenset({"public.users", "public.sig"}))}
+    )
     assert changes == (Change("bob", "pub", ("public.t",), (), ("a",)),) and problems == {}
 
 
 def test_nothing_to_change_is_no_change() -> None:
-    assert upkeep([source("a", "public.users")], {KEY: Published(True, frozenset({"public.users", "public.sig"}))}) \
-        == ((), {})
+    assert upkeep([source("a", "public.users")], {KEY: Published(True, frozenset({"public.users", "public.sig"}))}) == (
+        (),
+        {},
+    )
 
 
 def test_a_table_dropped_from_one_include_list_stays_while_another_source_captures_it() -> None:
@@ -58,9 +77,14 @@ def test_a_table_published_by_hand_is_never_dropped_and_the_signal_table_never()
 def test_a_missing_publication_stops_the_apply_naming_the_ddl() -> None:
     changes, problems = upkeep([source("a", "public.users")], {KEY: Published(False)})
     assert changes == ()
-    assert problems == {"a": {"publication.name": (
-        "publication pub does not exist in database bob: create it with "
-        "CREATE PUBLICATION pub FOR TABLE public.sig, public.users;",)}}
+    assert problems == {
+        "a": {
+            "publication.name": (
+                "publication pub does not exist in database bob: create it with "
+                "CREATE PUBLICATION pub FOR TABLE public.sig, public.users;",
+            )
+        }
+    }
 
 
 def test_a_publication_without_the_signal_table_stops_the_apply_naming_the_ddl() -> None:
@@ -71,7 +95,10 @@ def test_a_publication_without_the_signal_table_stops_the_apply_naming_the_ddl()
 
 @pytest.mark.parametrize("tables", [frozenset(), frozenset({"public.other"})])
 def test_a_for_all_tables_publication_needs_nothing(tables: frozenset[str]) -> None:
-    assert upkeep([source("a", "public.users", dropped=("public.x",))], {KEY: Published(True, tables, True)}) == ((), {})
+    assert upkeep([source("a", "public.users", dropped=("public.x",))], {KEY: Published(True, tables, True)}) == (
+        (),
+        {},
+    )
 
 
 def test_a_publication_that_could_not_be_read_is_left_alone() -> None:
@@ -80,9 +107,15 @@ def test_a_publication_that_could_not_be_read_is_left_alone() -> None:
 
 def test_each_publication_is_its_own_change_for_the_sources_that_need_it() -> None:
     other = Source("c", "eureka", "pub", "public.sig", frozenset({"public.x"}))
-    state = {KEY: Published(True, frozenset({"public.sig"})), ("eureka", "pub"): Published(True, frozenset({"public.sig"}))}
+    state = {
+        KEY: Published(True, frozenset({"public.sig"})),
+        ("eureka", "pub"): Published(True, frozenset({"public.sig"})),
+    }
     changes, _ = upkeep([source("a", "public.users"), source("b", "public.sig"), other], state)
-    assert changes == (Change("bob", "pub", ("public.users",), (), ("a",)), Change("eureka", "pub", ("public.x",), (), ("c",)))
+    assert changes == (
+        Change("bob", "pub", ("public.users",), (), ("a",)),
+        Change("eureka", "pub", ("public.x",), (), ("c",)),
+    )
     assert changes[0].describe() == "publication bob/pub: add public.users (for a)"
 
 
@@ -91,11 +124,13 @@ def test_a_captured_table_or_signal_table_the_database_lacks_stops_the_apply() -
     changes, problems = upkeep([source("a", "public.users", "public.t")], state)
     assert changes == (), "an absent table is never added (the ALTER would fail half-way)"
     assert problems["a"]["table.include.list"] == (
-        "public.t not in database bob: create it or take it out of the definition",)
+        "public.t not in database bob: create it or take it out of the definition",
+    )
     (signal,) = problems["a"]["signal.data.collection"]
-    assert signal.startswith("signal table public.sig does not exist in database bob; create it with CREATE TABLE "
-                             "public.sig (id VARCHAR(42) PRIMARY KEY") and signal.endswith(
-        "ALTER PUBLICATION pub ADD TABLE public.sig;")
+    assert signal.startswith(
+        "signal table public.sig does not exist in database bob; create it with CREATE TABLE "
+        "public.sig (id VARCHAR(42) PRIMARY KEY"
+    ) and signal.endswith("ALTER PUBLICATION pub ADD TABLE public.sig;")
 
 
 def test_a_change_describes_what_it_adds_and_drops_for_whom() -> None:
@@ -107,8 +142,13 @@ def test_a_change_describes_what_it_adds_and_drops_for_whom() -> None:
 def test_several_absent_tables_are_named_together() -> None:
     state = {KEY: Published(True, frozenset({"public.sig"}), absent=frozenset({"public.t", "public.u"}))}
     _, problems = upkeep([source("a", "public.t", "public.u")], state)
-    assert problems == {"a": {"table.include.list": (
-        "public.t, public.u not in database bob: create them or take them out of the definition",)}}
+    assert problems == {
+        "a": {
+            "table.include.list": (
+                "public.t, public.u not in database bob: create them or take them out of the definition",
+            )
+        }
+    }
 
 
 def test_a_source_that_does_not_tell_its_database_is_named() -> None:

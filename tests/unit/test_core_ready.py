@@ -26,18 +26,26 @@ from hephaestus.connect.ready import (
 
 CALL = Call("dwh", "http://connect", "GET", "/connectors")
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
-TRACE = ("org.apache.kafka.connect.errors.ConnectException: boom\n"
-         "\tat org.Foo.bar(Foo.java:1)\n"
-         "Caused by: java.sql.SQLException: first\n"
-         "\tat org.Foo.baz(Foo.java:2)\n"
-         "  Caused by: org.postgresql.util.PSQLException: relation missing\n")
+TRACE = (
+    "org.apache.kafka.connect.errors.ConnectException: boom\n"
+    "\tat org.Foo.bar(Foo.java:1)\n"
+    "Caused by: java.sql.SQLException: first\n"
+    "\tat org.Foo.baz(Foo.java:2)\n"
+    "  Caused by: org.postgresql.util.PSQLException: relation missing\n"
+)
 
 
-def status(name: str, state: str = "RUNNING", tasks: Sequence[str] = ("RUNNING",),
-           trace: str | None = None, task_traces: Mapping[int, str] | None = None) -> ConnectorStatus:
+def status(
+    name: str,
+    state: str = "RUNNING",
+    tasks: Sequence[str] = ("RUNNING",),
+    trace: str | None = None,
+    task_traces: Mapping[int, str] | None = None,
+) -> ConnectorStatus:
     traces = task_traces or {}
-    return ConnectorStatus(name, "sink", state, "w", trace,
-                           tuple(TaskState(i, s, "w", traces.get(i)) for i, s in enumerate(tasks)))
+    return ConnectorStatus(
+        name, "sink", state, "w", trace, tuple(TaskState(i, s, "w", traces.get(i)) for i, s in enumerate(tasks))
+    )
 
 
 Listing = Mapping[str, ConnectorStatus] | Exception
@@ -55,8 +63,12 @@ class Fake:
     """`statuses()` answers the next listing (the last one again when the script runs out);
     each listing is one poll, one second later on the clock."""
 
-    def __init__(self, clock: Clock, *listings: Listing,
-                 tasks: Mapping[str, Sequence[list[dict[str, str]] | Exception]] | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *listings: Listing,
+        tasks: Mapping[str, Sequence[list[dict[str, str]] | Exception]] | None = None,
+    ) -> None:
         self.clock = clock
         self.listings = list(listings)
         self.polls = 0
@@ -80,8 +92,9 @@ class Fake:
         return answer
 
 
-def wait(fake: Fake, targets: Sequence[Target], options: ReadyOptions,
-         seen: list[Verdict] | None = None) -> dict[str, Verdict]:
+def wait(
+    fake: Fake, targets: Sequence[Target], options: ReadyOptions, seen: list[Verdict] | None = None
+) -> dict[str, Verdict]:
     on = seen.append if seen is not None else None
     return wait_ready(cast(ConnectClient, fake), targets, options, on, clock=fake.clock)
 
@@ -94,11 +107,14 @@ def opts(timeout_s: float = 100, stable_s: float = 0, stale_s: float = 0) -> Rea
 
 
 def test_root_cause_is_the_first_line_and_the_last_cause() -> None:
-    assert root_cause(TRACE) == ("org.apache.kafka.connect.errors.ConnectException: boom | "
-                                 "Caused by: org.postgresql.util.PSQLException: relation missing")
+    assert root_cause(TRACE) == (
+        "org.apache.kafka.connect.errors.ConnectException: boom | "
+        "Caused by: org.postgresql.util.PSQLException: relation missing"
+    )
     assert root_cause(TRACE, causes=2, sep=" / ") == (
         "org.apache.kafka.connect.errors.ConnectException: boom / Caused by: java.sql.SQLException: first"
-        " / Caused by: org.postgresql.util.PSQLException: relation missing")
+        " / Caused by: org.postgresql.util.PSQLException: relation missing"
+    )
     assert root_cause("  only line\n\tat x") == "only line"
 
 
@@ -110,8 +126,10 @@ def test_no_trace(trace: str | None) -> None:
 def test_root_cause_lines_are_cut_and_masked() -> None:
     long = "E" * 400
     assert root_cause(f"{long}\nCaused by: {'c' * 400}") == f"{'E' * 300} | Caused by: {'c' * 289}"
-    assert root_cause("bad password hunter2\nCaused by: hunter2 again", ["hunter2"]) == \
-        "bad password **** | Caused by: **** again"
+    assert (
+        root_cause("bad password hunter2\nCaused by: hunter2 again", ["hunter2"])
+        == "bad password **** | Caused by: **** again"
+    )
 
 
 def test_failure_of_the_connector_itself() -> None:
@@ -122,8 +140,13 @@ def test_failure_of_the_connector_itself() -> None:
 
 
 def test_failure_of_tasks_names_them_and_takes_the_first_trace_there_is() -> None:
-    st = status("a", "RUNNING", ("FAILED", "RUNNING", "FAILED"), trace="connector trace",
-                task_traces={2: "task two\nCaused by: root hunter2"})
+    st = status(
+        "a",
+        "RUNNING",
+        ("FAILED", "RUNNING", "FAILED"),
+        trace="connector trace",
+        task_traces={2: "task two\nCaused by: root hunter2"},
+    )
     assert failure(st, ["hunter2"]) == "FAILED (task 0, 2): task two | Caused by: root ****"
     no_task_trace = status("a", "RUNNING", ("FAILED",), trace="connector trace")
     assert failure(no_task_trace, ()) == "FAILED (task 0): connector trace"
@@ -132,8 +155,7 @@ def test_failure_of_tasks_names_them_and_takes_the_first_trace_there_is() -> Non
 
 
 def test_runs_config_compares_copies_of_the_connector_config() -> None:
-    desired = {"connector.class": SINK, "tasks.max": "2", "name": "a",
-               "connection.password": "${file:/s:pw}"}
+    desired = {"connector.class": SINK, "tasks.max": "2", "name": "a", "connection.password": "${file:/s:pw}"}
     copy = {"connector.class": SINK, "tasks.max": "2", "name": "a-task-0", "connection.password": "resolved"}
     assert runs_config([copy, copy], desired)
     assert not runs_config([copy, {**copy, "tasks.max": "1"}], desired)
@@ -157,8 +179,12 @@ def test_ready_after_the_stability_window_with_one_listing_per_poll(monkeypatch:
     clock = Clock()
     fake = Fake(clock, {"a": status("a"), "b": status("b", "PAUSED", ("PAUSED",))})
     seen: list[Verdict] = []
-    verdicts = wait(fake, [Target("a"), Target("b", frozenset({"PAUSED"}))],
-                    ReadyOptions(timeout_s=100, stable_s=2, poll_s=0.25, stale_s=0), seen)
+    verdicts = wait(
+        fake,
+        [Target("a"), Target("b", frozenset({"PAUSED"}))],
+        ReadyOptions(timeout_s=100, stable_s=2, poll_s=0.25, stale_s=0),
+        seen,
+    )
     # a: RUNNING from poll 1 (t=1), stable for 2 s at poll 3; b: PAUSED as asked at poll 1.
     assert verdicts == {"a": Verdict("a", True, "RUNNING"), "b": Verdict("b", True, "PAUSED")}
     assert seen == [Verdict("b", True, "PAUSED"), Verdict("a", True, "RUNNING")]
@@ -185,24 +211,26 @@ def test_timeout_says_what_was_last_seen() -> None:
     clock = Clock()
     fake = Fake(clock, {"a": status("a")})
     verdicts = wait(fake, [Target("a")], opts(timeout_s=3, stable_s=5))
-    assert verdicts == {"a": Verdict("a", False,
-                                     "not ready after 3s (RUNNING for 2s of the 5s stability window)")}
+    assert verdicts == {"a": Verdict("a", False, "not ready after 3s (RUNNING for 2s of the 5s stability window)")}
     assert fake.polls == 3
 
 
 def test_timeout_of_a_connector_never_listed() -> None:
     fake = Fake(Clock(), {})
-    assert wait(fake, [Target("a")], opts(timeout_s=2)) == \
-        {"a": Verdict("a", False, "not ready after 2s (not listed yet)")}
+    assert wait(fake, [Target("a")], opts(timeout_s=2)) == {
+        "a": Verdict("a", False, "not ready after 2s (not listed yet)")
+    }
 
 
 def test_a_state_other_than_the_target_is_not_ready() -> None:
     fake = Fake(Clock(), {"a": status("a", "RUNNING", ("RUNNING", "UNASSIGNED"))})
-    assert wait(fake, [Target("a")], opts(timeout_s=1)) == \
-        {"a": Verdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING', 'UNASSIGNED'])")}
+    assert wait(fake, [Target("a")], opts(timeout_s=1)) == {
+        "a": Verdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING', 'UNASSIGNED'])")
+    }
     fake = Fake(Clock(), {"a": status("a")})
-    assert wait(fake, [Target("a", frozenset({"STOPPED"}))], opts(timeout_s=1)) == \
-        {"a": Verdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING'])")}
+    assert wait(fake, [Target("a", frozenset({"STOPPED"}))], opts(timeout_s=1)) == {
+        "a": Verdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING'])")
+    }
     fake = Fake(Clock(), {"a": status("a", "PAUSED", ("PAUSED",))})
     assert wait(fake, [Target("a")], opts(timeout_s=1))["a"].ok is False
 
@@ -228,8 +256,9 @@ def test_failed_ends_the_wait_with_the_masked_root_cause() -> None:
     st = status("a", "RUNNING", ("FAILED",), task_traces={0: "login hunter2 refused"})
     fake = Fake(Clock(), {"a": st}, tasks={"a": [[config]]})
     seen: list[Verdict] = []
-    assert wait(fake, [Target("a", config=config)], opts(), seen) == \
-        {"a": Verdict("a", False, "FAILED (task 0): login **** refused")}
+    assert wait(fake, [Target("a", config=config)], opts(), seen) == {
+        "a": Verdict("a", False, "FAILED (task 0): login **** refused")
+    }
     assert seen == [Verdict("a", False, "FAILED (task 0): login **** refused")]
     assert fake.polls == 1 and fake.task_calls == []
 
@@ -246,13 +275,15 @@ def test_a_failed_right_after_the_write_may_be_stale_and_counts_after_stale_s() 
     assert wait(fake, [Target("a")], opts(stale_s=3)) == {"a": Verdict("a", False, "FAILED (connector): old failure")}
     assert fake.polls == 4
     fake = Fake(Clock(), dead)
-    assert wait(fake, [Target("a")], opts(timeout_s=2, stale_s=3)) == {"a": Verdict(
-        "a", False, "not ready after 2s (FAILED (connector): old failure (maybe from before the write))")}
+    assert wait(fake, [Target("a")], opts(timeout_s=2, stale_s=3)) == {
+        "a": Verdict("a", False, "not ready after 2s (FAILED (connector): old failure (maybe from before the write))")
+    }
 
 
 def test_a_failed_after_another_state_was_seen_counts_at_once() -> None:
-    fake = Fake(Clock(), {"a": status("a", "RUNNING", ("UNASSIGNED",))},
-                {"a": status("a", "FAILED", (), trace="new failure")})
+    fake = Fake(
+        Clock(), {"a": status("a", "RUNNING", ("UNASSIGNED",))}, {"a": status("a", "FAILED", (), trace="new failure")}
+    )
     assert wait(fake, [Target("a")], opts(stale_s=30)) == {"a": Verdict("a", False, "FAILED (connector): new failure")}
     assert fake.polls == 2
     # Not listed at all is not "another state": the stale window still applies after it.
@@ -273,23 +304,28 @@ def test_ready_waits_for_the_tasks_to_run_the_new_config() -> None:
 def test_tasks_never_on_the_new_config_time_out_saying_so() -> None:
     new = {"connector.class": SINK, "tasks.max": "2"}
     fake = Fake(Clock(), {"a": status("a")}, tasks={"a": [[{**new, "tasks.max": "1"}]]})
-    assert wait(fake, [Target("a", config=new)], opts(timeout_s=2)) == \
-        {"a": Verdict("a", False, "not ready after 2s (RUNNING, tasks not yet on the new config)")}
+    assert wait(fake, [Target("a", config=new)], opts(timeout_s=2)) == {
+        "a": Verdict("a", False, "not ready after 2s (RUNNING, tasks not yet on the new config)")
+    }
 
 
 def test_unreadable_task_configs_are_not_ready_yet() -> None:
     new = {"connector.class": SINK}
     fake = Fake(Clock(), {"a": status("a")}, tasks={"a": [ConnectUnavailable("down", CALL, 503)]})
-    assert wait(fake, [Target("a", config=new)], opts(timeout_s=1)) == \
-        {"a": Verdict("a", False, "not ready after 1s (not reported yet)")}
+    assert wait(fake, [Target("a", config=new)], opts(timeout_s=1)) == {
+        "a": Verdict("a", False, "not ready after 1s (not reported yet)")
+    }
     fake = Fake(Clock(), {"a": status("a")}, tasks={"a": [ConnectUnavailable("down", CALL, 503), [new]]})
     assert wait(fake, [Target("a", config=new)], opts())["a"].ok and fake.task_calls == ["a", "a"]
 
 
-@pytest.mark.parametrize(("exc", "why"), [
-    (ConnectUnavailable("no route", CALL, transient=True), "no route"),
-    (ConnectError("", CALL), "ConnectError"),
-])
+@pytest.mark.parametrize(
+    ("exc", "why"),
+    [
+        (ConnectUnavailable("no route", CALL, transient=True), "no route"),
+        (ConnectError("", CALL), "ConnectError"),
+    ],
+)
 def test_an_unreachable_cluster_ends_every_wait_at_once(exc: ConnectError, why: str) -> None:
     fake = Fake(Clock(), {"a": status("a")}, exc)
     seen: list[Verdict] = []

@@ -23,11 +23,26 @@ from hephaestus.secrets import (
 )
 
 
-@pytest.mark.parametrize("key", [
-    "connection.password", "PASSWORD", "db.passwd", "client.secret", "oauth.token", "aws.credentials",
-    "sasl.jaas.config", "ssl.private.key", "api.key", "api_key", "API-KEY", "apikey", "access.key",
-    "access_key", "s3.accesskey",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "connection.password",
+        "PASSWORD",
+        "db.passwd",
+        "client.secret",
+        "oauth.token",
+        "aws.credentials",
+        "sasl.jaas.config",
+        "ssl.private.key",
+        "api.key",
+        "api_key",
+        "API-KEY",
+        "apikey",
+        "access.key",
+        "access_key",
+        "s3.accesskey",
+    ],
+)
 def test_sensitive_keys(key: str) -> None:
     assert is_sensitive(key)
 
@@ -37,19 +52,22 @@ def test_ordinary_keys(key: str) -> None:
     assert not is_sensitive(key)
 
 
-@pytest.mark.parametrize(("value", "placeholder"), [
-    ("${file:/opt/secrets.properties:password}", True),
-    ("${env:DB_PASSWORD}", True),
-    ("${vault-1.x_y:secret/data/x:pw}", True),
-    ("${file:}", True),
-    ("x${file:/a:b}", False),
-    ("${file:/a:b}x", False),
-    ("${nocolon}", False),
-    ("${a b:c}", False),
-    ("${:c}", False),
-    ("$file:/a:b", False),
-    ("hunter2", False),
-])
+@pytest.mark.parametrize(
+    ("value", "placeholder"),
+    [
+        ("${file:/opt/secrets.properties:password}", True),
+        ("${env:DB_PASSWORD}", True),
+        ("${vault-1.x_y:secret/data/x:pw}", True),
+        ("${file:}", True),
+        ("x${file:/a:b}", False),
+        ("${file:/a:b}x", False),
+        ("${nocolon}", False),
+        ("${a b:c}", False),
+        ("${:c}", False),
+        ("$file:/a:b", False),
+        ("hunter2", False),
+    ],
+)
 def test_placeholders(value: str, placeholder: bool) -> None:
     assert is_placeholder(value) is placeholder
 
@@ -64,10 +82,18 @@ def test_mask_value() -> None:
 
 
 def test_mask_config_masks_secrets_and_keeps_the_rest() -> None:
-    config = {"connection.user": "bob", "connection.password": "hunter2", "topics": "",
-              "sasl.jaas.config": "${file:/j:cfg}"}
-    assert mask_config(config) == {"connection.user": "bob", "connection.password": "****", "topics": "",
-                                   "sasl.jaas.config": "${file:/j:cfg}"}
+    config = {
+        "connection.user": "bob",
+        "connection.password": "hunter2",
+        "topics": "",
+        "sasl.jaas.config": "${file:/j:cfg}",
+    }
+    assert mask_config(config) == {
+        "connection.user": "bob",
+        "connection.password": "****",
+        "topics": "",
+        "sasl.jaas.config": "${file:/j:cfg}",
+    }
 
 
 def test_sensitive_values_longest_first_without_duplicates() -> None:
@@ -76,11 +102,16 @@ def test_sensitive_values_longest_first_without_duplicates() -> None:
 
 
 def test_credentials_embedded_in_any_value_are_sensitive() -> None:
-    config: dict[str, Any] = {"connection.url": "jdbc:postgresql://db/x?user=a&PASSWORD=p",
-              "store.url": "https://user:pw@host/path",
-              "plain.url": "https://host:8443/path",
-              "name": "password=literally", "connector.class": "x.PasswordSink",
-              "connection.password": "${file:/s:pw}", "empty.password": "", "count.token": 5}
+    config: dict[str, Any] = {
+        "connection.url": "jdbc:postgresql://db/x?user=a&PASSWORD=p",
+        "store.url": "https://user:pw@host/path",
+        "plain.url": "https://host:8443/path",
+        "name": "password=literally",
+        "connector.class": "x.PasswordSink",
+        "connection.password": "${file:/s:pw}",
+        "empty.password": "",
+        "count.token": 5,
+    }
     assert sensitive_values(config) == ("jdbc:postgresql://db/x?user=a&PASSWORD=p", "https://user:pw@host/path")
 
 
@@ -102,8 +133,10 @@ def test_redact_replaces_every_occurrence_longest_first() -> None:
 def test_a_learnt_secret_is_masked_wherever_it_appears_longest_first() -> None:
     r = Redactor()
     r.learn("hunter2", "hunter22", None, "", "pw", "${file:/s:pw}")
-    assert r("login hunter22 then hunter2, pw stays, ${file:/s:pw} stays") == \
-        "login **** then ****, pw stays, ${file:/s:pw} stays"
+    assert (
+        r("login hunter22 then hunter2, pw stays, ${file:/s:pw} stays")
+        == "login **** then ****, pw stays, ${file:/s:pw} stays"
+    )
     assert r("nothing") == "nothing"
 
 
@@ -114,16 +147,21 @@ def test_values_shorter_than_the_free_text_minimum_are_not_searched_for() -> Non
     assert r("abc abcd") == "abc ****"
 
 
-@pytest.mark.parametrize(("text", "masked"), [
-    ("jdbc:postgresql://bob:s3cr3t@db:5432/x", "jdbc:postgresql://bob:****@db:5432/x"),
-    ("postgresql://db/x?user=bob&password=s3cr3t&ssl=1", "postgresql://db/x?user=bob&password=****&ssl=1"),
-    ('org.Login required username="bob" password="s3cr3t";', 'org.Login required username="bob" password="****";'),
-    ("dsn host=db PWD = s3cr3t port=5432", "dsn host=db PWD = **** port=5432"),
-    ("token: abc123xyz, next", "token: ****, next"),
-    ("Invalid value x for configuration connection.password: too weak",
-     "Invalid value x for configuration connection.password: too weak"),
-    ("https://host:8443/path", "https://host:8443/path"),
-])
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("jdbc:postgresql://bob:s3cr3t@db:5432/x", "jdbc:postgresql://bob:****@db:5432/x"),
+        ("postgresql://db/x?user=bob&password=s3cr3t&ssl=1", "postgresql://db/x?user=bob&password=****&ssl=1"),
+        ('org.Login required username="bob" password="s3cr3t";', 'org.Login required username="bob" password="****";'),
+        ("dsn host=db PWD = s3cr3t port=5432", "dsn host=db PWD = **** port=5432"),
+        ("token: abc123xyz, next", "token: ****, next"),
+        (
+            "Invalid value x for configuration connection.password: too weak",
+            "Invalid value x for configuration connection.password: too weak",
+        ),
+        ("https://host:8443/path", "https://host:8443/path"),
+    ],
+)
 def test_credentials_with_a_recognisable_shape_are_masked_unseen(text: str, masked: str) -> None:
     assert Redactor()(text) == masked
 
@@ -136,13 +174,20 @@ def test_embedded_credentials_are_learnt_without_the_rest_of_the_text() -> None:
 
 def test_learn_config_learns_secret_keys_and_embedded_credentials(tmp_path: Path) -> None:
     secrets = tmp_path / "secrets.properties"
-    secrets.write_text("# comment\n! also\n\nauth_password = filesecret\nurl: jdbc:x://u:urlsecret@h/db\n"
-                       "host=db.internal\nlonely\n")
+    secrets.write_text(
+        "# comment\n! also\n\nauth_password = filesecret\nurl: jdbc:x://u:urlsecret@h/db\nhost=db.internal\nlonely\n"
+    )
     r = Redactor()
     r.learn_secret_keys(["custom.opaque"])
-    r.learn_config({"custom.opaque": "opaquevalue", "connection.url": "jdbc:x://bob:inurl99@h/db",
-                    "topics": "plain-topic", "count": 3,  # type: ignore[dict-item]
-                    "connection.password": f"${{file:{secrets}:auth_password}}"})
+    r.learn_config(
+        {
+            "custom.opaque": "opaquevalue",
+            "connection.url": "jdbc:x://bob:inurl99@h/db",
+            "topics": "plain-topic",
+            "count": 3,  # type: ignore[dict-item]
+            "connection.password": f"${{file:{secrets}:auth_password}}",
+        }
+    )
     assert r.is_secret_key("custom.opaque") and not r.is_secret_key("topics")
     text = "opaquevalue inurl99 filesecret urlsecret plain-topic db.internal bob"
     assert r(text) == "**** **** **** **** plain-topic db.internal bob"
@@ -181,8 +226,10 @@ def test_already_masked_text_is_left_as_it_is() -> None:
 
 def test_a_secrets_file_with_comments_odd_lines_and_bad_bytes(tmp_path: Path) -> None:
     secrets = tmp_path / "s.properties"
-    secrets.write_bytes(b"#db_password=commented\n!api_key=alsocommented\nx\n"
-                        b"note=caf\xff\xfe\nXpassword=xvalue11\ndb_password=realvalue\n")
+    secrets.write_bytes(
+        b"#db_password=commented\n!api_key=alsocommented\nx\n"
+        b"note=caf\xff\xfe\nXpassword=xvalue11\ndb_password=realvalue\n"
+    )
     r = Redactor()
     r.learn_file(secrets)
     assert r("commented alsocommented xvalue11 realvalue") == "commented alsocommented **** ****"
@@ -190,6 +237,7 @@ def test_a_secrets_file_with_comments_odd_lines_and_bad_bytes(tmp_path: Path) ->
 
 def test_sensitive_values_teach_the_process_wide_redactor() -> None:
     from hephaestus.secrets import REDACTOR
+
     name, secret = f"name-{uuid.uuid4().hex}", f"taught-{uuid.uuid4().hex}"  # never seen before
     sensitive_values({"name": name, "a.password": secret})
     assert REDACTOR(f"{secret} {name}") == f"**** {name}"

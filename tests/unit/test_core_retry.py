@@ -33,13 +33,16 @@ def run(policy: RetryPolicy, exc: BaseException) -> int:
     return tries
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"attempts": 0}, "RetryPolicy.attempts must be at least 1"),
-    ({"initial_wait": -0.1}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
-    ({"max_wait": -1.0}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
-    ({"jitter": -1.0}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
-    ({"multiplier": 0.9}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"attempts": 0}, "RetryPolicy.attempts must be at least 1"),
+        ({"initial_wait": -0.1}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
+        ({"max_wait": -1.0}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
+        ({"jitter": -1.0}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
+        ({"multiplier": 0.9}, "RetryPolicy waits must be >= 0 and multiplier >= 1"),
+    ],
+)
 def test_nonsense_is_refused(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError) as caught:
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
@@ -52,8 +55,9 @@ def test_the_edges_of_sense_are_accepted() -> None:
 
 
 def test_immediate_waits_for_nothing() -> None:
-    assert RetryPolicy.immediate(3) == RetryPolicy(attempts=3, initial_wait=0.0, max_wait=0.0,
-                                                   multiplier=2.0, jitter=0.0)
+    assert RetryPolicy.immediate(3) == RetryPolicy(
+        attempts=3, initial_wait=0.0, max_wait=0.0, multiplier=2.0, jitter=0.0
+    )
     assert RetryPolicy.immediate().attempts == 6
     assert waits(RetryPolicy.immediate(), 3) == [0.0, 0.0, 0.0]
     assert RetryPolicy.immediate().budget_s == 0.0

@@ -20,8 +20,8 @@ from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
 from hephaestus.lock import DEFAULT_TIMEOUT_S
-from hephaestus.project import Cluster, Project, SecretRef
 from hephaestus.notify import slack as slack_mod
+from hephaestus.project import Cluster, Project, SecretRef
 from hephaestus.reconciler.apply import ApplyOptions
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy, Unhealthy
@@ -39,8 +39,14 @@ def cfg(**extra: str) -> dict[str, str]:
 class World:
     """A project on disk (connector folders per cluster) and one Connect double per cluster."""
 
-    def __init__(self, root: Path, *names: str, policy: dict[str, Any] | None = None,
-                 audit: bool = True, select: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *names: str,
+        policy: dict[str, Any] | None = None,
+        audit: bool = True,
+        select: Sequence[str] = (),
+    ) -> None:
         self.root = root
         self.doubles = {n: ConnectDouble() for n in names}
         self.clients: dict[str, ConnectClient] = {}
@@ -51,8 +57,7 @@ class World:
         for c in clusters.values():
             for kind in ("sink", "custom"):
                 (c.connectors / kind).mkdir(parents=True)
-        self.project = Project("p.yaml", clusters, {}, policy or {}, root / "audit.jsonl" if audit else None,
-                               base=root)
+        self.project = Project("p.yaml", clusters, {}, policy or {}, root / "audit.jsonl" if audit else None, base=root)
 
     def git(self, cluster: str, name: str, config: dict[str, str], kind: str = "sink") -> None:
         path = self.project.clusters[cluster].connectors / kind / f"{name}.json"
@@ -72,13 +77,21 @@ class World:
             with self._lock:
                 self.validating -= 1
             return double(request)
-        c = ConnectClient(cluster.url, name=cluster.name, transport=httpx.MockTransport(handle),
-                          retry=RetryPolicy.immediate(1), settle_s=0.0, poll_s=0.0)
+
+        c = ConnectClient(
+            cluster.url,
+            name=cluster.name,
+            transport=httpx.MockTransport(handle),
+            retry=RetryPolicy.immediate(1),
+            settle_s=0.0,
+            poll_s=0.0,
+        )
         self.clients[cluster.name] = c
         return c
 
-    def run(self, options: RunOptions = RunOptions(apply=FAST), hooks: Any = None,
-            clusters: Sequence[str] | None = None) -> list[ClusterOutcome]:
+    def run(
+        self, options: RunOptions = RunOptions(apply=FAST), hooks: Any = None, clusters: Sequence[str] | None = None
+    ) -> list[ClusterOutcome]:
         chosen = [self.project.clusters[n] for n in (clusters or self.project.clusters)]
         return reconcile(self.project, chosen, options, self.client, hooks)
 
@@ -100,6 +113,7 @@ def slack(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, str]]:
     def post(webhook: str | None, text: str) -> bool:
         posted.append((webhook, text))
         return True
+
     monkeypatch.setattr(slack_mod, "post", post)
     return posted
 
@@ -112,22 +126,43 @@ def test_policy_and_apply_options_defaults() -> None:
     assert policy_of(project, False) == Policy(frozenset({"__internal.*"}), 10, 0.5, False)
     assert policy_of(project, True).force is True
     assert apply_options_of(project) == ApplyOptions(
-        concurrency=4, ready=ReadyOptions(timeout_s=180.0, stable_s=10.0), progress=None, initial_state="RUNNING")
-    assert RunOptions() == RunOptions(dry_run=False, force=False, deploy_custom=False, apply=ApplyOptions(),
-                                      drift_only=False, unassigned_grace_s=60.0, lock_timeout_s=DEFAULT_TIMEOUT_S)
+        concurrency=4, ready=ReadyOptions(timeout_s=180.0, stable_s=10.0), progress=None, initial_state="RUNNING"
+    )
+    assert RunOptions() == RunOptions(
+        dry_run=False,
+        force=False,
+        deploy_custom=False,
+        apply=ApplyOptions(),
+        drift_only=False,
+        unassigned_grace_s=60.0,
+        lock_timeout_s=DEFAULT_TIMEOUT_S,
+    )
 
 
 def test_policy_and_apply_options_from_the_project_file() -> None:
-    policy = {"ignore_keys": ["x.managed", "y"], "max_deletes": 3, "max_delete_share": 0.25, "concurrency": 2,
-              "write_concurrency": 3,
-              "ready_timeout_s": 30.0, "stability_window_s": 2.0, "initial_state": "PAUSED"}
+    policy = {
+        "ignore_keys": ["x.managed", "y"],
+        "max_deletes": 3,
+        "max_delete_share": 0.25,
+        "concurrency": 2,
+        "write_concurrency": 3,
+        "ready_timeout_s": 30.0,
+        "stability_window_s": 2.0,
+        "initial_state": "PAUSED",
+    }
     project = Project("p.yaml", {}, {}, policy)
     assert policy_of(project, False) == Policy(frozenset({"__internal.*", "x.managed", "y"}), 3, 0.25, False)
 
     def progress(result: StepResult, done: int, total: int) -> None:
         pass
+
     assert apply_options_of(project, progress) == ApplyOptions(
-        concurrency=2, write_concurrency=3, ready=ReadyOptions(timeout_s=30.0, stable_s=2.0), progress=progress, initial_state="PAUSED")
+        concurrency=2,
+        write_concurrency=3,
+        ready=ReadyOptions(timeout_s=30.0, stable_s=2.0),
+        progress=progress,
+        initial_state="PAUSED",
+    )
 
 
 # --- what a run does ---------------------------------------------------------------------------
@@ -162,26 +197,37 @@ def test_an_apply_writes_waits_journals_and_counts(tmp_path: Path, slack: list[A
     (out,) = w.run()
     assert out.applied and out.error == "" and out.invalid == {}
     assert (out.cluster, out.url) == ("c", "http://c.test:8083") and out.plan is not None and out.plan.cluster == "c"
-    assert out.results == (StepResult("new", "create", True, "RUNNING", True),
-                           StepResult("old", "delete", True, "deleted", True),
-                           StepResult("upd", "update", True, "RUNNING", True))
+    assert out.results == (
+        StepResult("new", "create", True, "RUNNING", True),
+        StepResult("old", "delete", True, "deleted", True),
+        StepResult("upd", "update", True, "RUNNING", True),
+    )
     # Created and adopted (in git, live, unowned) are now owned; deleted is not; a record of a
     # connector gone from the cluster stays (harmless: nothing is deleted on it).
     assert w.owned("c") == ["gone", "new", "same", "upd"]
     hows = ownership.store_for(w.project).owned("default", "c")
     assert (hows["new"].how, hows["same"].how, hows["upd"].how) == ("created", "adopted", "test")
-    assert sorted(w.doubles["c"].writes()) == [("DELETE", "/connectors/old"), ("POST", "/connectors"),
-                                               ("PUT", "/connectors/upd/config")]
+    assert sorted(w.doubles["c"].writes()) == [
+        ("DELETE", "/connectors/old"),
+        ("POST", "/connectors"),
+        ("PUT", "/connectors/upd/config"),
+    ]
     assert (out.requests, out.writes) == (w.clients["c"].requests, 3) and out.requests > 3
     entries = w.audit()
     assert [(e["connector"], e["outcome"]) for e in entries if e["outcome"] != "intent"] == [
-        ("new", "ok"), ("old", "ok"), ("upd", "ok")]
+        ("new", "ok"),
+        ("old", "ok"),
+        ("upd", "ok"),
+    ]
     assert len({e["run_id"] for e in entries}) == 1 and len(entries[0]["run_id"]) == 12
     assert {e["cluster"] for e in entries} == {"c"}
     (lock,) = (tmp_path / ".hephaestus" / "locks").iterdir()  # an apply takes the cluster's lock
     holder = json.loads(lock.read_text())
     assert (holder["key"], holder["run_id"], holder["command"]) == (
-        "connect http://c.test:8083", entries[0]["run_id"], "reconcile")
+        "connect http://c.test:8083",
+        entries[0]["run_id"],
+        "reconcile",
+    )
     assert slack == [(None, "hephaestus reconcile on cluster *c*:\ndeleted `old`")]
 
 
@@ -220,6 +266,7 @@ def test_an_invalid_config_applies_nothing_and_is_notified(tmp_path: Path, slack
             configs = [{"definition": {"name": k}, "value": {"name": k, "errors": ["nope"]}} for k in ("x", "a")]
             return httpx.Response(200, json={"name": SINK, "error_count": 2, "configs": configs})
         return None
+
     w.doubles["c"].faults.append(invalid)
     (out,) = w.run()
     assert out.invalid == {"bad": {"x": ("nope",), "a": ("nope",)}} and not out.applied
@@ -238,25 +285,34 @@ def test_an_unreadable_cluster_is_an_error_of_that_cluster_only(tmp_path: Path, 
     assert slack == [(None, f"hephaestus reconcile on cluster *down*:\nerror: {down.error}")]
 
 
-def test_failures_are_notified_with_the_webhook(tmp_path: Path, slack: list[Any],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failures_are_notified_with_the_webhook(
+    tmp_path: Path, slack: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     w = World(tmp_path, "c")
     monkeypatch.setenv("HOOK", "https://hooks.example/x")
-    w.project = Project("p.yaml", w.project.clusters, {}, {"max_delete_share": 1.0}, None, SecretRef(env="HOOK"),
-                        base=tmp_path)
+    w.project = Project(
+        "p.yaml", w.project.clusters, {}, {"max_delete_share": 1.0}, None, SecretRef(env="HOOK"), base=tmp_path
+    )
     w.git("c", "a", cfg())
     w.git("c", "b", cfg(topics="u"))
     w.doubles["c"].add("old", cfg(topics="old"))
     w.own("c", "old")
     w.doubles["c"].faults.append(
-        lambda r, d: httpx.Response(500, json={"error_code": 500, "message": "boom"})
-        if r.method == "POST" and b'"b"' in r.content else None)
+        lambda r, d: (
+            httpx.Response(500, json={"error_code": 500, "message": "boom"})
+            if r.method == "POST" and b'"b"' in r.content
+            else None
+        )
+    )
     (out,) = w.run()
     assert out.results[0] == StepResult("a", "create", True, "RUNNING", True)
     assert not out.results[1].ok and out.failed
-    assert slack == [("https://hooks.example/x",
-                      "hephaestus reconcile on cluster *c*:\ndeleted `old`\n"
-                      f"FAILED create `b`: {out.results[1].detail}")]
+    assert slack == [
+        (
+            "https://hooks.example/x",
+            f"hephaestus reconcile on cluster *c*:\ndeleted `old`\nFAILED create `b`: {out.results[1].detail}",
+        )
+    ]
 
 
 def test_an_unwritable_audit_log_applies_nothing(tmp_path: Path, slack: list[Any]) -> None:
@@ -327,7 +383,8 @@ def test_custom_connectors_are_planned_only_with_deploy_custom(tmp_path: Path) -
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None
     assert [(s.name, s.action, s.reason) for s in out.plan.steps] == [
-        ("custom_a", "unmanaged", "custom connector: reconciled only with --deploy-custom-sinks")]
+        ("custom_a", "unmanaged", "custom connector: reconciled only with --deploy-custom-sinks")
+    ]
     assert out.plan.warnings == ()  # held back: in git, so no stranger
     (out,) = w.run(RunOptions(dry_run=True, deploy_custom=True, apply=FAST))
     assert out.plan is not None
@@ -342,7 +399,9 @@ def test_connectors_outside_select_are_never_touched(tmp_path: Path) -> None:
     w.own("c", "stag_b", "local_old")  # owned once, now outside select: still never seen
     (out,) = w.run()
     assert out.plan is not None and [(s.name, s.action) for s in out.plan.steps] == [
-        ("local_a", "create"), ("local_old", "delete")]
+        ("local_a", "create"),
+        ("local_old", "delete"),
+    ]
     assert "stag_b" in w.doubles["c"].connectors
 
 
@@ -353,8 +412,11 @@ def test_the_plan_is_computed_with_the_live_state_and_type(tmp_path: Path) -> No
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None
     (step,) = out.plan.steps
-    assert (step.action, step.live_state, step.origin) == ("update", "PAUSED",
-                                                          str(tmp_path / "connectors/c/sink/upd.json"))
+    assert (step.action, step.live_state, step.origin) == (
+        "update",
+        "PAUSED",
+        str(tmp_path / "connectors/c/sink/upd.json"),
+    )
 
 
 # --- health of managed connectors ---------------------------------------------------------------
@@ -382,10 +444,13 @@ def test_health_reports_managed_connectors_not_written(tmp_path: Path) -> None:
     (dry,) = w.run(RunOptions(dry_run=True, apply=FAST, unassigned_grace_s=0.0))
     assert dry.plan is not None and dry.plan.health == (
         Unhealthy("lost", "UNASSIGNED for more than 0s (tasks ['UNASSIGNED'])"),
-        Unhealthy("sick", "FAILED (task 0): boom"), Unhealthy("upd", "FAILED (task 0): old"))
+        Unhealthy("sick", "FAILED (task 0): boom"),
+        Unhealthy("upd", "FAILED (task 0): old"),
+    )
     (out,) = w.run(opts)
-    assert out.plan is not None and [u.name for u in out.plan.health] == ["lost", "sick"], \
+    assert out.plan is not None and [u.name for u in out.plan.health] == ["lost", "sick"], (
         "a connector being written is judged by its readiness, not its old state"
+    )
     assert out.unhealthy
 
 
@@ -421,13 +486,15 @@ def test_a_live_source_is_protected_as_connect_reports_its_type(tmp_path: Path) 
                 if part in entry:
                     entry[part]["type"] = "source"
         return httpx.Response(200, json=listing)
+
     w.doubles["c"].faults.append(as_source)
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None and [(s.name, s.action) for s in out.plan.steps] == [("src", "protected")]
 
 
-def test_unassigned_that_recovers_within_the_grace_is_not_reported(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unassigned_that_recovers_within_the_grace_is_not_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     w = World(tmp_path, "c")
     w.git("c", "a", cfg())
     w.doubles["c"].add("a", cfg()).task_states = ["UNASSIGNED"]
@@ -437,6 +504,7 @@ def test_unassigned_that_recovers_within_the_grace_is_not_reported(tmp_path: Pat
         if request.url.params.get_list("expand") == ["status"]:  # the re-listing, not the fleet read
             relisted.append(request.url.path)
             double.connectors["a"].task_states = ["RUNNING"]
+
     w.doubles["c"].faults.append(recover)
     monkeypatch.setattr(time, "sleep", lambda s: None)
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST, unassigned_grace_s=60.0))
@@ -458,6 +526,7 @@ def test_every_plugin_with_a_diff_is_asked_for_its_secret_keys_even_after_a_fail
             asked.append(path)
             return httpx.Response(500, json={"error_code": 500, "message": "plugin config unavailable"})
         return None
+
     w.doubles["c"].faults.append(plugins)
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.error == "" and asked == [f"/connector-plugins/{other}/config", f"/connector-plugins/{SINK}/config"]
@@ -476,12 +545,14 @@ def test_a_cluster_without_select_warns_about_connectors_neither_in_git_nor_owne
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None and out.plan.warnings == (
         "cluster c has no `select` and 6 live connectors are neither in git nor owned (s0, s1, s2, s3, s4, …): "
-        "if another deployment shares this cluster, give this one a select",)
+        "if another deployment shares this cluster, give this one a select",
+    )
     del w.doubles["c"].connectors["s5"]
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None and out.plan.warnings == (
         "cluster c has no `select` and 5 live connectors are neither in git nor owned (s0, s1, s2, s3, s4): "
-        "if another deployment shares this cluster, give this one a select",)
+        "if another deployment shares this cluster, give this one a select",
+    )
     for i in range(5):
         del w.doubles["c"].connectors[f"s{i}"]
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
@@ -497,8 +568,9 @@ def test_a_rename_moves_ownership_and_a_failed_one_keeps_it(tmp_path: Path) -> N
     w.doubles["c"].add("old", cfg(topics="r"))
     w.own("c", "old", "keep")
     w.git("c", "new", cfg(topics="r"))
-    w.doubles["c"].faults.append(lambda r, d: httpx.Response(500, json={"error_code": 500, "message": "no"})
-                                 if r.method == "POST" else None)
+    w.doubles["c"].faults.append(
+        lambda r, d: httpx.Response(500, json={"error_code": 500, "message": "no"}) if r.method == "POST" else None
+    )
     (failed,) = w.run()
     assert [r.action for r in failed.results] == ["rename"] and not failed.results[0].ok
     assert w.owned("c") == ["keep", "old"] and list(w.doubles["c"].connectors) == ["old"]
@@ -522,8 +594,10 @@ def test_a_delete_alone_releases_its_claim(tmp_path: Path) -> None:
 @pytest.fixture
 def claims_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """The ownership record cannot be written (a full disk, a PostgreSQL gone away)."""
+
     def refuse(*args: Any) -> None:
         raise ownership.OwnershipUnavailable("ownership record: disk full")
+
     monkeypatch.setattr(ownership.FileStore, "claim", refuse)
 
 
@@ -537,12 +611,14 @@ def test_an_ownership_record_that_cannot_be_written_is_reported_after_the_apply(
 
 
 def test_an_unreadable_ownership_record_stops_that_cluster_before_any_write(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     w = World(tmp_path, "c")
     w.git("c", "a", cfg())
 
     def unreadable(*args: Any) -> None:
         raise ownership.OwnershipUnavailable("ownership record (database): connection refused")
+
     monkeypatch.setattr(ownership.FileStore, "owned", unreadable)
     (out,) = w.run()
     assert out.plan is None and out.error == "ownership record (database): connection refused"
@@ -567,8 +643,9 @@ def test_both_an_audit_and_an_ownership_failure_are_reported(tmp_path: Path, mon
     w.git("c", "a", cfg())
     monkeypatch.setattr(run_mod.apply, "record_outcomes", lambda *args: "audit log x cannot be written")
     (out,) = w.run()
-    assert out.error == ("audit log x cannot be written; "
-                         "applied, but the ownership record was not updated: ownership record: disk full")
+    assert out.error == (
+        "audit log x cannot be written; applied, but the ownership record was not updated: ownership record: disk full"
+    )
 
 
 def test_an_audit_database_missing_from_the_project_stops_the_cluster_before_any_write(tmp_path: Path) -> None:
@@ -584,24 +661,36 @@ def test_an_unreachable_audit_database_stops_the_cluster_before_any_write(tmp_pa
     from hephaestus.project import Database
 
     w = World(tmp_path, "c")
-    w.project = replace(w.project, audit_database="audit",
-                        databases={"audit": Database("audit", "host=127.0.0.1 port=9 dbname=audit connect_timeout=2", None)})
+    w.project = replace(
+        w.project,
+        audit_database="audit",
+        databases={"audit": Database("audit", "host=127.0.0.1 port=9 dbname=audit connect_timeout=2", None)},
+    )
     w.git("c", "a", cfg())
     (out,) = w.run()
     assert out.error.startswith("nothing applied: audit table hephaestus_audit cannot be written:"), out.error
     assert "a" not in w.doubles["c"].connectors
 
 
-def test_a_source_whose_database_is_not_in_the_project_gets_a_warning_not_a_publication_change(
-        tmp_path: Path) -> None:
+def test_a_source_whose_database_is_not_in_the_project_gets_a_warning_not_a_publication_change(tmp_path: Path) -> None:
     w = World(tmp_path, "c")
-    w.git("c", "src", {"connector.class": "io.debezium.connector.postgresql.PostgresConnector", "topic.prefix": "bob",
-                       "publication.name": "pub", "table.include.list": "public.users"}, kind="source")
+    w.git(
+        "c",
+        "src",
+        {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "topic.prefix": "bob",
+            "publication.name": "pub",
+            "table.include.list": "public.users",
+        },
+        kind="source",
+    )
     w.git("c", "a", cfg())
     (out,) = w.run(RunOptions(dry_run=True))
     assert out.plan is not None and out.plan.publications == ()
-    assert ("publication pub of database bob not checked (src): add bob to the project's databases for "
-            "publication upkeep") in out.plan.warnings
+    assert (
+        "publication pub of database bob not checked (src): add bob to the project's databases for publication upkeep"
+    ) in out.plan.warnings
 
 
 # --- publication upkeep, as the run orchestrates it (the SQL itself: tests/stack/test_snapshot.py)
@@ -619,9 +708,18 @@ def upkeep_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[World
 
     w = World(tmp_path, "c")
     w.project = replace(w.project, databases={"bob": Database("bob", "dbname=bob", None)})
-    w.git("c", "src", {"connector.class": POSTGRES, "topic.prefix": "bob", "publication.name": "pub",
-                       "signal.data.collection": "public.sig", "table.include.list": "public.users,public.t"},
-          kind="source")
+    w.git(
+        "c",
+        "src",
+        {
+            "connector.class": POSTGRES,
+            "topic.prefix": "bob",
+            "publication.name": "pub",
+            "signal.data.collection": "public.sig",
+            "table.include.list": "public.users,public.t",
+        },
+        kind="source",
+    )
     w.git("c", "a", cfg())
     calls: list[Any] = []
 
@@ -643,8 +741,10 @@ def test_publication_changes_are_applied_before_any_connector_write(upkeep_world
     w, calls = upkeep_world
     (out,) = w.run()
     change = Change("bob", "pub", ("public.t",), (), ("src",))
-    assert calls == [("read", "dbname=bob", "bob", "pub", ["public.sig", "public.t", "public.users"]),
-                     ("alter", "dbname=bob", change, 0)], "read, then altered with no Connect write before it"
+    assert calls == [
+        ("read", "dbname=bob", "bob", "pub", ["public.sig", "public.t", "public.users"]),
+        ("alter", "dbname=bob", change, 0),
+    ], "read, then altered with no Connect write before it"
     assert out.prepared == (StepResult("bob/pub", "publication", True, "add public.t (for src)", True),)
     assert out.applied and not out.failed and {"src", "a"} <= set(w.doubles["c"].connectors)
 
@@ -657,8 +757,9 @@ def test_a_dry_run_plans_the_publication_change_and_runs_none(upkeep_world: tupl
     assert out.drift
 
 
-def test_a_failed_publication_change_writes_nothing_to_connect(upkeep_world: tuple[World, list[Any]],
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_publication_change_writes_nothing_to_connect(
+    upkeep_world: tuple[World, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from hephaestus.reconciler import run as run_mod
 
     w, _ = upkeep_world
@@ -668,14 +769,16 @@ def test_a_failed_publication_change_writes_nothing_to_connect(upkeep_world: tup
 
     monkeypatch.setattr(run_mod.pubdb, "alter", refuse)
     (out,) = w.run()
-    assert out.prepared == (StepResult("bob/pub", "publication", False,
-                                       "database bob: permission denied for publication pub"),)
+    assert out.prepared == (
+        StepResult("bob/pub", "publication", False, "database bob: permission denied for publication pub"),
+    )
     assert out.error == "nothing written to Connect: a publication change failed" and out.failed
     assert w.doubles["c"].writes() == [] and not out.applied
 
 
-def test_a_publication_that_cannot_be_read_stops_that_source_naming_why(upkeep_world: tuple[World, list[Any]],
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_publication_that_cannot_be_read_stops_that_source_naming_why(
+    upkeep_world: tuple[World, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from hephaestus.reconciler import run as run_mod
 
     w, _ = upkeep_world
@@ -685,16 +788,28 @@ def test_a_publication_that_cannot_be_read_stops_that_source_naming_why(upkeep_w
 
     monkeypatch.setattr(run_mod.pubdb, "read", unreadable)
     (out,) = w.run()
-    assert out.invalid == {"src": {"publication.name": ("cannot read publication pub: database bob: connection refused",)}}
+    assert out.invalid == {
+        "src": {"publication.name": ("cannot read publication pub: database bob: connection refused",)}
+    }
     assert w.doubles["c"].writes() == [] and not out.applied and out.failed
 
 
 def test_a_source_database_missing_from_the_project_does_not_stop_the_upkeep_of_the_next(
-        upkeep_world: tuple[World, list[Any]]) -> None:
+    upkeep_world: tuple[World, list[Any]],
+) -> None:
     """`aaa` sorts before bob and is not in the project: warned about, and bob still checked."""
     w, calls = upkeep_world
-    w.git("c", "other", {"connector.class": POSTGRES, "topic.prefix": "aaa", "publication.name": "pub",
-                         "table.include.list": "public.x"}, kind="source")
+    w.git(
+        "c",
+        "other",
+        {
+            "connector.class": POSTGRES,
+            "topic.prefix": "aaa",
+            "publication.name": "pub",
+            "table.include.list": "public.x",
+        },
+        kind="source",
+    )
     (out,) = w.run(RunOptions(dry_run=True))
     assert [c[:3] for c in calls] == [("read", "dbname=bob", "bob")]
     assert out.plan is not None and [ch.database for ch in out.plan.publications] == ["bob"]

@@ -38,8 +38,13 @@ from hephaestus.yamlsrc import core_scalar, load_json, load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = 200
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # --- a tree that can hold what a dict cannot: duplicate keys, anchors, aliases -----------------
@@ -119,17 +124,63 @@ def emit(node: Any, yaml: bool) -> str:
 
 # --- mutations ---------------------------------------------------------------------------------
 
-NASTY = ["5:00", "010", "0x1F", "1e3", "on", "~", "", ".", "..", "a/b", "a\\b", "tab\there", "x" * 3000,
-         "{{ .Values.global.environment }}_x", "\u202e", "\x00", "ß", "${file:/etc/passwd:x}"]
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30),
-                    st.sampled_from(NASTY), st.integers(min_value=10**30, max_value=10**40))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3).map(Seq),
-                                                       st.dictionaries(st.text(max_size=10), inner, max_size=3)
-                                                       .map(lambda d: Map([[k, v] for k, v in d.items()]))),
-                      max_leaves=6)
-keys = st.one_of(st.sampled_from(["name", "config", "cluster", "policy", "database", "tables", "pipelines",
-                                  "sinks", "options", "clusters", "connectors", "url", "x" * 2000]),
-                 st.text(max_size=12))
+NASTY = [
+    "5:00",
+    "010",
+    "0x1F",
+    "1e3",
+    "on",
+    "~",
+    "",
+    ".",
+    "..",
+    "a/b",
+    "a\\b",
+    "tab\there",
+    "x" * 3000,
+    "{{ .Values.global.environment }}_x",
+    "\u202e",
+    "\x00",
+    "ß",
+    "${file:/etc/passwd:x}",
+]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=30),
+    st.sampled_from(NASTY),
+    st.integers(min_value=10**30, max_value=10**40),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(Seq),
+        st.dictionaries(st.text(max_size=10), inner, max_size=3).map(lambda d: Map([[k, v] for k, v in d.items()])),
+    ),
+    max_leaves=6,
+)
+keys = st.one_of(
+    st.sampled_from(
+        [
+            "name",
+            "config",
+            "cluster",
+            "policy",
+            "database",
+            "tables",
+            "pipelines",
+            "sinks",
+            "options",
+            "clusters",
+            "connectors",
+            "url",
+            "x" * 2000,
+        ]
+    ),
+    st.text(max_size=12),
+)
 
 
 def _pick(data: st.DataObject, root: Any, nonempty: bool = True) -> Map | Seq | None:
@@ -190,11 +241,11 @@ def mutate_bytes(data: st.DataObject, raw: bytes) -> bytes:
         at = data.draw(st.integers(0, len(raw)))
         if op == "flip" and raw:
             at = min(at, len(raw) - 1)
-            raw = raw[:at] + bytes([raw[at] ^ data.draw(st.integers(1, 255))]) + raw[at + 1:]
+            raw = raw[:at] + bytes([raw[at] ^ data.draw(st.integers(1, 255))]) + raw[at + 1 :]
         elif op == "insert":
             raw = raw[:at] + data.draw(st.binary(min_size=1, max_size=8)) + raw[at:]
         elif op == "delete":
-            raw = raw[:at] + raw[at + data.draw(st.integers(1, 16)):]
+            raw = raw[:at] + raw[at + data.draw(st.integers(1, 16)) :]
         elif op == "truncate":
             raw = raw[:at]
         elif op == "invalid":
@@ -202,7 +253,7 @@ def mutate_bytes(data: st.DataObject, raw: bytes) -> bytes:
         elif op == "bom":
             raw = b"\xef\xbb\xbf" + raw
         elif op == "repeat":
-            line = raw[at:at + data.draw(st.integers(1, 40))]
+            line = raw[at : at + data.draw(st.integers(1, 40))]
             raw = raw[:at] + line + line + raw[at:]
     return raw
 
@@ -226,9 +277,12 @@ def input_bytes(data: st.DataObject, examples: list[Path], yaml: bool) -> bytes:
 def no_network() -> Iterator[None]:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"a loader tried the network: {args!r}")
-    with mock.patch.object(socket.socket, "connect", refuse), \
-            mock.patch.object(socket, "create_connection", refuse), \
-            mock.patch.object(socket, "getaddrinfo", refuse):
+
+    with (
+        mock.patch.object(socket.socket, "connect", refuse),
+        mock.patch.object(socket, "create_connection", refuse),
+        mock.patch.object(socket, "getaddrinfo", refuse),
+    ):
         yield
 
 
@@ -250,8 +304,13 @@ def holds(place: Callable[[Path, bytes], Callable[[], object]], raw: bytes, dire
         assert tree_of(root) == before, "a loader wrote something"
 
 
-def fuzz(name: str, record_property: Callable[[str, object], None],
-         place: Callable[[Path, bytes], Callable[[], object]], examples: list[Path], yaml: bool) -> None:
+def fuzz(
+    name: str,
+    record_property: Callable[[str, object], None],
+    place: Callable[[Path, bytes], Callable[[], object]],
+    examples: list[Path],
+    yaml: bool,
+) -> None:
     ran = 0
 
     @FUZZ
@@ -309,14 +368,22 @@ def test_fuzz_project_file(record_property: Callable[[str, object], None]) -> No
 
 
 def test_fuzz_connector_files(record_property: Callable[[str, object], None]) -> None:
-    examples = [REPO / f"connectors/platforms/sink/{CONNECTOR}.json",
-                REPO / "connectors/platforms/source/local_manabie_bob_source_connector.json"]
+    examples = [
+        REPO / f"connectors/platforms/sink/{CONNECTOR}.json",
+        REPO / "connectors/platforms/source/local_manabie_bob_source_connector.json",
+    ]
     fuzz("connector files", record_property, _connectors, examples, yaml=False)
 
 
-@pytest.mark.parametrize(("place", "source"), [
-    (_definitions, REPO / "definitions/bob.yaml"), (_snapshots, REPO / "schemas/bob.json"),
-    (_project, REPO / "hephaestus.yaml"), (_connectors, REPO / f"connectors/platforms/sink/{CONNECTOR}.json")])
+@pytest.mark.parametrize(
+    ("place", "source"),
+    [
+        (_definitions, REPO / "definitions/bob.yaml"),
+        (_snapshots, REPO / "schemas/bob.json"),
+        (_project, REPO / "hephaestus.yaml"),
+        (_connectors, REPO / f"connectors/platforms/sink/{CONNECTOR}.json"),
+    ],
+)
 def test_the_unmutated_examples_load(place: Callable[[Path, bytes], Callable[[], object]], source: Path) -> None:
     """The fuzz starts from valid inputs: each loads as shipped (so mutations reach deep)."""
     with tempfile.TemporaryDirectory() as scratch:

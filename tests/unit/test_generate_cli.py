@@ -36,8 +36,21 @@ def test_committed_connectors_are_up_to_date() -> None:
     """The repo's connectors/ is what the repo's definitions generate (what CI checks)."""
     from hephaestus.cli import run
 
-    assert run(["generate", "--definitions", str(REPO / "definitions"), "--schemas",
-                str(REPO / "schemas"), "--out", str(REPO / "connectors"), "--check"]) == 0
+    assert (
+        run(
+            [
+                "generate",
+                "--definitions",
+                str(REPO / "definitions"),
+                "--schemas",
+                str(REPO / "schemas"),
+                "--out",
+                str(REPO / "connectors"),
+                "--check",
+            ]
+        )
+        == 0
+    )
 
 
 def test_check_lists_changes_writes_nothing_and_exits_2(project: Project) -> None:
@@ -64,8 +77,9 @@ def test_stale_files_removed_and_custom_untouched(project: Project) -> None:
     custom.parent.mkdir()
     custom.write_text('{"name": "hand_written", "config": {}}\n')
     bob = project.definitions / "bob.yaml"
-    bob.write_text(bob.read_text().replace("      - database: eureka\n  - source_table: students",
-                                           "  - source_table: students"))
+    bob.write_text(
+        bob.read_text().replace("      - database: eureka\n  - source_table: students", "  - source_table: students")
+    )
     result = project.generate()
     assert result.code == 0, result.err
     assert "remove " in result.out

@@ -95,10 +95,13 @@ def test_invalid_yaml_names_line(project: Project) -> None:
     assert "invalid YAML" in err and "bob.yaml:" in err
 
 
-@pytest.mark.parametrize("bad, hint", [
-    ("source: {snapshot_mode: never}", "use no_data"),
-    ("source: {options: {snapshot.mode: never}}", "use no_data"),
-])
+@pytest.mark.parametrize(
+    "bad, hint",
+    [
+        ("source: {snapshot_mode: never}", "use no_data"),
+        ("source: {options: {snapshot.mode: never}}", "use no_data"),
+    ],
+)
 def test_removed_snapshot_mode_for_3x(project: Project, bad: str, hint: str) -> None:
     err = fails(project, GOOD + bad + "\n")
     assert "source.snapshot_mode" in err and hint in err

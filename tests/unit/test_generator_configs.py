@@ -107,8 +107,9 @@ def test_confluent_sink_has_exactly_the_reference_keys_for_3x(project: Project) 
 
 
 def test_debezium_2x_keeps_the_old_unwrap_keys(project: Project) -> None:
-    configs = generate_one(project, extra='debezium_version: "2.4"\nsink_defaults: {flavour: confluent}\n'
-                                          "source: {snapshot_mode: never}")
+    configs = generate_one(
+        project, extra='debezium_version: "2.4"\nsink_defaults: {flavour: confluent}\nsource: {snapshot_mode: never}'
+    )
     sink = configs["local_manabie_bob_to_auth_users_sink_connector"]
     assert sink["transforms.unwrap.drop.tombstones"] == "true"
     assert sink["transforms.unwrap.delete.handling.mode"] == "drop"
@@ -117,8 +118,7 @@ def test_debezium_2x_keeps_the_old_unwrap_keys(project: Project) -> None:
 
 
 def test_deletes_switchable_per_sink(project: Project) -> None:
-    configs = generate_one(project, extra="sink_defaults: {flavour: confluent}",
-                           sink_extra="        delete: true")
+    configs = generate_one(project, extra="sink_defaults: {flavour: confluent}", sink_extra="        delete: true")
     sink = configs["local_manabie_bob_to_auth_users_sink_connector"]
     assert sink["delete.enabled"] == "true"
     assert sink["pk.mode"] == "record_key"  # Confluent deletes only by record key
@@ -133,8 +133,9 @@ def test_avro_converter_with_registry(project: Project) -> None:
 
 
 def test_options_are_connect_strings(project: Project) -> None:
-    configs = generate_one(project, extra="source: {options: {provide.transaction.metadata: true, "
-                                          "max.batch.size: 4096}}")
+    configs = generate_one(
+        project, extra="source: {options: {provide.transaction.metadata: true, max.batch.size: 4096}}"
+    )
     src = configs["local_manabie_bob_source_connector"]
     assert src["provide.transaction.metadata"] == "true"
     assert src["max.batch.size"] == "4096"
@@ -157,8 +158,10 @@ def test_helm_naming_makes_one_templated_file(project: Project) -> None:
     names = set(configs)
     env, org = "{{ .Values.global.environment }}", "{{ .Values.global.vendor }}"
     assert names == {f"{env}_{org}_bob_source_connector", f"{env}_{org}_bob_to_auth_users_sink_connector"}
-    assert set(project.files()) == {"platforms/source/bob_source_connector.json",
-                                    "platforms/sink/bob_to_auth_users_sink_connector.json"}
+    assert set(project.files()) == {
+        "platforms/source/bob_source_connector.json",
+        "platforms/sink/bob_to_auth_users_sink_connector.json",
+    }
     assert configs[f"{env}_{org}_bob_source_connector"]["slot.name"] == f"{env}_{org}_bob"
 
 
@@ -169,8 +172,7 @@ def test_same_table_name_in_two_schemas_never_collides(project: Project) -> None
     auth = json.loads((project.schemas / "auth.json").read_text())
     auth["tables"]["archive.users"] = auth["tables"]["public.users"]
     (project.schemas / "auth.json").write_text(json.dumps(auth))
-    configs = generate_one(project, sink_extra="  - source_table: archive.users\n"
-                                               "    sinks: [{database: auth}]")
+    configs = generate_one(project, sink_extra="  - source_table: archive.users\n    sinks: [{database: auth}]")
     old = configs["local_manabie_bob_to_auth_users_sink_connector"]
     new = configs["local_manabie_bob_to_auth_archive_users_sink_connector"]
     assert old["topics"] == "local.manabie.bob.public.users"
@@ -195,7 +197,9 @@ def test_a_capture_only_table_is_in_the_source_with_no_sink(project: Project) ->
     """`sinks: []`: captured for ksqlDB (the data-warehouse stack), replicated nowhere."""
     for f in project.definitions.glob("*.yaml"):
         f.unlink()
-    project.write_definition("bob.yaml", MINIMAL.format(extra="", sink_extra="") + "  - source_table: students\n    sinks: []\n")
+    project.write_definition(
+        "bob.yaml", MINIMAL.format(extra="", sink_extra="") + "  - source_table: students\n    sinks: []\n"
+    )
     result = project.generate()
     assert result.code == 0, result.err
     configs = {json.loads(b)["name"]: json.loads(b)["config"] for b in project.files().values()}

@@ -76,8 +76,11 @@ def test_metrics_of_a_run(tmp_path: object) -> None:
     from hephaestus.heal.metrics import metrics_of
     from hephaestus.heal.run import ClusterHeal, Item
 
-    items = (Item("a", "restart", "", healed=True, failed_tasks=(0,)), Item("b", "exhausted", "", failed_tasks=(0, 1)),
-             Item("c", "healthy", ""))
+    items = (
+        Item("a", "restart", "", healed=True, failed_tasks=(0,)),
+        Item("b", "exhausted", "", failed_tasks=(0, 1)),
+        Item("c", "healthy", ""),
+    )
     path = Path(str(tmp_path)) / "heal.prom"
     assert metrics_of([ClusterHeal("p", "u", items)], now=5.0).write_textfile(path)
     text = path.read_text()

@@ -24,6 +24,9 @@ from hephaestus.jobs import JOBS
 from hephaestus.project import load_project
 from tests.unit.conftest import REPO
 
+# Builds a wheel / fetches helm: the packaging suite (needs the package index and the Go proxy).
+pytestmark = pytest.mark.packaging
+
 CHART = REPO / "helm" / "hephaestus"
 KUBE_VERSIONS = ("1.25.0", "1.37.0")  # the chart's kubeVersion floor; the newest kubernetes-validate 1.37.0 ships
 RENDER_KUBE_VERSION = "1.33.0"
@@ -43,44 +46,79 @@ HOOKS = {
 CUSTOM: dict[str, Any] = {
     "global": {"environment": "prod", "vendor": "acme"},
     "fullnameOverride": "heph",
-    "image": {"repository": "registry.example.com/data/hephaestus", "tag": "0123abc",
-              "digest": "sha256:" + "ab" * 32, "pullPolicy": "Always"},
+    "image": {
+        "repository": "registry.example.com/data/hephaestus",
+        "tag": "0123abc",
+        "digest": "sha256:" + "ab" * 32,
+        "pullPolicy": "Always",
+    },
     "imagePullSecrets": [{"name": "regcred"}],
     "clusters": {
-        "platforms": {"url": "https://connect-platforms.kafka:8083", "username": "hephaestus",
-                      "passwordSecret": {"name": "connect-auth", "key": "password"},
-                      "caSecret": {"name": "connect-ca", "key": "ca.crt"},
-                      "kafkaBootstrap": "kafka.kafka:9092", "select": ["prod_acme_*", "prod_shared_*"],
-                      "timeoutSeconds": 60},
+        "platforms": {
+            "url": "https://connect-platforms.kafka:8083",
+            "username": "hephaestus",
+            "passwordSecret": {"name": "connect-auth", "key": "password"},
+            "caSecret": {"name": "connect-ca", "key": "ca.crt"},
+            "kafkaBootstrap": "kafka.kafka:9092",
+            "select": ["prod_acme_*", "prod_shared_*"],
+            "timeoutSeconds": 60,
+        },
         "lmsdwh": None,  # a default cluster removed
-        "kec": {"url": "http://connect-kec.kafka:8083", "connectors": "connectors/kec", "warehouse": True,
-                "select": []},
-        "lms": {"url": "http://connect-lms.kafka:8083", "connectors": "/srv/state/connectors/lms",
-                "warehouse": True, "helmValues": {"vendor": "acme-lms"}, "verifyTls": False},
+        "kec": {
+            "url": "http://connect-kec.kafka:8083",
+            "connectors": "connectors/kec",
+            "warehouse": True,
+            "select": [],
+        },
+        "lms": {
+            "url": "http://connect-lms.kafka:8083",
+            "connectors": "/srv/state/connectors/lms",
+            "warehouse": True,
+            "helmValues": {"vendor": "acme-lms"},
+            "verifyTls": False,
+        },
     },
-    "ksqldb": {"kec": {"url": "http://ksqldb-kec.kafka:8088"},
-               "lms": {"url": "https://ksqldb-lms.kafka:8088", "migrations": "ksql/lms", "stream": "LMSDWH_MIGRATION_EVENTS",
-                       "table": "LMSDWH_MIGRATION_SCHEMA_VERSIONS", "username": "ksql",
-                       "passwordSecret": {"name": "ksql-auth", "key": "password"}}},
+    "ksqldb": {
+        "kec": {"url": "http://ksqldb-kec.kafka:8088"},
+        "lms": {
+            "url": "https://ksqldb-lms.kafka:8088",
+            "migrations": "ksql/lms",
+            "stream": "LMSDWH_MIGRATION_EVENTS",
+            "table": "LMSDWH_MIGRATION_SCHEMA_VERSIONS",
+            "username": "ksql",
+            "passwordSecret": {"name": "ksql-auth", "key": "password"},
+        },
+    },
     "databases": {
-        "bob": {"dsn": "host=bob.db port=5432 user=hephaestus dbname=bob sslmode=require",
-                "passwordSecret": {"name": "db-passwords", "key": "bob"}},
+        "bob": {
+            "dsn": "host=bob.db port=5432 user=hephaestus dbname=bob sslmode=require",
+            "passwordSecret": {"name": "db-passwords", "key": "bob"},
+        },
         "lmsdwh": {"dsnSecret": {"name": "warehouse-dsn", "key": "lmsdwh"}},
-        "auth": {"dsnSecret": {"name": "warehouse-dsn", "key": "auth"},
-                 "passwordSecret": {"name": "db-passwords", "key": "auth"}},
+        "auth": {
+            "dsnSecret": {"name": "warehouse-dsn", "key": "auth"},
+            "passwordSecret": {"name": "db-passwords", "key": "auth"},
+        },
     },
     "policy": {"max_deletes": 3, "concurrency": 4},
     "heal": {"max_restarts": 5, "state": {"database": "lmsdwh"}},
     "slack": {"webhookSecret": {"name": "slack", "key": "webhook-url"}},
     "metrics": {"pushgateway": "http://pushgateway.monitoring:9091"},
-    "hooks": {"events": ["post-install", "post-upgrade", "post-rollback"], "deletePolicy": ["before-hook-creation", "hook-succeeded"],
-              "backoffLimit": 2, "activeDeadlineSeconds": 600,
-              "upsertKafkaConnect": {"enabled": True, "args": ["--deployCustomSinkConnector"]},
-              "validate": {"enabled": True, "args": ["-o", "markdown"], "backoffLimit": 0},
-              "syncDatawarehouse": {"enabled": True, "args": [], "activeDeadlineSeconds": 3600}},
-    "cronJobs": {"heal": {"enabled": True, "schedule": "*/5 * * * *", "args": ["-o", "json"]},
-                 "dwhAccuracy": {"enabled": True, "schedule": "15 */6 * * *", "suspend": True},
-                 "timeZone": "Asia/Tokyo", "backoffLimit": 1},
+    "hooks": {
+        "events": ["post-install", "post-upgrade", "post-rollback"],
+        "deletePolicy": ["before-hook-creation", "hook-succeeded"],
+        "backoffLimit": 2,
+        "activeDeadlineSeconds": 600,
+        "upsertKafkaConnect": {"enabled": True, "args": ["--deployCustomSinkConnector"]},
+        "validate": {"enabled": True, "args": ["-o", "markdown"], "backoffLimit": 0},
+        "syncDatawarehouse": {"enabled": True, "args": [], "activeDeadlineSeconds": 3600},
+    },
+    "cronJobs": {
+        "heal": {"enabled": True, "schedule": "*/5 * * * *", "args": ["-o", "json"]},
+        "dwhAccuracy": {"enabled": True, "schedule": "15 */6 * * *", "suspend": True},
+        "timeZone": "Asia/Tokyo",
+        "backoffLimit": 1,
+    },
     "state": {"existingClaim": "hephaestus-state"},
     "serviceAccount": {"create": False, "name": "data-jobs"},
     "extraEnv": [{"name": "PGCONNECT_TIMEOUT", "value": "10"}],
@@ -95,8 +133,9 @@ CUSTOM: dict[str, Any] = {
 
 @pytest.fixture(scope="session")
 def helm() -> str:
-    built = subprocess.run([str(REPO / "dev" / "tools" / "helm")], capture_output=True, text=True,
-                           timeout=900, check=False)
+    built = subprocess.run(
+        [str(REPO / "dev" / "tools" / "helm")], capture_output=True, text=True, timeout=900, check=False
+    )
     assert built.returncode == 0, f"dev/tools/helm failed:\n{built.stderr}"
     return built.stdout.strip()
 
@@ -109,9 +148,21 @@ def custom_values(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def helm_run(helm: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([helm, *args], capture_output=True, text=True, timeout=120, check=False,
-                          cwd=REPO, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "HELM_CACHE_HOME": "/tmp",
-                                         "HELM_CONFIG_HOME": "/tmp", "HELM_DATA_HOME": "/tmp"})
+    return subprocess.run(
+        [helm, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/nonexistent",
+            "HELM_CACHE_HOME": "/tmp",
+            "HELM_CONFIG_HOME": "/tmp",
+            "HELM_DATA_HOME": "/tmp",
+        },
+    )
 
 
 # The one decision the chart makes the user take (where state lives), taken: throwaway state.
@@ -119,8 +170,18 @@ EPHEMERAL = ("--set", "state.ephemeral=true")
 
 
 def render(helm: str, *args: str, release: str = "deploy") -> list[dict[str, Any]]:
-    result = helm_run(helm, "template", release, str(CHART), "--namespace", "data",
-                      "--kube-version", RENDER_KUBE_VERSION, *EPHEMERAL, *args)
+    result = helm_run(
+        helm,
+        "template",
+        release,
+        str(CHART),
+        "--namespace",
+        "data",
+        "--kube-version",
+        RENDER_KUBE_VERSION,
+        *EPHEMERAL,
+        *args,
+    )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -148,8 +209,7 @@ def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def hooks(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Hook Jobs in the order Helm runs them: by weight (then name)."""
     jobs = [d for d in of_kind(docs, "Job") if "helm.sh/hook" in d["metadata"].get("annotations", {})]
-    return sorted(jobs, key=lambda d: (int(d["metadata"]["annotations"]["helm.sh/hook-weight"]),
-                                       d["metadata"]["name"]))
+    return sorted(jobs, key=lambda d: (int(d["metadata"]["annotations"]["helm.sh/hook-weight"]), d["metadata"]["name"]))
 
 
 def pod_specs(docs: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -175,8 +235,11 @@ def container(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def argv(job: dict[str, Any]) -> list[str]:
-    c = container(job["spec"]["template"]["spec"] if job["kind"] == "Job"
-                  else job["spec"]["jobTemplate"]["spec"]["template"]["spec"])
+    c = container(
+        job["spec"]["template"]["spec"]
+        if job["kind"] == "Job"
+        else job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    )
     return [*c["command"], *c["args"]]
 
 
@@ -193,6 +256,7 @@ def cron(docs: list[dict[str, Any]], suffix: str) -> dict[str, Any]:
 
 # --- lint and schema validation ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("values", ["default", "custom"])
 def test_helm_lint_strict_passes(helm: str, custom_values: Path, values: str) -> None:
     extra = ["-f", str(custom_values)] if values == "custom" else list(EPHEMERAL)
@@ -203,22 +267,25 @@ def test_helm_lint_strict_passes(helm: str, custom_values: Path, values: str) ->
 
 @pytest.mark.parametrize("kube", KUBE_VERSIONS)
 @pytest.mark.parametrize("values", ["default", "custom"])
-def test_manifests_validate_against_the_kubernetes_schemas(default: list[dict[str, Any]], custom: list[dict[str, Any]],
-                                                           values: str, kube: str) -> None:
+def test_manifests_validate_against_the_kubernetes_schemas(
+    default: list[dict[str, Any]], custom: list[dict[str, Any]], values: str, kube: str
+) -> None:
     docs = default if values == "default" else custom
     assert {d["kind"] for d in docs} >= {"ConfigMap", "Job", "CronJob"}
     for doc in docs:
         try:
             kubernetes_validate.validate(doc, kube, strict=True)
         except kubernetes_validate.ValidationError as exc:
-            pytest.fail(f"{doc['kind']}/{doc['metadata']['name']} against Kubernetes {kube}: "
-                        f"{'.'.join(map(str, exc.path))}: {exc.message}")
+            pytest.fail(
+                f"{doc['kind']}/{doc['metadata']['name']} against Kubernetes {kube}: "
+                f"{'.'.join(map(str, exc.path))}: {exc.message}"
+            )
 
 
 @pytest.mark.parametrize("values", ["default", "custom"])
-def test_the_rendered_project_file_loads_as_hephaestus_yaml(default: list[dict[str, Any]],
-                                                            custom: list[dict[str, Any]], values: str,
-                                                            tmp_path: Path) -> None:
+def test_the_rendered_project_file_loads_as_hephaestus_yaml(
+    default: list[dict[str, Any]], custom: list[dict[str, Any]], values: str, tmp_path: Path
+) -> None:
     """The ConfigMap's hephaestus.yaml passes the package's own schema and loader."""
     docs = default if values == "default" else custom
     (cm,) = of_kind(docs, "ConfigMap")
@@ -240,21 +307,59 @@ def test_the_rendered_project_file_loads_as_hephaestus_yaml(default: list[dict[s
 
 # --- the deploy hooks ----------------------------------------------------------------------
 
+
 def test_default_hooks_upsert_validate_then_sync_the_warehouse(default: list[dict[str, Any]]) -> None:
     """No ksqlDB server by default: steps 2 and 5 are left out, 3, 4, 6, 7 run in that order."""
     order = hooks(default)
     assert [d["metadata"]["name"] for d in order] == [
-        "deploy-hephaestus-3-upsert-kafka-connect", "deploy-hephaestus-4-validate",
-        "deploy-hephaestus-6-sync-datawarehouse", "deploy-hephaestus-7-validate-datawarehouse"]
+        "deploy-hephaestus-3-upsert-kafka-connect",
+        "deploy-hephaestus-4-validate",
+        "deploy-hephaestus-6-sync-datawarehouse",
+        "deploy-hephaestus-7-validate-datawarehouse",
+    ]
     assert [argv(d) for d in order] == [
-        ["hephaestus", "job", "run", "upsert_kafka_connect", "--cluster", "platforms",
-         "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
-        ["hephaestus", "job", "run", "validate_kafka_connectors", "--cluster", "platforms",
-         "--deployCustomSinkConnector"],
-        ["hephaestus", "job", "run", "upsert_kafka_connect", "--cluster", "kec", "--cluster", "lmsdwh",
-         "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
-        ["hephaestus", "job", "run", "validate_kafka_connectors", "--cluster", "kec", "--cluster", "lmsdwh",
-         "--deployCustomSinkConnector"],  # every cluster is validated, the warehouses after their sync
+        [
+            "hephaestus",
+            "job",
+            "run",
+            "upsert_kafka_connect",
+            "--cluster",
+            "platforms",
+            "--deployCustomSinkConnector",
+            "--sendIncrementalSnapshot",
+        ],
+        [
+            "hephaestus",
+            "job",
+            "run",
+            "validate_kafka_connectors",
+            "--cluster",
+            "platforms",
+            "--deployCustomSinkConnector",
+        ],
+        [
+            "hephaestus",
+            "job",
+            "run",
+            "upsert_kafka_connect",
+            "--cluster",
+            "kec",
+            "--cluster",
+            "lmsdwh",
+            "--deployCustomSinkConnector",
+            "--sendIncrementalSnapshot",
+        ],
+        [
+            "hephaestus",
+            "job",
+            "run",
+            "validate_kafka_connectors",
+            "--cluster",
+            "kec",
+            "--cluster",
+            "lmsdwh",
+            "--deployCustomSinkConnector",
+        ],  # every cluster is validated, the warehouses after their sync
     ]
     for job in order:
         annotations = job["metadata"]["annotations"]
@@ -279,12 +384,24 @@ def test_the_reference_hooks_and_the_warehouse_validate_in_order_when_ksqldb_is_
 def test_custom_hooks_scope_clusters_and_take_their_args(custom: list[dict[str, Any]]) -> None:
     order = hooks(custom)
     names = [d["metadata"]["name"] for d in order]
-    assert names == ["heph-2-init-ksql", "heph-3-upsert-kafka-connect", "heph-4-validate",
-                     "heph-5-migrate-ksql", "heph-6-sync-datawarehouse", "heph-7-validate-datawarehouse"]
+    assert names == [
+        "heph-2-init-ksql",
+        "heph-3-upsert-kafka-connect",
+        "heph-4-validate",
+        "heph-5-migrate-ksql",
+        "heph-6-sync-datawarehouse",
+        "heph-7-validate-datawarehouse",
+    ]
     upsert, validate, sync, validate_dwh = order[1], order[2], order[4], order[5]
     assert argv(upsert)[3:] == ["upsert_kafka_connect", "--cluster", "platforms", "--deployCustomSinkConnector"]
-    assert argv(validate)[3:] == ["validate_kafka_connectors", "--cluster", "platforms",
-                                  "--deployCustomSinkConnector", "-o", "markdown"]
+    assert argv(validate)[3:] == [
+        "validate_kafka_connectors",
+        "--cluster",
+        "platforms",
+        "--deployCustomSinkConnector",
+        "-o",
+        "markdown",
+    ]
     assert argv(sync)[3:] == ["upsert_kafka_connect", "--cluster", "kec", "--cluster", "lms"]
     assert argv(validate_dwh)[3:] == ["validate_kafka_connectors", "--cluster", "kec", "--cluster", "lms"]
     for job in order:
@@ -296,25 +413,60 @@ def test_custom_hooks_scope_clusters_and_take_their_args(custom: list[dict[str, 
 
 
 def test_disabled_jobs_are_not_rendered(helm: str) -> None:
-    docs = render(helm, "--set", "hooks.validate.enabled=false", "--set", "hooks.syncDatawarehouse.enabled=false",
-                  "--set", "hooks.validateDatawarehouse.enabled=false", "--set", "databases.bob.dsn=dbname=bob",
-                  "--set", "cronJobs.dwhAccuracy.enabled=false", "--set", "ksqldb.lmsdwh.url=http://k:8088",
-                  "--set", "hooks.migrateKsql.enabled=false")
+    docs = render(
+        helm,
+        "--set",
+        "hooks.validate.enabled=false",
+        "--set",
+        "hooks.syncDatawarehouse.enabled=false",
+        "--set",
+        "hooks.validateDatawarehouse.enabled=false",
+        "--set",
+        "databases.bob.dsn=dbname=bob",
+        "--set",
+        "cronJobs.dwhAccuracy.enabled=false",
+        "--set",
+        "ksqldb.lmsdwh.url=http://k:8088",
+        "--set",
+        "hooks.migrateKsql.enabled=false",
+    )
     assert [d["metadata"]["name"] for d in hooks(docs)] == [
-        "deploy-hephaestus-2-init-ksql", "deploy-hephaestus-3-upsert-kafka-connect"]
+        "deploy-hephaestus-2-init-ksql",
+        "deploy-hephaestus-3-upsert-kafka-connect",
+    ]
     assert [d["metadata"]["name"] for d in of_kind(docs, "CronJob")] == ["deploy-hephaestus-heal"]
 
 
 def test_without_warehouse_clusters_there_is_no_step_6_and_only_warehouses_no_step_3(helm: str) -> None:
     plain = render(helm, "--set", "clusters.lmsdwh.warehouse=false", "--set", "clusters.kec.warehouse=false")
     assert [argv(d)[3:] for d in hooks(plain)] == [
-        ["upsert_kafka_connect", "--cluster", "kec", "--cluster", "lmsdwh", "--cluster", "platforms",
-         "--deployCustomSinkConnector", "--sendIncrementalSnapshot"],
-        ["validate_kafka_connectors", "--cluster", "kec", "--cluster", "lmsdwh", "--cluster", "platforms",
-         "--deployCustomSinkConnector"]]
+        [
+            "upsert_kafka_connect",
+            "--cluster",
+            "kec",
+            "--cluster",
+            "lmsdwh",
+            "--cluster",
+            "platforms",
+            "--deployCustomSinkConnector",
+            "--sendIncrementalSnapshot",
+        ],
+        [
+            "validate_kafka_connectors",
+            "--cluster",
+            "kec",
+            "--cluster",
+            "lmsdwh",
+            "--cluster",
+            "platforms",
+            "--deployCustomSinkConnector",
+        ],
+    ]
     only = render(helm, "--set", "clusters.platforms=null")
-    assert [d["metadata"]["name"] for d in hooks(only)] == ["deploy-hephaestus-6-sync-datawarehouse",
-                                                            "deploy-hephaestus-7-validate-datawarehouse"]
+    assert [d["metadata"]["name"] for d in hooks(only)] == [
+        "deploy-hephaestus-6-sync-datawarehouse",
+        "deploy-hephaestus-7-validate-datawarehouse",
+    ]
 
 
 def test_the_project_file_exists_before_the_hooks_run(default: list[dict[str, Any]]) -> None:
@@ -340,6 +492,7 @@ def test_validate_leaves_custom_sinks_out_when_the_upsert_does(helm: str) -> Non
 
 # --- where state lives ---------------------------------------------------------------------
 
+
 def test_without_a_state_database_or_claim_the_chart_refuses_ephemeral_state(helm: str) -> None:
     result = helm_run(helm, "template", "deploy", str(CHART))
     assert result.returncode != 0
@@ -348,8 +501,20 @@ def test_without_a_state_database_or_claim_the_chart_refuses_ephemeral_state(hel
 
 
 def test_a_state_database_keeps_the_audit_trail_and_heal_state(helm: str) -> None:
-    result = helm_run(helm, "template", "deploy", str(CHART), "--namespace", "data", "--set", "lock.database=bob",
-                      "--set", "databases.bob.dsnSecret.name=dsn", "--set", "databases.bob.dsnSecret.key=bob")
+    result = helm_run(
+        helm,
+        "template",
+        "deploy",
+        str(CHART),
+        "--namespace",
+        "data",
+        "--set",
+        "lock.database=bob",
+        "--set",
+        "databases.bob.dsnSecret.name=dsn",
+        "--set",
+        "databases.bob.dsnSecret.key=bob",
+    )
     assert result.returncode == 0, result.stderr
     project = project_file([d for d in yaml.safe_load_all(result.stdout) if d])
     assert project["audit"] == {"database": "bob"} and "audit_log" not in project
@@ -365,17 +530,25 @@ def test_a_claim_keeps_them_as_files(helm: str) -> None:
 
 
 def test_each_hook_may_choose_its_own_events(helm: str) -> None:
-    docs = render(helm, "--set", "hooks.validate.events={post-install}",
-                  "--set", "hooks.upsertKafkaConnect.events={post-install,post-upgrade,post-rollback}")
+    docs = render(
+        helm,
+        "--set",
+        "hooks.validate.events={post-install}",
+        "--set",
+        "hooks.upsertKafkaConnect.events={post-install,post-upgrade,post-rollback}",
+    )
     events = {d["metadata"]["name"]: d["metadata"]["annotations"]["helm.sh/hook"] for d in hooks(docs)}
-    assert events == {"deploy-hephaestus-3-upsert-kafka-connect": "post-install,post-upgrade,post-rollback",
-                      "deploy-hephaestus-4-validate": "post-install",
-                      "deploy-hephaestus-6-sync-datawarehouse": "post-install,post-upgrade",
-                      "deploy-hephaestus-7-validate-datawarehouse": "post-install,post-upgrade"}
+    assert events == {
+        "deploy-hephaestus-3-upsert-kafka-connect": "post-install,post-upgrade,post-rollback",
+        "deploy-hephaestus-4-validate": "post-install",
+        "deploy-hephaestus-6-sync-datawarehouse": "post-install,post-upgrade",
+        "deploy-hephaestus-7-validate-datawarehouse": "post-install,post-upgrade",
+    }
     assert "/hooks/validate/events/0" in render_error(helm, *EPHEMERAL, "--set", "hooks.validate.events={pre-install}")
 
 
 # --- the schedules ---------------------------------------------------------------------------
+
 
 def test_heal_runs_every_ten_minutes_and_never_overlaps(default: list[dict[str, Any]]) -> None:
     heal = cron(default, "heal")
@@ -410,9 +583,11 @@ def test_custom_schedules_time_zone_and_args(custom: list[dict[str, Any]]) -> No
 
 # --- how every pod runs ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("values", ["default", "custom"])
-def test_every_pod_is_non_root_read_only_and_bounded(default: list[dict[str, Any]], custom: list[dict[str, Any]],
-                                                     values: str) -> None:
+def test_every_pod_is_non_root_read_only_and_bounded(
+    default: list[dict[str, Any]], custom: list[dict[str, Any]], values: str
+) -> None:
     docs = default if values == "default" else custom
     specs = dict(pod_specs(docs))
     assert len(specs) >= 5
@@ -444,8 +619,10 @@ def test_custom_pod_settings_reach_every_pod(custom: list[dict[str, Any]]) -> No
         assert spec["nodeSelector"] == {"pool": "batch"}
         assert spec["priorityClassName"] == "batch-low"
         # Helm merges maps: the default cpu limit stays unless set to null
-        assert c["resources"] == {"requests": {"cpu": "50m", "memory": "128Mi"},
-                                  "limits": {"cpu": "1", "memory": "1Gi"}}
+        assert c["resources"] == {
+            "requests": {"cpu": "50m", "memory": "128Mi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        }
         state = next(v for v in spec["volumes"] if v["name"] == "state")
         assert state == {"name": "state", "persistentVolumeClaim": {"claimName": "hephaestus-state"}}
     assert not of_kind(custom, "ServiceAccount")
@@ -462,6 +639,7 @@ def test_names_fit_kubernetes_limits_with_the_longest_release_name(helm: str) ->
 
 # --- secrets: references only ----------------------------------------------------------------
 
+
 def test_the_project_file_references_secrets_by_file_and_env(custom: list[dict[str, Any]]) -> None:
     project = project_file(custom)
     platforms = project["clusters"]["platforms"]
@@ -477,8 +655,10 @@ def test_the_project_file_references_secrets_by_file_and_env(custom: list[dict[s
     assert lms["helm_values"] == {"environment": "prod", "vendor": "acme-lms"}
     assert "lmsdwh" not in project["clusters"]
     assert project["databases"] == {
-        "bob": {"dsn": "host=bob.db port=5432 user=hephaestus dbname=bob sslmode=require",
-                "password": {"file": f"{SECRETS_DIR}/db-passwords/bob"}},
+        "bob": {
+            "dsn": "host=bob.db port=5432 user=hephaestus dbname=bob sslmode=require",
+            "password": {"file": f"{SECRETS_DIR}/db-passwords/bob"},
+        },
         "lmsdwh": {"dsn_env": "HEPHAESTUS_DSN_LMSDWH"},
         "auth": {"dsn_env": "HEPHAESTUS_DSN_AUTH", "password": {"file": f"{SECRETS_DIR}/db-passwords/auth"}},
     }
@@ -487,9 +667,15 @@ def test_the_project_file_references_secrets_by_file_and_env(custom: list[dict[s
     assert project["policy"] == {"max_deletes": 3, "max_delete_share": 0.5, "concurrency": 4}
     assert project["ksqldb"] == {
         "kec": {"url": "http://ksqldb-kec.kafka:8088", "migrations": "/app/ksql_migrations/kec"},
-        "lms": {"url": "https://ksqldb-lms.kafka:8088", "migrations": "/app/ksql/lms", "username": "ksql",
-                "password": {"file": f"{SECRETS_DIR}/ksql-auth/password"},
-                "stream": "LMSDWH_MIGRATION_EVENTS", "table": "LMSDWH_MIGRATION_SCHEMA_VERSIONS"}}
+        "lms": {
+            "url": "https://ksqldb-lms.kafka:8088",
+            "migrations": "/app/ksql/lms",
+            "username": "ksql",
+            "password": {"file": f"{SECRETS_DIR}/ksql-auth/password"},
+            "stream": "LMSDWH_MIGRATION_EVENTS",
+            "table": "LMSDWH_MIGRATION_SCHEMA_VERSIONS",
+        },
+    }
 
 
 def test_every_referenced_secret_is_mounted_or_passed_by_reference(custom: list[dict[str, Any]]) -> None:
@@ -532,14 +718,17 @@ def test_the_templates_never_read_secrets_from_the_cluster() -> None:
         assert not re.search(r"\blookup\b", template.read_text()), template.name
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--set", "clusters.platforms.password=hunter2"], "additional properties 'password' not allowed"),
-    (["--set", "slack.webhook=https://hooks.example/T0/B0/x"], "additional properties 'webhook' not allowed"),
-    (["--set", "databases.bob.password=hunter2"], "additional properties 'password' not allowed"),
-    (["--set", "databases.bob.dsn=host=db user=u password=hunter2"], "databases.bob.dsn holds a password"),
-    (["--set", "databases.bob.passwordSecret.name=db"], "databases.bob.passwordSecret: name both"),
-    (["--set", "clusters.platforms.url=kafka-connect:8083"], "/clusters/platforms/url"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "clusters.platforms.password=hunter2"], "additional properties 'password' not allowed"),
+        (["--set", "slack.webhook=https://hooks.example/T0/B0/x"], "additional properties 'webhook' not allowed"),
+        (["--set", "databases.bob.password=hunter2"], "additional properties 'password' not allowed"),
+        (["--set", "databases.bob.dsn=host=db user=u password=hunter2"], "databases.bob.dsn holds a password"),
+        (["--set", "databases.bob.passwordSecret.name=db"], "databases.bob.passwordSecret: name both"),
+        (["--set", "clusters.platforms.url=kafka-connect:8083"], "/clusters/platforms/url"),
+    ],
+)
 def test_values_that_would_leak_or_break_are_refused(helm: str, args: list[str], message: str) -> None:
     error = render_error(helm, *args)
     assert message in error
@@ -548,6 +737,7 @@ def test_values_that_would_leak_or_break_are_refused(helm: str, args: list[str],
 
 
 # --- the image the chart runs ----------------------------------------------------------------
+
 
 def test_the_dockerfile_agrees_with_the_chart() -> None:
     """The image cannot be built here (no Docker engine); what the chart relies on is checked."""
@@ -560,15 +750,30 @@ def test_the_dockerfile_agrees_with_the_chart() -> None:
     assert "HEPHAESTUS_PROJECT=/etc/hephaestus/project/hephaestus.yaml" in final_stage
     assert "for d in connectors definitions schemas ksql_migrations" in dockerfile
     allowed = {ln[1:].rstrip("/") for ln in (REPO / ".dockerignore").read_text().splitlines() if ln.startswith("!")}
-    assert {"hephaestus", "pyproject.toml", "README.md", "connectors", "definitions", "schemas",
-            "ksql_migrations"} <= allowed
+    assert {
+        "hephaestus",
+        "pyproject.toml",
+        "README.md",
+        "connectors",
+        "definitions",
+        "schemas",
+        "ksql_migrations",
+    } <= allowed
 
 
-def test_the_exporter_is_off_by_default_and_renders_a_scrapable_deployment(helm: str,
-                                                                        default: list[dict[str, Any]]) -> None:
+def test_the_exporter_is_off_by_default_and_renders_a_scrapable_deployment(
+    helm: str, default: list[dict[str, Any]]
+) -> None:
     assert not [d for d in default if d["kind"] in ("Deployment", "Service")]
-    docs = render(helm, "--set", "exporter.enabled=true", "--set", "exporter.port=9555",
-                  "--set", "clusters.platforms.schemaRegistryUrl=http://registry:8081")
+    docs = render(
+        helm,
+        "--set",
+        "exporter.enabled=true",
+        "--set",
+        "exporter.port=9555",
+        "--set",
+        "clusters.platforms.schemaRegistryUrl=http://registry:8081",
+    )
     (deployment,) = of_kind(docs, "Deployment")
     (service,) = of_kind(docs, "Service")
     pod = deployment["spec"]["template"]["spec"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -24,16 +23,17 @@ def fleet(project: Project, served: tuple[ConnectDouble, str]) -> tuple[Project,
     double.log.clear()
     (project.root / "hephaestus.yaml").write_text(
         f"clusters:\n  platforms:\n    url: {url}\n    connectors: connectors/platforms\n"
-        "    select: ['local_*', 'hand_*']\n")
+        "    select: ['local_*', 'hand_*']\n"
+    )
     return project, double
 
 
 def test_a_generated_fleet_made_by_hand_imports_byte_for_byte_and_then_plans_nothing(
-        fleet: tuple[Project, ConnectDouble]) -> None:
+    fleet: tuple[Project, ConnectDouble],
+) -> None:
     project, double = fleet
     assert project.generate().code == 0
-    generated = {rel: raw for rel, raw in project.files().items()
-                 if rel.startswith("platforms/") and "/local_" in rel}
+    generated = {rel: raw for rel, raw in project.files().items() if rel.startswith("platforms/") and "/local_" in rel}
     assert {rel.split("/")[1] for rel in generated} == {"source", "sink"}
     for rel, raw in generated.items():  # the fleet as someone made it over REST, then git lost
         doc = json.loads(raw)
@@ -59,35 +59,55 @@ def test_a_generated_fleet_made_by_hand_imports_byte_for_byte_and_then_plans_not
     assert sorted(owned) == sorted(json.loads(raw)["name"] for raw in generated.values())
     assert {c.how for c in owned.values()} == {"imported"} and double.writes() == []
 
-    check = project.cli("reconcile", "--auto-approve", "--project", str(project.root / "hephaestus.yaml"), "--dry-run",
-                        "--exit-code", "--drift-only")
+    check = project.cli(
+        "reconcile",
+        "--auto-approve",
+        "--project",
+        str(project.root / "hephaestus.yaml"),
+        "--dry-run",
+        "--exit-code",
+        "--drift-only",
+    )
     assert check.code == 0, check.out + check.err
     assert f"0 to create, 0 to update, 0 to delete, 0 protected, 0 unmanaged, {len(generated)} unchanged" in check.out
     again = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
-    assert again.code == 0 and f"0 now owned, 0 files" in again.out and double.writes() == []
+    assert again.code == 0 and "0 now owned, 0 files" in again.out and double.writes() == []
 
 
 def test_a_plaintext_secret_is_refused_naming_connector_and_key(fleet: tuple[Project, ConnectDouble]) -> None:
     project, double = fleet
     double.add("hand_a", {"connector.class": SINK, "topics": "a", "connection.password": CANARY})
-    double.add("hand_b", {"connector.class": SINK, "topics": "b",
-                          "connection.url": f"jdbc:postgresql://db/x?user=u&password={CANARY}"})
+    double.add(
+        "hand_b",
+        {"connector.class": SINK, "topics": "b", "connection.url": f"jdbc:postgresql://db/x?user=u&password={CANARY}"},
+    )
     double.add("hand_c", {"connector.class": SINK, "topics": "c", "connection.password": "${file:/s:pw}"})
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
     assert out.code == 1
     assert "connector 'hand_a' on cluster platforms at connection.password: holds a plaintext secret" in out.err
     assert "connector 'hand_b' on cluster platforms at connection.url: holds a plaintext secret" in out.err
     assert "hand_c" not in out.err and CANARY not in out.out + out.err
-    assert not (project.connectors / "platforms/sink").exists() or not list((project.connectors / "platforms/sink").iterdir())
+    assert not (project.connectors / "platforms/sink").exists() or not list(
+        (project.connectors / "platforms/sink").iterdir()
+    )
     assert not (project.root / ".hephaestus/ownership.json").exists()
 
     placeholder = "${file:/opt/secrets.properties:pw}"
-    ok = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--select", "hand_[ac]",
-                     "--secret", f"connection.password={placeholder}")
+    ok = project.cli(
+        "import",
+        "--project",
+        str(project.root / "hephaestus.yaml"),
+        "--select",
+        "hand_[ac]",
+        "--secret",
+        f"connection.password={placeholder}",
+    )
     assert ok.code == 0, ok.err
     written = json.loads((project.connectors / "platforms/sink/hand_a.json").read_text())
-    assert written == {"name": "hand_a", "config": {"connector.class": SINK, "topics": "a",
-                                                    "connection.password": placeholder}}
+    assert written == {
+        "name": "hand_a",
+        "config": {"connector.class": SINK, "topics": "a", "connection.password": placeholder},
+    }
     assert not (project.connectors / "platforms/sink/hand_b.json").exists()
     kept = json.loads((project.connectors / "platforms/sink/hand_c.json").read_text())
     assert kept["config"]["connection.password"] == "${file:/s:pw}"  # a live placeholder is kept as it is
@@ -109,12 +129,13 @@ def test_only_sources_and_sinks_are_imported(fleet: tuple[Project, ConnectDouble
     project, double = fleet
     double.add("hand_odd", {"connector.class": SINK, "topics": "t"}, type="unknown")
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
-    assert out.code == 1 and out.err == ("error: connector 'hand_odd' on cluster platforms: Connect reports type "
-                                         "'unknown': only source and sink connectors are imported\n")
+    assert out.code == 1 and out.err == (
+        "error: connector 'hand_odd' on cluster platforms: Connect reports type "
+        "'unknown': only source and sink connectors are imported\n"
+    )
 
 
-def test_a_key_the_plugin_types_password_is_a_secret_whatever_its_name(
-        fleet: tuple[Project, ConnectDouble]) -> None:
+def test_a_key_the_plugin_types_password_is_a_secret_whatever_its_name(fleet: tuple[Project, ConnectDouble]) -> None:
     project, double = fleet
     key = f"conn.k{uuid.uuid4().hex[:8]}"  # the redactor is process-wide: a key no other test taught it
     double.plugin_keys = {key: "PASSWORD", "topics": "LIST"}
@@ -134,8 +155,9 @@ def test_import_takes_the_cluster_lock_and_a_dry_run_does_not(fleet: tuple[Proje
     key = resource_key("connect", url["clusters"]["platforms"]["url"])
     with FileLock(project.root / ".hephaestus/locks", key).held(Holder("other-run", "heal").now(), 0):
         busy = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--lock-timeout", "0.1")
-        dry = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run",
-                          "--lock-timeout", "0.1")
+        dry = project.cli(
+            "import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run", "--lock-timeout", "0.1"
+        )
     assert busy.code == 1 and "is locked by run other-run (heal)" in busy.err
     assert dry.code == 0 and "would write" in dry.out
     done = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
@@ -152,7 +174,10 @@ def test_a_file_that_cannot_be_written_is_one_error(fleet: tuple[Project, Connec
     (project.connectors / "platforms").mkdir(parents=True)
     (project.connectors / "platforms/sink").write_text("a file where the folder should be")
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
-    assert out.code == 1 and out.err == f"error: cannot write {project.connectors}/platforms/sink/hand_a.json: File exists\n"
+    assert (
+        out.code == 1
+        and out.err == f"error: cannot write {project.connectors}/platforms/sink/hand_a.json: File exists\n"
+    )
 
 
 def test_in_git_and_owned_connectors_are_claimed_not_rewritten(fleet: tuple[Project, ConnectDouble]) -> None:
@@ -166,10 +191,12 @@ def test_in_git_and_owned_connectors_are_claimed_not_rewritten(fleet: tuple[Proj
     double.add("hand_custom", {"connector.class": SINK, "topics": "c"})
     (project.connectors / "platforms/custom").mkdir(parents=True)
     (project.connectors / "platforms/custom/hand_custom.json").write_text(
-        json.dumps({"name": "hand_custom", "config": {"connector.class": SINK, "topics": "c"}}))
+        json.dumps({"name": "hand_custom", "config": {"connector.class": SINK, "topics": "c"}})
+    )
     double.add("hand_z", {"connector.class": SINK, "topics": "z"})
-    FileStore(project.root / ".hephaestus/ownership.json").claim("default", "platforms",
-                                                                  claims_of(["hand_owned"], "*", "created", "r0"))
+    FileStore(project.root / ".hephaestus/ownership.json").claim(
+        "default", "platforms", claims_of(["hand_owned"], "*", "created", "r0")
+    )
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
     assert out.code == 0, out.err
     assert "in git: hand_git" in out.out and "owned already: hand_owned" in out.out and "in git: hand_custom" in out.out

@@ -4,7 +4,6 @@ any write, so a bad one stops the run with exit 1, the file and field named, no 
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,8 +56,9 @@ def world(tmp_path: Path, capsys: pytest.CaptureFixture[str], served: tuple[Conn
     double, url = served
     double.connectors.clear()
     double.log.clear()
-    (tmp_path / "hephaestus.yaml").write_text(f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\n"
-                                              "policy: {stability_window_s: 0}\n")
+    (tmp_path / "hephaestus.yaml").write_text(
+        f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\npolicy: {{stability_window_s: 0}}\n"
+    )
     w = World(tmp_path, double, capsys)
     w.folder.mkdir(parents=True)
     w.write("good.json", connector("good"))  # created if the run went ahead

@@ -36,23 +36,35 @@ def world(tmp_path: Path, capsys: pytest.CaptureFixture[str], served: tuple[Conn
     double.connectors.clear()
     double.log.clear()
     double.add("sink_a", {"connector.class": "x.Sink", "topics": "t"}).task_states = ["FAILED"]
-    double.add("bob_source", {"connector.class": POSTGRES_SOURCE, "topic.prefix": "bob", "slot.name": "bob",
-                              "table.include.list": "public.users", "signal.data.collection": "public.dbz_signals"})
+    double.add(
+        "bob_source",
+        {
+            "connector.class": POSTGRES_SOURCE,
+            "topic.prefix": "bob",
+            "slot.name": "bob",
+            "table.include.list": "public.users",
+            "signal.data.collection": "public.dbz_signals",
+        },
+    )
     (tmp_path / "connectors/c").mkdir(parents=True)
     (tmp_path / "hephaestus.yaml").write_text(
         f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\n"
-        "databases:\n  bob: {dsn: 'host=127.0.0.1 port=9 dbname=bob'}\n")
+        "databases:\n  bob: {dsn: 'host=127.0.0.1 port=9 dbname=bob'}\n"
+    )
     return World(tmp_path, double, capsys)
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    (b"{not json", "state.json:1: invalid JSON"),
-    (b"[]", "heal state is corrupt (expected an object of clusters)"),
-    (b'{"c": []}', "heal state is corrupt (cluster 'c': expected an object of connector records)"),
-    (b'{"c": {"sink_a": {"count": "three"}}}', "heal state is corrupt ('c'/'sink_a': count has the wrong type)"),
-    (b'{"c": {"sink_a": {"last_restart": true}}}', "last_restart has the wrong type"),
-    (b"\xff\xfe{}", "state.json:1: not UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"{not json", "state.json:1: invalid JSON"),
+        (b"[]", "heal state is corrupt (expected an object of clusters)"),
+        (b'{"c": []}', "heal state is corrupt (cluster 'c': expected an object of connector records)"),
+        (b'{"c": {"sink_a": {"count": "three"}}}', "heal state is corrupt ('c'/'sink_a': count has the wrong type)"),
+        (b'{"c": {"sink_a": {"last_restart": true}}}', "last_restart has the wrong type"),
+        (b"\xff\xfe{}", "state.json:1: not UTF-8"),
+    ],
+)
 def test_a_corrupt_heal_state_file(world: World, content: bytes, expected: str) -> None:
     state = world.root / "state.json"
     state.write_bytes(content)
@@ -91,12 +103,16 @@ class FailingConnection:
         raise self.exc
 
 
-@pytest.mark.parametrize("exc", [
-    psycopg.errors.InsufficientPrivilege("permission denied for table dbz_signals\nHINT: grant it"),
-    psycopg.OperationalError("server closed the connection unexpectedly\n\tThis probably means..."),
-])
-def test_a_failing_source_database_is_one_error_line(world: World, monkeypatch: pytest.MonkeyPatch,
-                                                      exc: psycopg.Error) -> None:
+@pytest.mark.parametrize(
+    "exc",
+    [
+        psycopg.errors.InsufficientPrivilege("permission denied for table dbz_signals\nHINT: grant it"),
+        psycopg.OperationalError("server closed the connection unexpectedly\n\tThis probably means..."),
+    ],
+)
+def test_a_failing_source_database_is_one_error_line(
+    world: World, monkeypatch: pytest.MonkeyPatch, exc: psycopg.Error
+) -> None:
     monkeypatch.setattr(psycopg, "connect", lambda *a, **k: FailingConnection(exc))
     code, output = world.cli("snapshot", "send", "--connector", "bob_source", "public.users")
     assert code == 1, output
@@ -108,8 +124,10 @@ def test_every_db_step_wraps_psycopg_errors() -> None:
     conn: Any = FailingConnection(psycopg.OperationalError("gone\naway"))
     steps: list[Callable[[], object]] = [
         lambda: db.check_tables(conn, ["t"], "public.s", "p"),
-        lambda: db.slot_pid(conn, "s"), lambda: db.wait_slot_active(conn, "s", 0.0),
-        lambda: db.insert_signal(conn, "public.s", execute_snapshot("bob", ["public.t"]))]
+        lambda: db.slot_pid(conn, "s"),
+        lambda: db.wait_slot_active(conn, "s", 0.0),
+        lambda: db.insert_signal(conn, "public.s", execute_snapshot("bob", ["public.t"])),
+    ]
     for step in steps:
         with pytest.raises(HephaestusError, match=r"^source database: .* failed: gone away$"):
             step()

@@ -4,16 +4,14 @@ and line named, before any request to Connect (so nothing is applied), no traceb
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from hephaestus.ownership import FileStore, claims_of
-
 from hephaestus.cli import run
 from hephaestus.errors import InputError
+from hephaestus.ownership import FileStore, claims_of
 from hephaestus.project import load_project
 from tests.connect_double import ConnectDouble
 
@@ -61,8 +59,7 @@ def world(tmp_path: Path, capsys: pytest.CaptureFixture[str], served: tuple[Conn
 
 
 def good(world: World) -> str:
-    return (f"clusters:\n  c:\n    url: {world.url}\n    connectors: connectors/c\n"
-            "policy:\n  max_deletes: 0\n")
+    return f"clusters:\n  c:\n    url: {world.url}\n    connectors: connectors/c\npolicy:\n  max_deletes: 0\n"
 
 
 def test_the_good_project_plans_and_its_guard_holds(world: World) -> None:
@@ -80,14 +77,15 @@ def test_a_second_policy_block_is_refused_naming_both_lines(world: World) -> Non
 
 
 def test_duplicate_clusters_are_refused(world: World) -> None:
-    text = good(world).replace("policy:", f"  c:\n    url: http://127.0.0.1:9\n    connectors: x\npolicy:")
+    text = good(world).replace("policy:", "  c:\n    url: http://127.0.0.1:9\n    connectors: x\npolicy:")
     output = world.refused(text, "--dry-run")
     assert "hephaestus.yaml:5 at clusters.c: duplicate key 'c' (first at line 2)" in output
 
 
 def test_an_alias_bomb_in_the_project_file(world: World) -> None:
     bomb = "x-a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-        f"x-{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9))
+        f"x-{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9)
+    )
     output = world.refused(bomb + good(world), "--dry-run")
     assert "hephaestus.yaml:1: anchors and aliases (&, *) are not supported" in output
     assert len(output) < 500

@@ -55,7 +55,8 @@ def test_a_duplicate_key_deep_inside_is_found_too(project: Project) -> None:
 
 def test_an_alias_bomb_is_refused_at_once_with_a_short_message(project: Project) -> None:
     bomb = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9))
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(9)
+    )
     assert len(bomb) < 1500
     err = refused(project, bomb + GOOD)
     assert "bob.yaml:1: anchors and aliases (&, *) are not supported" in err
@@ -68,9 +69,11 @@ def test_an_anchor_alone_is_refused(project: Project) -> None:
 
 
 def test_yaml_11_scalars_keep_the_text_written(project: Project) -> None:
-    text = GOOD + ("source:\n  options: {a.time: 5:00, a.octal: 010, a.hex: 0x1F, a.exp: 1e3, a.flag: True,\n"
-                   "             a.quoted: '010', a.on: on, a.int: 42}\n"
-                   "sink_defaults:\n  options: {s.time: 1:30, s.octal: 0700}\n")
+    text = GOOD + (
+        "source:\n  options: {a.time: 5:00, a.octal: 010, a.hex: 0x1F, a.exp: 1e3, a.flag: True,\n"
+        "             a.quoted: '010', a.on: on, a.int: 42}\n"
+        "sink_defaults:\n  options: {s.time: 1:30, s.octal: 0700}\n"
+    )
     text = text.replace("      - database: auth\n", "      - database: auth\n        options: {s.octal: 007}\n")
     got = configs(only(project, text), project)
     src = got["local_manabie_bob_source_connector"]
@@ -209,8 +212,16 @@ def test_a_long_snapshot_mode_is_not_quoted_whole(project: Project) -> None:
 
 
 def test_long_names_in_a_snapshot(project: Project) -> None:
-    (project.schemas / "long.json").write_text(json.dumps({"database": "long", "tables": {
-        "public." + "t" * 100: {"columns": [{"name": "c" * 100, "type": "int"}], "primary_key": ["c" * 100]}}}))
+    (project.schemas / "long.json").write_text(
+        json.dumps(
+            {
+                "database": "long",
+                "tables": {
+                    "public." + "t" * 100: {"columns": [{"name": "c" * 100, "type": "int"}], "primary_key": ["c" * 100]}
+                },
+            }
+        )
+    )
     result = only(project, GOOD)
     assert result.code == 1
     for field in ("tables.public.tttt", "columns[0].name", "primary_key[0]"):

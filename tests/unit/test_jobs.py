@@ -11,9 +11,15 @@ from tests.unit.conftest import Project
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 REFERENCE_NAMES = {  # the repo map's section 4, every name
-    "hephaestus_upsert_kafka_connect", "hephaestus_validate_kafka_connectors",
-    "hephaestus_upsert_lmsdwh_kafka_connector", "hephaestus_dwh_accuracy", "hephaestus_prepare_ksqldb_migration",
-    "hephaestus_migrate_datalake", "hephaestus_migrate_datawarehouse", "hephaestus_migrate_lmsdwh"}
+    "hephaestus_upsert_kafka_connect",
+    "hephaestus_validate_kafka_connectors",
+    "hephaestus_upsert_lmsdwh_kafka_connector",
+    "hephaestus_dwh_accuracy",
+    "hephaestus_prepare_ksqldb_migration",
+    "hephaestus_migrate_datalake",
+    "hephaestus_migrate_datawarehouse",
+    "hephaestus_migrate_lmsdwh",
+}
 
 
 def test_every_reference_job_name_is_an_alias_of_one_of_ours() -> None:
@@ -38,22 +44,25 @@ def two_clusters(project: Project, served: tuple[ConnectDouble, str]) -> tuple[P
     double.log.clear()
     (project.root / "hephaestus.yaml").write_text(
         "clusters:\n  platforms:\n    url: http://127.0.0.1:9\n    connectors: connectors/platforms\n"
-        f"  lmsdwh:\n    url: {url}\n    connectors: connectors/lmsdwh\n")
+        f"  lmsdwh:\n    url: {url}\n    connectors: connectors/lmsdwh\n"
+    )
     return project, double
 
 
 def git_sink(project: Project) -> None:
     folder = project.root / "connectors/lmsdwh/sink"
     folder.mkdir(parents=True)
-    (folder / "dwh_sink.json").write_text('{"name": "dwh_sink", "config": {"connector.class": "%s", "topics": "t"}}'
-                                          % SINK)
+    (folder / "dwh_sink.json").write_text(
+        '{"name": "dwh_sink", "config": {"connector.class": "' + SINK + '", "topics": "t"}}'
+    )
 
 
 def test_the_lmsdwh_upsert_reconciles_the_lmsdwh_cluster_only(two_clusters: tuple[Project, ConnectDouble]) -> None:
     project, double = two_clusters
     git_sink(project)
-    out = project.cli("job", "run", "hephaestus_upsert_lmsdwh_kafka_connector", "--project",
-                      str(project.root / "hephaestus.yaml"))
+    out = project.cli(
+        "job", "run", "hephaestus_upsert_lmsdwh_kafka_connector", "--project", str(project.root / "hephaestus.yaml")
+    )
     assert out.code == 0, out.err  # platforms (nothing listening) was never asked
     assert "dwh_sink" in double.connectors and "platforms" not in out.out
 
@@ -61,8 +70,15 @@ def test_the_lmsdwh_upsert_reconciles_the_lmsdwh_cluster_only(two_clusters: tupl
 def test_the_reference_validate_job_exits_2_on_drift(two_clusters: tuple[Project, ConnectDouble]) -> None:
     project, double = two_clusters
     git_sink(project)  # in git, not live: drift
-    out = project.cli("job", "run", "hephaestus_validate_kafka_connectors", "--project",
-                      str(project.root / "hephaestus.yaml"), "--cluster", "lmsdwh")
+    out = project.cli(
+        "job",
+        "run",
+        "hephaestus_validate_kafka_connectors",
+        "--project",
+        str(project.root / "hephaestus.yaml"),
+        "--cluster",
+        "lmsdwh",
+    )
     assert out.code == 2, out.out + out.err
     assert double.writes() == []
 

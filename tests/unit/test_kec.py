@@ -80,31 +80,56 @@ def test_a_confluent_topic_sink_does_not_quote_upper_case_names(project: Project
     assert sink["table.name.format"] == "fact_invoice" and "transforms" not in sink
 
 
-@pytest.mark.parametrize("pipeline, field, message", [
-    ("  - sinks: []\n", "pipelines[0]", "reads either source_table"),
-    ("  - {source_table: invoices, source_topic: t, sinks: []}\n", "pipelines[0]", "not both"),
-    ("  - {source_table: invoices, key: [a], sinks: []}\n", "pipelines[0].key", "belongs to a source_topic"),
-    ("  - {source_topic: t, key: [invoice_id], sinks: []}\n", "pipelines[0].columns", "missing required key 'columns'"),
-    ("  - {source_topic: t, key: [invoice_id], columns: [invoice_id], sinks: [{database: kec_dwh}]}\n",
-     "pipelines[0].sinks[0]", "names the warehouse table"),
-    ("  - {source_topic: 'a b', key: [x], columns: [x], sinks: []}\n", "pipelines[0].source_topic", "does not match"),
-    ("  - {source_topic: '{envs}.t', key: [x], columns: [x], sinks: []}\n", "pipelines[0].source_topic", "does not match"),
-])
+@pytest.mark.parametrize(
+    "pipeline, field, message",
+    [
+        ("  - sinks: []\n", "pipelines[0]", "reads either source_table"),
+        ("  - {source_table: invoices, source_topic: t, sinks: []}\n", "pipelines[0]", "not both"),
+        ("  - {source_table: invoices, key: [a], sinks: []}\n", "pipelines[0].key", "belongs to a source_topic"),
+        (
+            "  - {source_topic: t, key: [invoice_id], sinks: []}\n",
+            "pipelines[0].columns",
+            "missing required key 'columns'",
+        ),
+        (
+            "  - {source_topic: t, key: [invoice_id], columns: [invoice_id], sinks: [{database: kec_dwh}]}\n",
+            "pipelines[0].sinks[0]",
+            "names the warehouse table",
+        ),
+        (
+            "  - {source_topic: 'a b', key: [x], columns: [x], sinks: []}\n",
+            "pipelines[0].source_topic",
+            "does not match",
+        ),
+        (
+            "  - {source_topic: '{envs}.t', key: [x], columns: [x], sinks: []}\n",
+            "pipelines[0].source_topic",
+            "does not match",
+        ),
+    ],
+)
 def test_a_malformed_pipeline_names_its_field(project: Project, pipeline: str, field: str, message: str) -> None:
     code, err = only_kec(project, HEAD + "pipelines:\n" + pipeline)
     assert code == 1 and project.files() == {}
-    assert f"kec.yaml:" in err and f"at {field}" in err and message in err, err
+    assert "kec.yaml:" in err and f"at {field}" in err and message in err, err
 
 
-@pytest.mark.parametrize("change, field, message", [
-    (("key: [INVOICE_ID]", "key: [STUDENT_ID]"), "pipelines[0].key", "is not the primary key of"),
-    (("columns: [INVOICE_ID, ", "columns: ["), "pipelines[0].columns", "missing from columns"),
-    (("table: fact_invoice", "table: nope"), "pipelines[0].sinks[0].table", "not in"),
-    (("table: fact_invoice", "table: fact_invoice\n        delete: true"), "pipelines[0].sinks[0].delete",
-     "deletes cannot reach the table"),
-])
-def test_a_topic_sink_that_cannot_work_is_refused(project: Project, change: tuple[str, str], field: str,
-                                                  message: str) -> None:
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        (("key: [INVOICE_ID]", "key: [STUDENT_ID]"), "pipelines[0].key", "is not the primary key of"),
+        (("columns: [INVOICE_ID, ", "columns: ["), "pipelines[0].columns", "missing from columns"),
+        (("table: fact_invoice", "table: nope"), "pipelines[0].sinks[0].table", "not in"),
+        (
+            ("table: fact_invoice", "table: fact_invoice\n        delete: true"),
+            "pipelines[0].sinks[0].delete",
+            "deletes cannot reach the table",
+        ),
+    ],
+)
+def test_a_topic_sink_that_cannot_work_is_refused(
+    project: Project, change: tuple[str, str], field: str, message: str
+) -> None:
     code, err = only_kec(project, HEAD + "pipelines:\n" + TOPIC.replace(*change))
     assert code == 1 and project.files() == {}
     assert f"at {field}" in err and message in err, err
@@ -122,9 +147,14 @@ def test_an_expectation_may_not_hold_a_second_statement(project: Project) -> Non
 
 
 EXPECT = "SELECT invoice_id, paid_cents FROM t WHERE note LIKE 'a%' -- trailing comment"
-PAIR = TablePair(Endpoint("invoicemgmt", TableRef(pairs.EXPECT, "fact_invoice"), EXPECT),
-                 Endpoint("kec_dwh", TableRef("public", "fact_invoice")), False, None,
-                 AccuracySpec(expect=EXPECT), "kec.yaml:34 at pipelines[2].sinks[0]")
+PAIR = TablePair(
+    Endpoint("invoicemgmt", TableRef(pairs.EXPECT, "fact_invoice"), EXPECT),
+    Endpoint("kec_dwh", TableRef("public", "fact_invoice")),
+    False,
+    None,
+    AccuracySpec(expect=EXPECT),
+    "kec.yaml:34 at pipelines[2].sinks[0]",
+)
 SINK_TABLE = TableInfo(("invoice_id", "student_id", "paid_cents"), {}, ("invoice_id",))
 
 

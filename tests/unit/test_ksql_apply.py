@@ -28,25 +28,31 @@ def folder(tmp_path: Path, *versions: int) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("previous", "target", "expected", "skipped"), [
-    (NONE_VERSION, Target("all"), [1, 2, 5, 9], ()),
-    ("2", Target("all"), [5, 9], ()),
-    ("2", Target("next"), [5], ()),
-    ("2", Target("until", 6), [5], ()),
-    ("2", Target("until", 1), [], ()),
-    (NONE_VERSION, Target("version", 5), [5], (1, 2)),
-    ("9", Target("all"), [], ()),
-])
+@pytest.mark.parametrize(
+    ("previous", "target", "expected", "skipped"),
+    [
+        (NONE_VERSION, Target("all"), [1, 2, 5, 9], ()),
+        ("2", Target("all"), [5, 9], ()),
+        ("2", Target("next"), [5], ()),
+        ("2", Target("until", 6), [5], ()),
+        ("2", Target("until", 1), [], ()),
+        (NONE_VERSION, Target("version", 5), [5], (1, 2)),
+        ("9", Target("all"), [], ()),
+    ],
+)
 def test_select(tmp_path: Path, previous: str, target: Target, expected: list[int], skipped: tuple[int, ...]) -> None:
     chosen = select(scan(folder(tmp_path, 1, 2, 5, 9)), previous, target)
     assert [f.version for f in chosen.migrations] == expected and chosen.skipped == skipped
 
 
-@pytest.mark.parametrize(("previous", "target", "message"), [
-    ("9", Target("next"), "no eligible migrations"),
-    (NONE_VERSION, Target("version", 3), "no migration file with version 3"),
-    ("5", Target("version", 2), "must be newer"),
-])
+@pytest.mark.parametrize(
+    ("previous", "target", "message"),
+    [
+        ("9", Target("next"), "no eligible migrations"),
+        (NONE_VERSION, Target("version", 3), "no migration file with version 3"),
+        ("5", Target("version", 2), "must be newer"),
+    ],
+)
 def test_select_refuses(tmp_path: Path, previous: str, target: Target, message: str) -> None:
     with pytest.raises(HephaestusError, match=message):
         select(scan(folder(tmp_path, 1, 2, 5, 9)), previous, target)
@@ -88,7 +94,8 @@ def test_a_previous_version_that_never_reads_migrated_stops_the_run(stub: KsqlSt
 
 
 def test_when_even_the_error_cannot_be_recorded_the_statement_failure_is_still_reported(
-        stub: KsqlStub, tmp_path: Path) -> None:
+    stub: KsqlStub, tmp_path: Path
+) -> None:
     prepared = initialised(stub, folder(tmp_path, 1))
     stub.fail("CREATE STREAM S1", "Kafka topic t1 does not exist")
     stub.fail("'ERROR'", "server going down", status=503, code=50303, times=None)
@@ -103,8 +110,10 @@ def test_a_broken_chain_is_reported(stub: KsqlStub, tmp_path: Path) -> None:
     names = Names()
     with open_client(prepared[0].cluster, retry=RetryPolicy.immediate()) as client:
         for key, state, previous in (("1", "ERROR", "<none>"), ("2", "ERROR", "1"), ("CURRENT", "ERROR", "1")):
-            client.execute(f"INSERT INTO {names.stream} (VERSION_KEY, VERSION, NAME, STATE, CHECKSUM, STARTED_ON, "
-                           f"COMPLETED_ON, PREVIOUS, ERROR_REASON) VALUES ('{key}', '{key if key != 'CURRENT' else '2'}', "
-                           f"'x', '{state}', 'c', '1', '2', '{previous}', 'N/A');")
+            client.execute(
+                f"INSERT INTO {names.stream} (VERSION_KEY, VERSION, NAME, STATE, CHECKSUM, STARTED_ON, "
+                f"COMPLETED_ON, PREVIOUS, ERROR_REASON) VALUES ('{key}', '{key if key != 'CURRENT' else '2'}', "
+                f"'x', '{state}', 'c', '1', '2', '{previous}', 'N/A');"
+            )
         with pytest.raises(BrokenChain, match="version 2 follows version 1, whose state is ERROR"):
             operations.validate(client, names, prepared[0].scan)

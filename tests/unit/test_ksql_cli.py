@@ -72,7 +72,8 @@ class Ksql:
 
 
 def project_yaml(url: str, extra: str = "") -> str:
-    return textwrap.dedent(f"""\
+    return (
+        textwrap.dedent(f"""\
         clusters:
           platforms: {{url: "http://127.0.0.1:9", connectors: connectors/platforms}}
         ksqldb:
@@ -81,7 +82,9 @@ def project_yaml(url: str, extra: str = "") -> str:
             migrations: ksql_migrations/lmsdwh
             stream: {STREAM}
             table: {TABLE}
-        """) + extra
+        """)
+        + extra
+    )
 
 
 @pytest.fixture
@@ -89,8 +92,11 @@ def ksql(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[Ksql]:
     with ksqldb_stub() as stub:
         (tmp_path / "hephaestus.yaml").write_text(project_yaml(stub.url))
         k = Ksql(tmp_path, stub, capsys)
-        for name, text in (("V000001__bob_users.sql", V1), ("V000002__users_latest.sql", V2),
-                           ("V000003__bob_students.sql", V3)):
+        for name, text in (
+            ("V000001__bob_users.sql", V1),
+            ("V000002__users_latest.sql", V2),
+            ("V000003__bob_students.sql", V3),
+        ):
             k.write(name, text)
         yield k
 
@@ -100,6 +106,7 @@ def md5(path: Path) -> str:
 
 
 # --- init --------------------------------------------------------------------------------------
+
 
 def test_init_checks_the_server_then_creates_the_metadata_stream_and_table(ksql: Ksql) -> None:
     result = ksql.cli("ksql", "init")
@@ -120,11 +127,20 @@ def test_init_is_idempotent(ksql: Ksql) -> None:
     assert not [s for s in ksql.sent_since(mark) if s.startswith("CREATE")]
 
 
-@pytest.mark.parametrize(("version", "code", "says"), [
-    ("5.5.3", 1, "too old"), ("0.9.0", 1, "too old"), ("0.21.0", 0, "HTTP/2 only"), ("7.1.1", 0, "HTTP/2 only"),
-    ("unknown-build", 0, "cannot parse"), ("7.4.0", 0, "metadata ready")])
-def test_init_checks_the_server_version(tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str,
-                                        code: int, says: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "code", "says"),
+    [
+        ("5.5.3", 1, "too old"),
+        ("0.9.0", 1, "too old"),
+        ("0.21.0", 0, "HTTP/2 only"),
+        ("7.1.1", 0, "HTTP/2 only"),
+        ("unknown-build", 0, "cannot parse"),
+        ("7.4.0", 0, "metadata ready"),
+    ],
+)
+def test_init_checks_the_server_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str, code: int, says: str
+) -> None:
     with ksqldb_stub(version=version) as stub:
         (tmp_path / "hephaestus.yaml").write_text(project_yaml(stub.url))
         result = Ksql(tmp_path, stub, capsys).cli("ksql", "init")
@@ -146,6 +162,7 @@ def test_apply_needs_init_first(ksql: Ksql) -> None:
 
 # --- apply ---------------------------------------------------------------------------------------
 
+
 def test_apply_all_records_two_rows_per_transition_like_ksql_migrations(ksql: Ksql) -> None:
     ksql.cli("ksql", "init")
     result = ksql.cli("ksql", "apply", "--all")
@@ -153,7 +170,11 @@ def test_apply_all_records_two_rows_per_transition_like_ksql_migrations(ksql: Ks
     assert "migrated 1 bob users (1 statements)" in result.out and "migrated 3 bob students" in result.out
     events = ksql.events()
     assert [(e["VERSION_KEY"], e["VERSION"], e["STATE"]) for e in events[:4]] == [
-        ("CURRENT", "1", "RUNNING"), ("1", "1", "RUNNING"), ("CURRENT", "1", "MIGRATED"), ("1", "1", "MIGRATED")]
+        ("CURRENT", "1", "RUNNING"),
+        ("1", "1", "RUNNING"),
+        ("CURRENT", "1", "MIGRATED"),
+        ("1", "1", "MIGRATED"),
+    ]
     assert len(events) == 12
     v2 = [e for e in events if e["VERSION_KEY"] == "2"]
     assert {e["NAME"] for e in v2} == {"users latest"} and {e["PREVIOUS"] for e in v2} == {"1"}
@@ -169,8 +190,14 @@ def test_statements_run_in_order_between_running_and_migrated(ksql: Ksql) -> Non
     mark = len(ksql.stub.statements())
     ksql.cli("ksql", "apply", "--all")
     sent = [s.split("(")[0].split(" AS")[0].strip() for s in ksql.sent_since(mark) if not s.startswith("LIST")]
-    assert sent[:6] == [f"INSERT INTO {STREAM}", f"INSERT INTO {STREAM}", "CREATE STREAM BOB_USERS",
-                        f"INSERT INTO {STREAM}", f"INSERT INTO {STREAM}", f"INSERT INTO {STREAM}"]
+    assert sent[:6] == [
+        f"INSERT INTO {STREAM}",
+        f"INSERT INTO {STREAM}",
+        "CREATE STREAM BOB_USERS",
+        f"INSERT INTO {STREAM}",
+        f"INSERT INTO {STREAM}",
+        f"INSERT INTO {STREAM}",
+    ]
     assert "LMSDWH_USERS_SINK" in ksql.stub.connectors
     sequences = [r.body.get("commandSequenceNumber") for r in ksql.stub.requests if r.path == "/ksql"]
     assert sequences[-1] == ksql.stub.sequence  # each request waits for every earlier command
@@ -204,7 +231,9 @@ def test_a_failure_mid_file_is_recorded_as_error_and_the_next_apply_resumes_ther
     assert "ksqlDB said: Failed to create connector: password **** refused" in failed.err
     error = ksql.state("2")
     assert (error["STATE"], ksql.state("CURRENT")["STATE"]) == ("ERROR", "ERROR")
-    assert error["ERROR_REASON"].startswith("Failed to execute sql: \nCREATE SINK CONNECTOR")  # the fragment as cut, as ksql-migrations quotes it
+    assert error["ERROR_REASON"].startswith(
+        "Failed to execute sql: \nCREATE SINK CONNECTOR"
+    )  # the fragment as cut, as ksql-migrations quotes it
     assert "'connection.password' = '****'" in error["ERROR_REASON"] and PASSWORD not in json.dumps(ksql.events())
     assert PASSWORD not in failed.out + failed.err
     assert "3" not in ksql.stub.table(TABLE) and "BOB_STUDENTS" not in ksql.stub.sources
@@ -216,12 +245,15 @@ def test_a_failure_mid_file_is_recorded_as_error_and_the_next_apply_resumes_ther
     assert ksql.state("CURRENT")["VERSION"] == "3"
 
 
-@pytest.mark.parametrize(("second", "message"), [
-    ("SELECT * FROM A;", "SELECT statements cannot"),
-    ("CREATE TABLE ${tbl} AS SELECT * FROM A;", "${tbl} is not defined"),
-    ("INSERT INTO A (X, Y) VALUES (1);", "Columns: 2. Values: 1."),
-    ("DROP STREAM `a;b`;", "inside a `…` name"),
-])
+@pytest.mark.parametrize(
+    ("second", "message"),
+    [
+        ("SELECT * FROM A;", "SELECT statements cannot"),
+        ("CREATE TABLE ${tbl} AS SELECT * FROM A;", "${tbl} is not defined"),
+        ("INSERT INTO A (X, Y) VALUES (1);", "Columns: 2. Values: 1."),
+        ("DROP STREAM `a;b`;", "inside a `…` name"),
+    ],
+)
 def test_a_bad_file_stops_the_run_before_anything_is_sent(ksql: Ksql, second: str, message: str) -> None:
     ksql.write("V000004__peek.sql", "CREATE STREAM A WITH (KAFKA_TOPIC='a');\n" + second + "\n")
     result = ksql.cli("ksql", "apply", "--all")
@@ -237,21 +269,27 @@ def test_a_variable_cannot_inject_sql(ksql: Ksql) -> None:
     refused = ksql.cli("ksql", "apply", "--all", "-d", "t=x); DROP STREAM T4; --")
     assert refused.code == 1 and "neither an identifier nor a literal" in refused.err
     assert "T4" not in ksql.stub.sources
-    ksql.write("V000004__topic.sql", "DEFINE t = '''t1'', value_format=''AVRO''';\n"
-               "CREATE STREAM T4 WITH (KAFKA_TOPIC=${t}, VALUE_FORMAT='JSON');\n")
+    ksql.write(
+        "V000004__topic.sql",
+        "DEFINE t = '''t1'', value_format=''AVRO''';\nCREATE STREAM T4 WITH (KAFKA_TOPIC=${t}, VALUE_FORMAT='JSON');\n",
+    )
     result = ksql.cli("ksql", "apply", "--all")
     assert result.code == 0, result.err
     assert ksql.stub.sources["T4"].topic == "t1', value_format='AVRO"  # one odd topic name, no second key
 
 
 def test_variables_from_the_command_line_and_define(ksql: Ksql) -> None:
-    ksql.write("V000004__vars.sql", "DEFINE db = 'bob';\n"
-               "CREATE STREAM ${DB}_LOCATIONS WITH (KAFKA_TOPIC='${env}.${org}.${db}.public.locations');\n")
+    ksql.write(
+        "V000004__vars.sql",
+        "DEFINE db = 'bob';\n"
+        "CREATE STREAM ${DB}_LOCATIONS WITH (KAFKA_TOPIC='${env}.${org}.${db}.public.locations');\n",
+    )
     ksql.cli("ksql", "init")
     result = ksql.cli("ksql", "apply", "--all", "-d", "env=local", "--define", "org=manabie")
     assert result.code == 0, result.err
-    assert "CREATE STREAM bob_LOCATIONS WITH (KAFKA_TOPIC='local.manabie.bob.public.locations');" \
-        in ksql.stub.statements()
+    assert (
+        "CREATE STREAM bob_LOCATIONS WITH (KAFKA_TOPIC='local.manabie.bob.public.locations');" in ksql.stub.statements()
+    )
     assert ksql.stub.sources["BOB_LOCATIONS"].topic == "local.manabie.bob.public.locations"
 
 
@@ -294,6 +332,7 @@ def test_dry_run_shows_the_statements_and_sends_nothing(ksql: Ksql) -> None:
 
 # --- validate and info -----------------------------------------------------------------------------
 
+
 def test_validate_catches_an_edited_file_and_apply_then_refuses(ksql: Ksql) -> None:
     ksql.cli("ksql", "init")
     ksql.cli("ksql", "apply", "--until", "2")
@@ -315,8 +354,10 @@ def test_validate_catches_a_missing_file(ksql: Ksql) -> None:
     ksql.cli("ksql", "apply", "--all")
     (ksql.migrations / "V000002__users_latest.sql").unlink()
     result = ksql.cli("ksql", "validate")
-    assert result.code == 2 and "version 2 (users latest) is MIGRATED on the server but has no migration file" \
-        in result.out
+    assert (
+        result.code == 2
+        and "version 2 (users latest) is MIGRATED on the server but has no migration file" in result.out
+    )
 
 
 def test_info_lists_every_version_with_its_state(ksql: Ksql) -> None:
@@ -331,13 +372,18 @@ def test_info_lists_every_version_with_its_state(ksql: Ksql) -> None:
     doc = json.loads(listed.out)[0]
     assert doc["cluster"] == "lmsdwh" and doc["current"] == "3"
     assert [(v["version"], v["state"]) for v in doc["versions"]] == [
-        (1, "MIGRATED"), (2, "MIGRATED"), (3, "ERROR"), (4, "PENDING")]
+        (1, "MIGRATED"),
+        (2, "MIGRATED"),
+        (3, "ERROR"),
+        (4, "PENDING"),
+    ]
     assert doc["versions"][2]["error_reason"].startswith("Failed to execute sql: CREATE STREAM IF NOT EXISTS")
     text = ksql.cli("ksql", "info").out
     assert " Version | Name " in text and " UTC " in text
 
 
 # --- files, jobs, project ------------------------------------------------------------------------------
+
 
 def test_new_creates_the_next_file(ksql: Ksql) -> None:
     result = ksql.cli("ksql", "new", "add user groups")
@@ -360,12 +406,14 @@ def test_the_reference_jobs_run_init_and_apply(ksql: Ksql) -> None:
     assert ksql.state("CURRENT") == {**ksql.state("CURRENT"), "VERSION": "3", "STATE": "MIGRATED"}
 
 
-def test_password_by_environment_variable_never_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_password_by_environment_variable_never_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with ksqldb_stub(credentials=("ksql", PASSWORD)) as stub:
         auth = "    username: ksql\n    password: {env: KSQL_PASSWORD}\n"
-        (tmp_path / "hephaestus.yaml").write_text(project_yaml(stub.url).replace(
-            "    migrations:", auth + "    migrations:"))
+        (tmp_path / "hephaestus.yaml").write_text(
+            project_yaml(stub.url).replace("    migrations:", auth + "    migrations:")
+        )
         k = Ksql(tmp_path, stub, capsys)
         k.write("V000001__bob_users.sql", V1)
         missing = k.cli("ksql", "init")
@@ -377,29 +425,46 @@ def test_password_by_environment_variable_never_printed(tmp_path: Path, capsys: 
 
 
 def test_the_ksqldb_section_is_validated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "hephaestus.yaml").write_text(project_yaml("http://127.0.0.1:9").replace(
-        f"stream: {STREAM}", "stream: bad-name"))
+    (tmp_path / "hephaestus.yaml").write_text(
+        project_yaml("http://127.0.0.1:9").replace(f"stream: {STREAM}", "stream: bad-name")
+    )
     code = run(["ksql", "info", "--project", str(tmp_path / "hephaestus.yaml")])
     assert code == 1 and "ksqldb.lmsdwh.stream" in capsys.readouterr().err
 
 
 def test_assert_and_drop_connector_statements_apply(ksql: Ksql) -> None:
-    ksql.write("V000004__checks.sql", "ASSERT TOPIC 'local.manabie.bob.public.users' TIMEOUT 3 SECONDS;\n"
-               "DROP CONNECTOR IF EXISTS LMSDWH_OLD_SINK;\n")
+    ksql.write(
+        "V000004__checks.sql",
+        "ASSERT TOPIC 'local.manabie.bob.public.users' TIMEOUT 3 SECONDS;\nDROP CONNECTOR IF EXISTS LMSDWH_OLD_SINK;\n",
+    )
     ksql.cli("ksql", "init")
     result = ksql.cli("ksql", "apply", "--all")
     assert result.code == 0, result.err
     assert "migrated 4 checks (2 statements)" in result.out and ksql.stub.asserted == [3.0]
 
 
-@pytest.mark.parametrize(("statement", "said"), [
-    ("DROP STREAM BOB_USERS;", "Cannot drop BOB_USERS.\nThe following queries read from this source: [CTAS_USERS_LATEST_"),
-    ("CREATE OR REPLACE STREAM BOB_USERS (NAME STRING) WITH (KAFKA_TOPIC='local.manabie.bob.public.users');",
-     "Cannot upgrade data source"),
-    ("ALTER TABLE USERS_LATEST ADD COLUMN AGE INT;", "ALTER command is not supported for CREATE ... AS statements."),
-    ("TERMINATE CTAS_NOPE_9;", "Unknown queryId: CTAS_NOPE_9"),
-    ("CREATE SINK CONNECTOR LMSDWH_USERS_SINK WITH ('connector.class' = 'x');", "Connector LMSDWH_USERS_SINK already"),
-])
+@pytest.mark.parametrize(
+    ("statement", "said"),
+    [
+        (
+            "DROP STREAM BOB_USERS;",
+            "Cannot drop BOB_USERS.\nThe following queries read from this source: [CTAS_USERS_LATEST_",
+        ),
+        (
+            "CREATE OR REPLACE STREAM BOB_USERS (NAME STRING) WITH (KAFKA_TOPIC='local.manabie.bob.public.users');",
+            "Cannot upgrade data source",
+        ),
+        (
+            "ALTER TABLE USERS_LATEST ADD COLUMN AGE INT;",
+            "ALTER command is not supported for CREATE ... AS statements.",
+        ),
+        ("TERMINATE CTAS_NOPE_9;", "Unknown queryId: CTAS_NOPE_9"),
+        (
+            "CREATE SINK CONNECTOR LMSDWH_USERS_SINK WITH ('connector.class' = 'x');",
+            "Connector LMSDWH_USERS_SINK already",
+        ),
+    ],
+)
 def test_what_the_server_refuses_is_recorded_as_error_with_its_message(ksql: Ksql, statement: str, said: str) -> None:
     ksql.cli("ksql", "init")
     assert ksql.cli("ksql", "apply", "--until", "2").code == 0
@@ -411,10 +476,12 @@ def test_what_the_server_refuses_is_recorded_as_error_with_its_message(ksql: Ksq
 
 def test_a_compatible_replace_and_an_alter_of_a_plain_stream_apply(ksql: Ksql) -> None:
     ksql.cli("ksql", "init")
-    ksql.write("V000003__bob_students.sql",
-               "CREATE OR REPLACE STREAM BOB_USERS (USER_ID STRING KEY, NAME STRING, AGE INT) "
-               "WITH (KAFKA_TOPIC='local.manabie.bob.public.users', VALUE_FORMAT='JSON');\n"
-               "ALTER STREAM BOB_USERS ADD COLUMN CITY STRING;\n")
+    ksql.write(
+        "V000003__bob_students.sql",
+        "CREATE OR REPLACE STREAM BOB_USERS (USER_ID STRING KEY, NAME STRING, AGE INT) "
+        "WITH (KAFKA_TOPIC='local.manabie.bob.public.users', VALUE_FORMAT='JSON');\n"
+        "ALTER STREAM BOB_USERS ADD COLUMN CITY STRING;\n",
+    )
     result = ksql.cli("ksql", "apply", "--all")
     assert result.code == 0, result.err
     assert [c[0] for c in ksql.stub.sources["BOB_USERS"].columns] == ["USER_ID", "NAME", "AGE", "CITY"]

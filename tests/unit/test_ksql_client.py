@@ -42,8 +42,10 @@ def test_each_statement_request_carries_the_last_command_sequence_number(stub: K
     with client(stub.url) as c:
         first = c.execute(STREAM)
         assert first[0]["@type"] == "currentStatus" and first[0]["commandStatus"]["status"] == "SUCCESS"
-        c.execute("CREATE TABLE T AS SELECT ID, LATEST_BY_OFFSET(NAME) AS NAME FROM USERS GROUP BY ID;",
-                  {"auto.offset.reset": "earliest"})
+        c.execute(
+            "CREATE TABLE T AS SELECT ID, LATEST_BY_OFFSET(NAME) AS NAME FROM USERS GROUP BY ID;",
+            {"auto.offset.reset": "earliest"},
+        )
         c.execute("LIST STREAMS;")
     bodies = [r.body for r in stub.requests if r.path == "/ksql"]
     assert "commandSequenceNumber" not in bodies[0]
@@ -74,7 +76,9 @@ def test_pull_queries_read_the_delimited_framing(stub: KsqlStub) -> None:
     with client(stub.url) as c:
         c.execute(STREAM)
         c.execute("CREATE TABLE T AS SELECT ID, LATEST_BY_OFFSET(NAME) AS NAME FROM USERS GROUP BY ID;")
-        c.execute("INSERT INTO USERS (ID, NAME) VALUES ('u1', 'Ann'); INSERT INTO USERS (ID, NAME) VALUES ('u1', 'Bo');")
+        c.execute(
+            "INSERT INTO USERS (ID, NAME) VALUES ('u1', 'Ann'); INSERT INTO USERS (ID, NAME) VALUES ('u1', 'Bo');"
+        )
         assert c.pull("SELECT NAME FROM T WHERE ID = 'u1';") == [{"NAME": "Bo"}]
         assert c.pull("SELECT * FROM T WHERE ID IN ('u2');") == []
     assert stub.requests[-1].headers["Accept"] == "application/vnd.ksqlapi.delimited.v1"
@@ -88,24 +92,33 @@ def answering(*responses: httpx.Response) -> httpx.MockTransport:
 
 
 def test_pull_queries_also_read_the_json_array_form() -> None:
-    body = [{"queryId": None, "columnNames": ["VERSION", "STATE"], "columnTypes": ["STRING", "STRING"]},
-            ["1", "MIGRATED"]]
+    body = [
+        {"queryId": None, "columnNames": ["VERSION", "STATE"], "columnTypes": ["STRING", "STRING"]},
+        ["1", "MIGRATED"],
+    ]
     with client("http://ksqldb", transport=answering(httpx.Response(200, json=body))) as c:
         assert c.pull("SELECT VERSION, STATE FROM T;") == [{"VERSION": "1", "STATE": "MIGRATED"}]
 
 
 def test_an_error_after_the_header_fails_the_query() -> None:
-    text = json.dumps({"columnNames": ["A"], "columnTypes": ["STRING"]}) + "\n" + \
-        json.dumps({"@type": "generic_error", "error_code": 50000, "message": "store unavailable"})
-    with client("http://ksqldb", attempts=1, transport=answering(httpx.Response(200, text=text))) as c, \
-            pytest.raises(KsqlError, match="store unavailable"):
+    text = (
+        json.dumps({"columnNames": ["A"], "columnTypes": ["STRING"]})
+        + "\n"
+        + json.dumps({"@type": "generic_error", "error_code": 50000, "message": "store unavailable"})
+    )
+    with (
+        client("http://ksqldb", attempts=1, transport=answering(httpx.Response(200, text=text))) as c,
+        pytest.raises(KsqlError, match="store unavailable"),
+    ):
         c.pull("SELECT A FROM T;")
 
 
 def test_http2_only_servers_get_a_hint() -> None:
     doc = {"@type": "generic_error", "error_code": 40004, "message": "This endpoint is only available when using HTTP2"}
-    with client("http://ksqldb", transport=answering(httpx.Response(400, json=doc))) as c, \
-            pytest.raises(KsqlError, match="ksqlDB 0.24 or later"):
+    with (
+        client("http://ksqldb", transport=answering(httpx.Response(400, json=doc))) as c,
+        pytest.raises(KsqlError, match="ksqlDB 0.24 or later"),
+    ):
         c.pull("SELECT A FROM T;")
 
 
@@ -154,8 +167,10 @@ def test_a_starting_server_is_waited_for_within_the_readiness_bound(stub: KsqlSt
 def test_a_server_that_never_gets_ready_is_named_once_the_bound_is_spent(stub: KsqlStub) -> None:
     stub.fail_requests("/info", 503, 50302, NOT_READY, times=100)
     t = FakeTime()
-    with KsqlClient(stub.url, name="lmsdwh", retry=timed(t, ready_timeout_s=10, poll_s=2)) as c, \
-            pytest.raises(KsqlError, match="still not ready after 10 s.*not yet ready") as err:
+    with (
+        KsqlClient(stub.url, name="lmsdwh", retry=timed(t, ready_timeout_s=10, poll_s=2)) as c,
+        pytest.raises(KsqlError, match="still not ready after 10 s.*not yet ready") as err,
+    ):
         c.info()
     assert err.value.not_ready and t.now == 10 and [r.path for r in stub.requests].count("/info") == 6
 
@@ -177,8 +192,10 @@ def test_a_server_that_is_not_there_is_retried_then_named() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with client(f"http://127.0.0.1:{port}", attempts=2) as c, \
-            pytest.raises(KsqlError, match=f"after 2 attempts.*no response.*127.0.0.1:{port}"):
+    with (
+        client(f"http://127.0.0.1:{port}", attempts=2) as c,
+        pytest.raises(KsqlError, match=f"after 2 attempts.*no response.*127.0.0.1:{port}"),
+    ):
         c.info()
 
 
@@ -214,6 +231,7 @@ def test_a_queued_command_that_fails_later_is_the_statements_failure(stub: KsqlS
             answer = real(text, command, message, query)
             stub.commands[command] = {"status": "ERROR", "message": "Could not create state store"}
             return answer
+
         stub._status = failing  # type: ignore[method-assign]
         with pytest.raises(KsqlStatementError, match="Could not create state store"):
             c.execute(TABLE)
@@ -229,6 +247,7 @@ def test_a_command_that_never_finishes_is_named_once_the_bound_is_spent(stub: Ks
             answer = real(text, command, message, query)
             stub.commands[command] = {"status": "EXECUTING", "message": "still"}
             return answer
+
         stub._status = stuck  # type: ignore[method-assign]
         with pytest.raises(KsqlError, match="command table/`T`/create still QUEUED after 20 s"):
             c.execute(TABLE)
@@ -254,12 +273,16 @@ def test_other_pull_errors_are_not_waited_for(stub: KsqlStub) -> None:
     assert [r.path for r in stub.requests].count("/query-stream") == 1
 
 
-@pytest.mark.parametrize(("statement", "status", "message"), [
-    ("CREATE SINK CONNECTOR K WITH ('connector.class'='x');", 409, "Connector K already exists"),
-    ("DROP CONNECTOR NOPE;", 404, "Failed to drop connector"),
-])
-def test_connector_statements_fail_with_connects_http_status(stub: KsqlStub, statement: str, status: int,
-                                                             message: str) -> None:
+@pytest.mark.parametrize(
+    ("statement", "status", "message"),
+    [
+        ("CREATE SINK CONNECTOR K WITH ('connector.class'='x');", 409, "Connector K already exists"),
+        ("DROP CONNECTOR NOPE;", 404, "Failed to drop connector"),
+    ],
+)
+def test_connector_statements_fail_with_connects_http_status(
+    stub: KsqlStub, statement: str, status: int, message: str
+) -> None:
     with client(stub.url) as c:
         c.execute("CREATE SINK CONNECTOR K WITH ('connector.class'='x');")
         with pytest.raises(KsqlStatementError, match=message) as err:
@@ -270,8 +293,10 @@ def test_connector_statements_fail_with_connects_http_status(stub: KsqlStub, sta
 def test_if_exists_connector_statements_answer_warnings_not_errors(stub: KsqlStub) -> None:
     with client(stub.url) as c:
         c.execute("CREATE SINK CONNECTOR K WITH ('connector.class'='x');")
-        assert c.execute("CREATE SINK CONNECTOR IF NOT EXISTS K WITH ('connector.class'='x');")[0]["@type"] == \
-            "warning_entity"
+        assert (
+            c.execute("CREATE SINK CONNECTOR IF NOT EXISTS K WITH ('connector.class'='x');")[0]["@type"]
+            == "warning_entity"
+        )
         assert c.execute("DROP CONNECTOR IF EXISTS NOPE;")[0]["@type"] == "warning_entity"
 
 
@@ -280,10 +305,17 @@ def test_an_assert_that_times_out_is_the_statements_failure_and_its_wait_extends
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request.extensions["timeout"]["read"])
-        return httpx.Response(417, json={"@type": "generic_error", "error_code": 41700,
-                                         "message": "Topic t does not exist"})
-    with KsqlClient("http://ksqldb", name="lmsdwh", timeout=30, transport=httpx.MockTransport(handler),
-                    retry=RetryPolicy.immediate()) as c:
+        return httpx.Response(
+            417, json={"@type": "generic_error", "error_code": 41700, "message": "Topic t does not exist"}
+        )
+
+    with KsqlClient(
+        "http://ksqldb",
+        name="lmsdwh",
+        timeout=30,
+        transport=httpx.MockTransport(handler),
+        retry=RetryPolicy.immediate(),
+    ) as c:
         with pytest.raises(KsqlStatementError, match="Topic t does not exist"):
             c.execute("ASSERT TOPIC t TIMEOUT 2 MINUTES;", waits_s=120)
         with pytest.raises(KsqlStatementError):
@@ -291,12 +323,16 @@ def test_an_assert_that_times_out_is_the_statements_failure_and_its_wait_extends
     assert seen == [150, 30]
 
 
-@pytest.mark.parametrize(("key", "message"), [
-    ("no.such.thing", "Not recognizable as ksql, streams, consumer, or producer property: 'no.such.thing'"),
-    ("ksql.service.id", "Cannot override property 'ksql.service.id'"),
-])
-def test_properties_the_server_does_not_know_or_lets_no_one_set_are_refused(stub: KsqlStub, key: str,
-                                                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("no.such.thing", "Not recognizable as ksql, streams, consumer, or producer property: 'no.such.thing'"),
+        ("ksql.service.id", "Cannot override property 'ksql.service.id'"),
+    ],
+)
+def test_properties_the_server_does_not_know_or_lets_no_one_set_are_refused(
+    stub: KsqlStub, key: str, message: str
+) -> None:
     with client(stub.url) as c, pytest.raises(KsqlStatementError, match=message):
         c.execute(STREAM, {key: "x"})
     assert stub.sources == {}

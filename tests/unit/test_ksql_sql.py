@@ -10,8 +10,8 @@ import pytest
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.ksql import files, sqltext
 from hephaestus.ksql.compiler import compile_migration
+from hephaestus.ksql.metadata import Names, State, VersionInfo, create_stream, create_table, insert
 from hephaestus.ksql.variables import VariableError, in_string, parse_defines, substitute
-from hephaestus.ksql.metadata import Names, VersionInfo, State, create_stream, create_table, insert
 
 
 def write(folder: Path, name: str, text: str = "CREATE STREAM S (A STRING) WITH (KAFKA_TOPIC='t');\n") -> Path:
@@ -28,6 +28,7 @@ def compiled(tmp_path: Path, text: str, defines: dict[str, str] | None = None) -
 
 
 # --- files ---------------------------------------------------------------------------------
+
 
 def test_scan_reads_versions_names_and_md5_checksums(tmp_path: Path) -> None:
     write(tmp_path, "V000002__dim_user.sql", "B;")
@@ -82,20 +83,24 @@ def test_new_files_take_the_next_version_and_a_safe_name(tmp_path: Path) -> None
 
 # --- splitting (ksql-migrations' CommandParser.splitSql, rule for rule) ------------------------
 
+
 def test_semicolons_and_comment_marks_inside_strings_do_not_split() -> None:
     # The cases of ksql-migrations' CommandParserTest.shouldSplitCommandsWithComments.
-    sql = ("-- Before\nCREATE STREAM valid_purchases AS\n  SELECT *\n  FROM purchases\n  WHERE cost > 0.00;\n"
-           "-- After\nCREATE OR REPLACE STREAM S AS SELECT * FROM P;/* Let's insert some values now! -- it's fun! */\n"
-           "INSERT INTO purchases VALUES ('c''ow', -90);\n"
-           "INSERT INTO purchases VALUES ('/*she*/ep',     80);\n"
-           "INSERT INTO purchases VALUES ('pol/*ar;;be--ar*/;', 200000);\n")
+    sql = (
+        "-- Before\nCREATE STREAM valid_purchases AS\n  SELECT *\n  FROM purchases\n  WHERE cost > 0.00;\n"
+        "-- After\nCREATE OR REPLACE STREAM S AS SELECT * FROM P;/* Let's insert some values now! -- it's fun! */\n"
+        "INSERT INTO purchases VALUES ('c''ow', -90);\n"
+        "INSERT INTO purchases VALUES ('/*she*/ep',     80);\n"
+        "INSERT INTO purchases VALUES ('pol/*ar;;be--ar*/;', 200000);\n"
+    )
     statements = sqltext.split(sql, "f.sql")
     assert [s.raw for s in statements] == [
         "CREATE STREAM valid_purchases AS\n  SELECT *\n  FROM purchases\n  WHERE cost > 0.00;",
         "\nCREATE OR REPLACE STREAM S AS SELECT * FROM P;",
         "\nINSERT INTO purchases VALUES ('c''ow', -90);",
         "\nINSERT INTO purchases VALUES ('/*she*/ep',     80);",
-        "\nINSERT INTO purchases VALUES ('pol/*ar;;be--ar*/;', 200000);"]
+        "\nINSERT INTO purchases VALUES ('pol/*ar;;be--ar*/;', 200000);",
+    ]
     assert [s.line for s in statements] == [2, 7, 8, 9, 10]
     assert statements[2].text == "INSERT INTO purchases VALUES ('c''ow', -90);"
 
@@ -107,16 +112,20 @@ def test_comments_are_deleted_so_the_text_around_them_joins_as_in_ksql_migration
     assert sqltext.split("DROP/*/ x */STREAM S;", "f")[0].text == "DROP x */STREAM S;"
 
 
-@pytest.mark.parametrize(("sql", "message", "line"), [
-    ("CREATE STREAM S;\nDROP STREAM S", "missing ';'", 2),
-    ("CREATE STREAM S WITH (KAFKA_TOPIC='t);", "unterminated string", 1),
-    ("\n/* never closed", "unterminated /\\* comment", 2),
-    ("CREATE STREAM S;\n-- the end, no line break", "needs a line break", 2),
-    ("CREATE STREAM `odd;name` (A STRING);", "inside a `…` name", 1),
-    ("\nDROP STREAM \"a;b\";", "inside a \"…\" name", 2),
-])
-def test_what_ksql_migrations_cannot_split_is_an_input_error_with_file_and_line(sql: str, message: str,
-                                                                                 line: int) -> None:
+@pytest.mark.parametrize(
+    ("sql", "message", "line"),
+    [
+        ("CREATE STREAM S;\nDROP STREAM S", "missing ';'", 2),
+        ("CREATE STREAM S WITH (KAFKA_TOPIC='t);", "unterminated string", 1),
+        ("\n/* never closed", "unterminated /\\* comment", 2),
+        ("CREATE STREAM S;\n-- the end, no line break", "needs a line break", 2),
+        ("CREATE STREAM `odd;name` (A STRING);", "inside a `…` name", 1),
+        ('\nDROP STREAM "a;b";', 'inside a "…" name', 2),
+    ],
+)
+def test_what_ksql_migrations_cannot_split_is_an_input_error_with_file_and_line(
+    sql: str, message: str, line: int
+) -> None:
     with pytest.raises(InputError, match=message) as err:
         sqltext.split(sql, "V000001__x.sql")
     assert err.value.file == "V000001__x.sql" and err.value.line == line
@@ -128,39 +137,49 @@ def test_empty_statements_are_dropped_and_a_commented_last_line_with_a_break_is_
 
 # --- variables (ksqlDB's VariableSubstitutor and VariableParser) ----------------------------------
 
+
 def sub(text: str, **variables: str) -> str:
     return substitute(text, variables, "V000001__x.sql", 1)
 
 
-@pytest.mark.parametrize(("text", "variables", "expected"), [
-    # VariableSubstitutorTest: identifiers go in as they are, quoted or not
-    ("DROP STREAM ${id};", {"id": "_id_"}, "DROP STREAM _id_;"),
-    ("DROP STREAM ${id};", {"id": '"_id_"'}, 'DROP STREAM "_id_";'),
-    ("DROP STREAM ${id};", {"id": "`_id_`"}, "DROP STREAM `_id_`;"),
-    # literals: numbers, booleans, strings
-    ("INSERT INTO ${i} VALUES (${n}, ${b}, ${d}, ${s});", {"i": "_id_", "n": "1", "b": "false", "d": "0.32",
-                                                           "s": "'john'"},
-     "INSERT INTO _id_ VALUES (1, false, 0.32, 'john');"),
-    # a value that tries to end the string stays inside it
-    ("CREATE STREAM S WITH (kafka_topic=${t});", {"t": "'t1', value_format='AVRO'"},
-     "CREATE STREAM S WITH (kafka_topic='t1'', value_format=''AVRO');"),
-    # inside strings: the value with its quotes doubled; undefined stays; $$ escapes
-    ("SET 'x'='topic_${env}';", {"env": "qa"}, "SET 'x'='topic_qa';"),
-    ("SET 'x'='${owner}';", {"owner": "O'Brien"}, "SET 'x'='O''Brien';"),
-    ("SET 'x'='topic_${nope}';", {}, "SET 'x'='topic_${nope}';"),
-    ("SET 'x'='topic_$${env}';", {"env": "qa"}, "SET 'x'='topic_${env}';"),
-    ("SET 'x'='topic_$${${env}}';", {"env": "qa"}, "SET 'x'='topic_${qa}';"),
-    ("SET 'x'='${ENV}';", {"env": "qa"}, "SET 'x'='qa';"),  # names are case-insensitive (ksqlDB's docs)
-    # Connect's placeholders are not variables; quoted names are names
-    ("WITH ('p'='${file:/s.properties:pw}');", {"file": "x"}, "WITH ('p'='${file:/s.properties:pw}');"),
-    ("DROP STREAM `${x}`;", {}, "DROP STREAM `${x}`;"),
-])
+@pytest.mark.parametrize(
+    ("text", "variables", "expected"),
+    [
+        # VariableSubstitutorTest: identifiers go in as they are, quoted or not
+        ("DROP STREAM ${id};", {"id": "_id_"}, "DROP STREAM _id_;"),
+        ("DROP STREAM ${id};", {"id": '"_id_"'}, 'DROP STREAM "_id_";'),
+        ("DROP STREAM ${id};", {"id": "`_id_`"}, "DROP STREAM `_id_`;"),
+        # literals: numbers, booleans, strings
+        (
+            "INSERT INTO ${i} VALUES (${n}, ${b}, ${d}, ${s});",
+            {"i": "_id_", "n": "1", "b": "false", "d": "0.32", "s": "'john'"},
+            "INSERT INTO _id_ VALUES (1, false, 0.32, 'john');",
+        ),
+        # a value that tries to end the string stays inside it
+        (
+            "CREATE STREAM S WITH (kafka_topic=${t});",
+            {"t": "'t1', value_format='AVRO'"},
+            "CREATE STREAM S WITH (kafka_topic='t1'', value_format=''AVRO');",
+        ),
+        # inside strings: the value with its quotes doubled; undefined stays; $$ escapes
+        ("SET 'x'='topic_${env}';", {"env": "qa"}, "SET 'x'='topic_qa';"),
+        ("SET 'x'='${owner}';", {"owner": "O'Brien"}, "SET 'x'='O''Brien';"),
+        ("SET 'x'='topic_${nope}';", {}, "SET 'x'='topic_${nope}';"),
+        ("SET 'x'='topic_$${env}';", {"env": "qa"}, "SET 'x'='topic_${env}';"),
+        ("SET 'x'='topic_$${${env}}';", {"env": "qa"}, "SET 'x'='topic_${qa}';"),
+        ("SET 'x'='${ENV}';", {"env": "qa"}, "SET 'x'='qa';"),  # names are case-insensitive (ksqlDB's docs)
+        # Connect's placeholders are not variables; quoted names are names
+        ("WITH ('p'='${file:/s.properties:pw}');", {"file": "x"}, "WITH ('p'='${file:/s.properties:pw}');"),
+        ("DROP STREAM `${x}`;", {}, "DROP STREAM `${x}`;"),
+    ],
+)
 def test_substitution_quotes_values_as_ksqldb_does(text: str, variables: dict[str, str], expected: str) -> None:
     assert sub(text, **variables) == expected
 
 
-@pytest.mark.parametrize("value", ["EXTENDED _id_", '"EXTENDED _id_"', "s1 (id, name)", "1, 5", "5 and id != 5",
-                                   "@at", "'open", ""])
+@pytest.mark.parametrize(
+    "value", ["EXTENDED _id_", '"EXTENDED _id_"', "s1 (id, name)", "1, 5", "5 and id != 5", "@at", "'open", ""]
+)
 def test_a_value_that_is_neither_identifier_nor_literal_is_refused(value: str) -> None:
     with pytest.raises(VariableError, match="neither an identifier nor a literal") as err:
         sub("DROP STREAM ${v};", v=value)
@@ -192,39 +211,57 @@ def test_command_line_defines_are_read_raw_and_once() -> None:
 
 
 def test_define_variables_substitute_case_insensitively_per_file(tmp_path: Path) -> None:
-    sql = ("DEFINE Topic = 'local.manabie.bob.public.users';\n"
-           "DEFINE fmt = '''AVRO''';\n"
-           "CREATE STREAM S WITH (KAFKA_TOPIC='${TOPIC}', VALUE_FORMAT=${fmt});\n"
-           "UNDEFINE topic;\n"
-           "CREATE STREAM T WITH (KAFKA_TOPIC='${topic}');\n")
+    sql = (
+        "DEFINE Topic = 'local.manabie.bob.public.users';\n"
+        "DEFINE fmt = '''AVRO''';\n"
+        "CREATE STREAM S WITH (KAFKA_TOPIC='${TOPIC}', VALUE_FORMAT=${fmt});\n"
+        "UNDEFINE topic;\n"
+        "CREATE STREAM T WITH (KAFKA_TOPIC='${topic}');\n"
+    )
     assert [t for t, _, _ in compiled(tmp_path, sql)] == [
         "CREATE STREAM S WITH (KAFKA_TOPIC='local.manabie.bob.public.users', VALUE_FORMAT='AVRO');",
-        "CREATE STREAM T WITH (KAFKA_TOPIC='${topic}');"]
+        "CREATE STREAM T WITH (KAFKA_TOPIC='${topic}');",
+    ]
 
 
 def test_command_line_defines_start_each_file_and_the_file_may_override(tmp_path: Path) -> None:
     defines = parse_defines(("env=local", "ORG=manabie"))
     sql = "CREATE STREAM S WITH (KAFKA_TOPIC='${env}.${org}.bob');\nDEFINE env = 'prod';\nDROP STREAM ${ENV};\n"
     assert [t for t, _, _ in compiled(tmp_path, sql, defines)] == [
-        "CREATE STREAM S WITH (KAFKA_TOPIC='local.manabie.bob');", "DROP STREAM prod;"]
+        "CREATE STREAM S WITH (KAFKA_TOPIC='local.manabie.bob');",
+        "DROP STREAM prod;",
+    ]
 
 
 def test_set_and_unset_become_the_properties_of_later_statements(tmp_path: Path) -> None:
-    sql = ("CREATE STREAM A WITH (KAFKA_TOPIC='a');\n"
-           "DEFINE reset = 'earliest';\n"
-           "SET 'auto.offset.reset' = '${reset}';\n"
-           "SET 'ksql.streams.num.stream.threads' = '2';\n"
-           "CREATE TABLE B AS SELECT 1;\n"
-           "UNSET 'auto.offset.reset';\n"
-           "CREATE TABLE C AS SELECT 1;\n")
+    sql = (
+        "CREATE STREAM A WITH (KAFKA_TOPIC='a');\n"
+        "DEFINE reset = 'earliest';\n"
+        "SET 'auto.offset.reset' = '${reset}';\n"
+        "SET 'ksql.streams.num.stream.threads' = '2';\n"
+        "CREATE TABLE B AS SELECT 1;\n"
+        "UNSET 'auto.offset.reset';\n"
+        "CREATE TABLE C AS SELECT 1;\n"
+    )
     assert [(line, props) for _, line, props in compiled(tmp_path, sql)] == [
         (1, {}),
         (5, {"auto.offset.reset": "earliest", "ksql.streams.num.stream.threads": "2"}),
-        (7, {"ksql.streams.num.stream.threads": "2"})]
+        (7, {"ksql.streams.num.stream.threads": "2"}),
+    ]
 
 
-@pytest.mark.parametrize("statement", ["SELECT * FROM T;", "describe T;", "SHOW STREAMS;", "LIST TABLES;",
-                                       "EXPLAIN Q1;", "PRINT 'topic';", "RUN SCRIPT '/tmp/x.sql';"])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM T;",
+        "describe T;",
+        "SHOW STREAMS;",
+        "LIST TABLES;",
+        "EXPLAIN Q1;",
+        "PRINT 'topic';",
+        "RUN SCRIPT '/tmp/x.sql';",
+    ],
+)
 def test_statements_that_only_read_are_refused_like_ksql_migrations(tmp_path: Path, statement: str) -> None:
     with pytest.raises(InputError, match="cannot be part of a migration") as err:
         compiled(tmp_path, "CREATE STREAM A WITH (KAFKA_TOPIC='a');\n" + statement)
@@ -241,9 +278,12 @@ def test_a_malformed_define_or_set_names_its_line(tmp_path: Path) -> None:
 
 # --- secrets -------------------------------------------------------------------------------
 
+
 def test_sensitive_connector_properties_are_masked_placeholders_are_not() -> None:
-    sql = ("CREATE SINK CONNECTOR X WITH ('connection.password' = 'hunter2', \"api.key\"='k''ey',"
-           " 'connection.user' = 'dwh', 'db.password' = '${file:s.properties:pw}');")
+    sql = (
+        "CREATE SINK CONNECTOR X WITH ('connection.password' = 'hunter2', \"api.key\"='k''ey',"
+        " 'connection.user' = 'dwh', 'db.password' = '${file:s.properties:pw}');"
+    )
     shown = sqltext.mask(sql)
     assert "hunter2" not in shown and "k''ey" not in shown
     assert "'connection.password' = '****'" in shown and "'connection.user' = 'dwh'" in shown
@@ -253,6 +293,7 @@ def test_sensitive_connector_properties_are_masked_placeholders_are_not() -> Non
 
 # --- metadata SQL --------------------------------------------------------------------------------
 
+
 def test_metadata_statements_are_ksql_migrations_bookkeeping() -> None:
     names = Names("LMSDWH_MIGRATION_EVENTS", "LMSDWH_MIGRATION_SCHEMA_VERSIONS").with_topics("default_")
     stream, table = create_stream(names), create_table(names)
@@ -261,19 +302,23 @@ def test_metadata_statements_are_ksql_migrations_bookkeeping() -> None:
     assert "LATEST_BY_OFFSET(error_reason) AS error_reason" in table and "GROUP BY version_key" in table
     row = VersionInfo(3, "it's", State.ERROR, "abc", "1", "2", "2", "Failed: 'x'")
     assert insert(names, row, "CURRENT").endswith(
-        "VALUES ('CURRENT', '3', 'it''s', 'ERROR', 'abc', '1', '2', '2', 'Failed: ''x''');")
+        "VALUES ('CURRENT', '3', 'it''s', 'ERROR', 'abc', '1', '2', '2', 'Failed: ''x''');"
+    )
 
 
 # --- info's table ---------------------------------------------------------------------------------
+
 
 def test_info_is_laid_out_as_ksql_migrations_lays_it_out() -> None:
     from hephaestus.ksql.operations import InfoResult, InfoRow
     from hephaestus.ksql.render import info_text
 
-    rows = (InfoRow(1, "some_name_1", State.MIGRATED, "<none>", "N/A", "N/A"),
-            InfoRow(2, "gone", State.MIGRATED, "1", "N/A", "N/A", file="missing"),
-            InfoRow(3, "some_name_3", State.ERROR, "1", "N/A", "N/A", "error reason", file="changed"),
-            InfoRow(4, "some name 4", State.PENDING))
+    rows = (
+        InfoRow(1, "some_name_1", State.MIGRATED, "<none>", "N/A", "N/A"),
+        InfoRow(2, "gone", State.MIGRATED, "1", "N/A", "N/A", file="missing"),
+        InfoRow(3, "some_name_3", State.ERROR, "1", "N/A", "N/A", "error reason", file="changed"),
+        InfoRow(4, "some name 4", State.PENDING),
+    )
     # MigrationVersionInfoFormatterTest's expected table, line for line (trailing blanks too).
     assert info_text(InfoResult("c", "3", rows)) == [
         "ksqlDB 'c'",
@@ -285,24 +330,31 @@ def test_info_is_laid_out_as_ksql_migrations_lays_it_out() -> None:
         " 4       | some name 4 | PENDING  | N/A              | N/A        | N/A          | N/A          ",
         "-" * 96,
         "warning: version 2 (gone) is MIGRATED on the server but has no migration file",
-        "warning: the file of version 3 (some_name_3) changed since it was applied (checksum)"]
+        "warning: the file of version 3 (some_name_3) changed since it was applied (checksum)",
+    ]
     running = InfoRow(5, "r", State.RUNNING, "4", "1000", "")
     assert info_text(InfoResult("c", "5", (running,)))[4].split("|")[5] == "              "  # blank, not N/A
-    assert info_text(InfoResult("c", "<none>", ())) == ["ksqlDB 'c'", "Current migration version: <none>",
-                                                        "No migrations files found"]
+    assert info_text(InfoResult("c", "<none>", ())) == [
+        "ksqlDB 'c'",
+        "Current migration version: <none>",
+        "No migrations files found",
+    ]
 
 
 # --- what each statement is sent with ------------------------------------------------------------
 
+
 def test_set_properties_go_only_with_statements_that_take_them(tmp_path: Path) -> None:
-    sql = ("SET 'auto.offset.reset' = 'earliest';\n"
-           "CREATE TABLE B AS SELECT 1;\n"
-           "INSERT INTO S (A) VALUES ('x');\n"
-           "INSERT INTO S SELECT * FROM T;\n"
-           "CREATE SINK CONNECTOR K WITH ('connector.class'='x');\n"
-           "DROP CONNECTOR IF EXISTS K;\n"
-           "ASSERT TOPIC 't' TIMEOUT 2 MINUTES;\n"
-           "ASSERT NOT EXISTS SCHEMA SUBJECT 's';\n")
+    sql = (
+        "SET 'auto.offset.reset' = 'earliest';\n"
+        "CREATE TABLE B AS SELECT 1;\n"
+        "INSERT INTO S (A) VALUES ('x');\n"
+        "INSERT INTO S SELECT * FROM T;\n"
+        "CREATE SINK CONNECTOR K WITH ('connector.class'='x');\n"
+        "DROP CONNECTOR IF EXISTS K;\n"
+        "ASSERT TOPIC 't' TIMEOUT 2 MINUTES;\n"
+        "ASSERT NOT EXISTS SCHEMA SUBJECT 's';\n"
+    )
     with_props = {"auto.offset.reset": "earliest"}
     assert [props for _, _, props in compiled(tmp_path, sql)] == [with_props, {}, with_props, {}, {}, {}, {}]
 
@@ -310,30 +362,49 @@ def test_set_properties_go_only_with_statements_that_take_them(tmp_path: Path) -
 def test_an_assert_waits_as_long_as_its_timeout_says(tmp_path: Path) -> None:
     path = write(tmp_path / "m", "V000001__x.sql")
     f = files.scan(path.parent).files[0]
-    sql = "ASSERT TOPIC 't' TIMEOUT 2 MINUTES;\nASSERT SCHEMA ID 3 TIMEOUT 1500 MILLISECONDS;\nASSERT TOPIC u;\nDROP STREAM A;"
+    sql = (
+        "ASSERT TOPIC 't' TIMEOUT 2 MINUTES;\nASSERT SCHEMA ID 3 TIMEOUT 1500 MILLISECONDS;\n"
+        "ASSERT TOPIC u;\nDROP STREAM A;"
+    )
     assert [s.waits_s for s in compile_migration(f, sql, {}).statements] == [120, 1.5, 1.0, 0.0]
 
 
-@pytest.mark.parametrize(("sql", "message"), [
-    ("INSERT INTO S (A, B) VALUES ('x');", "Columns: 2. Values: 1."),
-    ("INSERT INTO S (A) VALUES ('x', STRUCT(a := 1, b := 'y,z'));", "Columns: 1. Values: 2."),
-    ("INSERT INTO S VALUES 'x';", "invalid INSERT VALUES"),
-])
-def test_an_insert_values_that_does_not_parse_stops_the_file_before_anything_is_sent(tmp_path: Path, sql: str,
-                                                                                     message: str) -> None:
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("INSERT INTO S (A, B) VALUES ('x');", "Columns: 2. Values: 1."),
+        ("INSERT INTO S (A) VALUES ('x', STRUCT(a := 1, b := 'y,z'));", "Columns: 1. Values: 2."),
+        ("INSERT INTO S VALUES 'x';", "invalid INSERT VALUES"),
+    ],
+)
+def test_an_insert_values_that_does_not_parse_stops_the_file_before_anything_is_sent(
+    tmp_path: Path, sql: str, message: str
+) -> None:
     with pytest.raises(InputError, match=message) as err:
         compiled(tmp_path, "CREATE STREAM A WITH (KAFKA_TOPIC='a');\n" + sql)
     assert err.value.line == 2
     assert [t for t, _, _ in compiled(tmp_path, "INSERT INTO S (A, B) VALUES ('x,y', ARRAY[1, 2]);")] == [
-        "INSERT INTO S (A, B) VALUES ('x,y', ARRAY[1, 2]);"]
+        "INSERT INTO S (A, B) VALUES ('x,y', ARRAY[1, 2]);"
+    ]
 
 
 # --- pinned to the letter (the survivors of the first mutation run) --------------------------------
 
-@pytest.mark.parametrize(("value", "token"), [
-    ('"a"', '"a"'), ("`a`", "`a`"), ("TRUE", "TRUE"), ("''", "''"), ("'it''s'", "'it''s'"), ("'a'b'", "'a''b'"),
-    ("-1.5e3", "-1.5e3"), (".5", ".5"), ("+7", "+7"),
-])
+
+@pytest.mark.parametrize(
+    ("value", "token"),
+    [
+        ('"a"', '"a"'),
+        ("`a`", "`a`"),
+        ("TRUE", "TRUE"),
+        ("''", "''"),
+        ("'it''s'", "'it''s'"),
+        ("'a'b'", "'a''b'"),
+        ("-1.5e3", "-1.5e3"),
+        (".5", ".5"),
+        ("+7", "+7"),
+    ],
+)
 def test_single_tokens_go_in_as_ksqldb_would_have_them(value: str, token: str) -> None:
     assert sub("INSERT INTO T VALUES (${v});", v=value) == f"INSERT INTO T VALUES ({token});"
 
@@ -345,31 +416,41 @@ def test_what_only_looks_like_a_token_is_refused(value: str) -> None:
         return
     with pytest.raises(VariableError) as err:
         sub("DROP STREAM ${v};", v=value)
-    assert str(err.value).endswith(f"${{v}} = {value!r} is neither an identifier nor a literal ('text', a number, "
-                                   "true, false): ksqlDB refuses it there")
+    assert str(err.value).endswith(
+        f"${{v}} = {value!r} is neither an identifier nor a literal ('text', a number, "
+        "true, false): ksqlDB refuses it there"
+    )
 
 
 def test_the_messages_say_what_to_do() -> None:
     with pytest.raises(VariableError) as err:
         sub("DROP STREAM ${Missing};")
-    assert str(err.value).endswith("${Missing} is not defined: outside a '…' string a variable must be defined "
-                                   "(DEFINE, or -d name=value)")
+    assert str(err.value).endswith(
+        "${Missing} is not defined: outside a '…' string a variable must be defined (DEFINE, or -d name=value)"
+    )
     with pytest.raises(HephaestusError) as bad:
         parse_defines(("a=b=c",))
-    assert str(bad.value) == ("--define 'a=b=c': variables must be defined as name=value, with one '=' and a value "
-                              "(ksql-migrations' rule)")
+    assert str(bad.value) == (
+        "--define 'a=b=c': variables must be defined as name=value, with one '=' and a value (ksql-migrations' rule)"
+    )
     with pytest.raises(HephaestusError) as name:
         parse_defines(("9x=y",))
     assert str(name.value) == "--define '9x=y': '9x' is not a variable name like my_var"
 
 
-@pytest.mark.parametrize(("sql", "message", "line"), [
-    ("A;\n-- x", "a -- comment on the last line needs a line break after it (ksql-migrations refuses the file "
-                 "otherwise)", 2),
-    ("A;\n\n/* x", "unterminated /* comment", 3),
-    ("A;\n'x", "unterminated string starting with '", 2),
-    ("\nDROP `a;", "a ';' inside a `…` name: ksql-migrations ends the statement there; rename it", 2),
-])
+@pytest.mark.parametrize(
+    ("sql", "message", "line"),
+    [
+        (
+            "A;\n-- x",
+            "a -- comment on the last line needs a line break after it (ksql-migrations refuses the file otherwise)",
+            2,
+        ),
+        ("A;\n\n/* x", "unterminated /* comment", 3),
+        ("A;\n'x", "unterminated string starting with '", 2),
+        ("\nDROP `a;", "a ';' inside a `…` name: ksql-migrations ends the statement there; rename it", 2),
+    ],
+)
 def test_the_splitters_messages_and_lines(sql: str, message: str, line: int) -> None:
     with pytest.raises(InputError) as err:
         sqltext.split(sql, "f.sql")
@@ -379,16 +460,27 @@ def test_the_splitters_messages_and_lines(sql: str, message: str, line: int) -> 
 def test_lines_count_through_comments_strings_and_names() -> None:
     sql = "/* a\nb */ A;\n'x\ny' B;\n-- c\n`n\nm` C;\n--\nD;"
     assert [(s.text, s.line) for s in sqltext.split(sql, "f")] == [
-        ("A;", 2), ("'x\ny' B;", 3), ("`n\nm` C;", 6), ("D;", 9)]
+        ("A;", 2),
+        ("'x\ny' B;", 3),
+        ("`n\nm` C;", 6),
+        ("D;", 9),
+    ]
     assert [s.text for s in sqltext.split("-- only a comment\n", "f")] == []
     assert sqltext.split("X '--'; Y '/*';", "f")[1].text == "Y '/*';"
 
 
-@pytest.mark.parametrize(("text", "items"), [
-    ("a, b", ["a", "b"]), ("", []), ("  ", []), ("a", ["a"]), ("f(a, b), 'x, y', `c,d`, \"e,f\", [1, 2]",
-                                                          ["f(a, b)", "'x, y'", "`c,d`", '"e,f"', "[1, 2]"]),
-    ("a,", ["a", ""]), (",", ["", ""]),
-])
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        ("a, b", ["a", "b"]),
+        ("", []),
+        ("  ", []),
+        ("a", ["a"]),
+        ("f(a, b), 'x, y', `c,d`, \"e,f\", [1, 2]", ["f(a, b)", "'x, y'", "`c,d`", '"e,f"', "[1, 2]"]),
+        ("a,", ["a", ""]),
+        (",", ["", ""]),
+    ],
+)
 def test_top_level_items(text: str, items: list[str]) -> None:
     assert sqltext.top_level(text) == items
 

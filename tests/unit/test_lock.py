@@ -14,12 +14,15 @@ from hephaestus.lock import FileLock, Holder, LockBusy, resource_key
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("url", "key"), [
-    ("http://Connect.Example:8083/", "connect http://connect.example:8083"),
-    ("http://user:pw@connect.example:8083", "connect http://connect.example:8083"),
-    ("https://connect.example", "connect https://connect.example:443"),
-    ("http://connect.example", "connect http://connect.example:80"),
-])
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("http://Connect.Example:8083/", "connect http://connect.example:8083"),
+        ("http://user:pw@connect.example:8083", "connect http://connect.example:8083"),
+        ("https://connect.example", "connect https://connect.example:443"),
+        ("http://connect.example", "connect http://connect.example:80"),
+    ],
+)
 def test_one_cluster_one_key_however_it_is_spelled(url: str, key: str) -> None:
     assert resource_key("connect", url) == key
 
@@ -33,8 +36,9 @@ def test_a_second_process_waits_then_names_the_holder_then_gets_it_once_released
             print("held", flush=True)
             sys.stdin.readline()
     """)
-    proc = subprocess.Popen([sys.executable, "-c", holder], cwd=REPO, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], cwd=REPO, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline().strip() == "held"
     lock = FileLock(tmp_path, "connect http://c:8083")
@@ -63,5 +67,6 @@ def test_two_heal_runs_with_different_state_files_serialise_on_the_cluster(tmp_p
     key = resource_key("connect", "http://127.0.0.1:9")
     with FileLock(tmp_path / ".hephaestus" / "locks", key).held(Holder("first-heal", "heal").now(), 0):
         with pytest.raises(LockBusy, match="first-heal"):
-            heal_project(project, list(project.clusters.values()), False, tmp_path / "other-state.json",
-                         lock_timeout_s=0.1)
+            heal_project(
+                project, list(project.clusters.values()), False, tmp_path / "other-state.json", lock_timeout_s=0.1
+            )

@@ -4,7 +4,6 @@ double, text, binary), DLQ replay rules, slot verdicts, status problems and lag.
 from __future__ import annotations
 
 import io
-import json
 import struct
 from typing import Any
 
@@ -20,11 +19,18 @@ from hephaestus.snapshot.notifications import parse
 from hephaestus.status.model import ConnectorView, lag, problems_of, topics_of
 from tests.schema_registry_double import transport
 
-NOTIFICATION = {"type": "record", "name": "Notification", "namespace": "io.debezium.notification", "fields": [
-    {"name": "id", "type": "string"}, {"name": "aggregate_type", "type": "string"},
-    {"name": "type", "type": "string"},
-    {"name": "additional_data", "type": {"type": "map", "values": "string"}},
-    {"name": "timestamp", "type": "long"}]}
+NOTIFICATION = {
+    "type": "record",
+    "name": "Notification",
+    "namespace": "io.debezium.notification",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "aggregate_type", "type": "string"},
+        {"name": "type", "type": "string"},
+        {"name": "additional_data", "type": {"type": "map", "values": "string"}},
+        {"name": "timestamp", "type": "long"},
+    ],
+}
 
 
 def registry_double(schemas: dict[int, dict[str, Any]], seen: list[str]) -> SchemaRegistry:
@@ -40,8 +46,13 @@ def avro(schema_id: int, schema: dict[str, Any], value: dict[str, Any]) -> bytes
 def test_avro_is_decoded_with_the_registry_each_schema_fetched_once() -> None:
     seen: list[str] = []
     registry = registry_double({7: NOTIFICATION}, seen)
-    note = {"id": "sig-1", "aggregate_type": "Incremental Snapshot", "type": "TABLE_SCAN_COMPLETED",
-            "additional_data": {"data_collection": "public.t", "status": "SUCCEEDED"}, "timestamp": 1}
+    note = {
+        "id": "sig-1",
+        "aggregate_type": "Incremental Snapshot",
+        "type": "TABLE_SCAN_COMPLETED",
+        "additional_data": {"data_collection": "public.t", "status": "SUCCEEDED"},
+        "timestamp": 1,
+    }
     raw = avro(7, NOTIFICATION, note)
     assert decode(raw, registry).value == note and decode(raw, registry).kind == "avro"
     assert parse(raw, registry).status == "SUCCEEDED"  # type: ignore[union-attr]
@@ -51,8 +62,10 @@ def test_avro_is_decoded_with_the_registry_each_schema_fetched_once() -> None:
 def test_what_cannot_be_decoded_is_described_never_raised() -> None:
     seen: list[str] = []
     registry = registry_double({}, seen)
-    missing = decode(avro(9, NOTIFICATION, {"id": "x", "aggregate_type": "a", "type": "t", "additional_data": {},
-                                            "timestamp": 0}), registry)
+    missing = decode(
+        avro(9, NOTIFICATION, {"id": "x", "aggregate_type": "a", "type": "t", "additional_data": {}, "timestamp": 0}),
+        registry,
+    )
     assert missing.kind == "binary" and "schema id 9; schema registry: schema 9: HTTP 404" in missing.value
     assert decode(b"\x00\x00\x00\x00\x01garbage", None).value.startswith("Avro (schema id 1; no schema registry")
     assert decode(b"\xff\xfe" * 40).value.startswith("base64:") and "(80 bytes)" in decode(b"\xff\xfe" * 40).value
@@ -65,17 +78,26 @@ def record(offset: int, headers: dict[str, bytes]) -> Record:
     return Record("dlq.s", 0, offset, 1000, b"k", b'{"v": 1}', tuple(headers.items()))
 
 
-ORIGIN = {"__connect.errors.topic": b"it.bob.public.users", "__connect.errors.partition": b"2",
-          "__connect.errors.offset": b"41", "__connect.errors.stage": b"TRANSFORMATION",
-          "__connect.errors.exception.stacktrace": b"long trace", "trace-id": b"abc"}
+ORIGIN = {
+    "__connect.errors.topic": b"it.bob.public.users",
+    "__connect.errors.partition": b"2",
+    "__connect.errors.offset": b"41",
+    "__connect.errors.stage": b"TRANSFORMATION",
+    "__connect.errors.exception.stacktrace": b"long trace",
+    "trace-id": b"abc",
+}
 
 
 def test_a_dlq_record_goes_back_to_its_original_topic_and_partition_with_its_own_headers() -> None:
     r = record(5, ORIGIN)
     assert (replay_of(r).topic, replay_of(r).partition, replay_of(r).problem) == ("it.bob.public.users", 2, "")
     assert own_headers(r) == [("trace-id", b"abc")]
-    assert errors_of(r) == {"topic": "it.bob.public.users", "partition": "2", "offset": "41",
-                            "stage": "TRANSFORMATION"}  # no stack trace
+    assert errors_of(r) == {
+        "topic": "it.bob.public.users",
+        "partition": "2",
+        "offset": "41",
+        "stage": "TRANSFORMATION",
+    }  # no stack trace
     assert "context.headers.enable was off" in replay_of(record(6, {"trace-id": b"abc"})).problem
 
 
@@ -87,8 +109,9 @@ def test_a_replay_starts_after_the_last_one_and_never_before_the_log_start() -> 
 
 
 def test_only_sinks_naming_a_dlq_have_one_and_secrets_in_records_are_masked() -> None:
-    assert dlq_topics({"a": {"errors.deadletterqueue.topic.name": "dlq.a"}, "b": {},
-                       "c": {"errors.deadletterqueue.topic.name": " "}}) == {"a": "dlq.a"}
+    assert dlq_topics(
+        {"a": {"errors.deadletterqueue.topic.name": "dlq.a"}, "b": {}, "c": {"errors.deadletterqueue.topic.name": " "}}
+    ) == {"a": "dlq.a"}
     REDACTOR.learn("x.password", "hunter2-canary")
     shown = masked({"payload": {"after": {"password": "p1", "note": "was hunter2-canary", "n": 3}}})
     assert shown == {"payload": {"after": {"password": "****", "note": "was ****", "n": 3}}}
@@ -98,15 +121,18 @@ SLOT = Slot("bob", "local_manabie_bob", "pgoutput", True, 10, 5, "reserved")
 LIMITS = Limits(max_retained=1000, idle_max_retained=100)
 
 
-@pytest.mark.parametrize("change, owned, verdict", [
-    ({}, ["c/src"], "ok"),
-    ({"retained_bytes": 1001}, ["c/src"], "over_limit"),
-    ({"active": False, "retained_bytes": 101}, ["c/src"], "inactive"),
-    ({"active": False, "retained_bytes": 100}, ["c/src"], "ok"),
-    ({"retained_bytes": 101}, [], "orphan"),
-    ({"retained_bytes": 100}, [], "ok"),
-    ({"wal_status": "lost"}, ["c/src"], "lost"),
-])
+@pytest.mark.parametrize(
+    "change, owned, verdict",
+    [
+        ({}, ["c/src"], "ok"),
+        ({"retained_bytes": 1001}, ["c/src"], "over_limit"),
+        ({"active": False, "retained_bytes": 101}, ["c/src"], "inactive"),
+        ({"active": False, "retained_bytes": 100}, ["c/src"], "ok"),
+        ({"retained_bytes": 101}, [], "orphan"),
+        ({"retained_bytes": 100}, [], "ok"),
+        ({"wal_status": "lost"}, ["c/src"], "lost"),
+    ],
+)
 def test_slot_verdicts(change: dict[str, Any], owned: list[str], verdict: str) -> None:
     from dataclasses import replace
 
@@ -115,8 +141,12 @@ def test_slot_verdicts(change: dict[str, Any], owned: list[str], verdict: str) -
 
 def test_slots_are_owned_by_the_postgres_sources_naming_them_and_only_orphans_drop() -> None:
     pg = "io.debezium.connector.postgresql.PostgresConnector"
-    found = owners({"a": {"s1": {"connector.class": pg, "slot.name": "x"}, "k": {"slot.name": "x"}},
-                    "b": {"s2": {"connector.class": pg, "slot.name": "x"}}})
+    found = owners(
+        {
+            "a": {"s1": {"connector.class": pg, "slot.name": "x"}, "k": {"slot.name": "x"}},
+            "b": {"s2": {"connector.class": pg, "slot.name": "x"}},
+        }
+    )
     assert found == {"x": ["a/s1", "b/s2"]}
     assert "a/s1 names it" in droppable(judge(SLOT, ["a/s1"], LIMITS))
     assert "active" in droppable(judge(SLOT, [], LIMITS))
@@ -130,25 +160,43 @@ def test_slots_are_owned_by_the_postgres_sources_naming_them_and_only_orphans_dr
 def test_status_names_every_problem_of_a_connector() -> None:
     ok = ConnectorView("c", "s", "sink", "RUNNING", ((0, "RUNNING"),), restarts=1, budget=10, dlq_depth=0)
     assert problems_of(ok) == ()
-    bad = ConnectorView("c", "s", "sink", "RUNNING", ((0, "RUNNING"), (1, "FAILED")), restarts=10, budget=10,
-                        dlq_depth=3, slot="x", slot_verdict="inactive")
-    assert problems_of(bad) == ("task 1 FAILED", "heal's restart budget exhausted (10/10)",
-                                "3 record(s) in its dead-letter queue", "slot x inactive")
+    bad = ConnectorView(
+        "c",
+        "s",
+        "sink",
+        "RUNNING",
+        ((0, "RUNNING"), (1, "FAILED")),
+        restarts=10,
+        budget=10,
+        dlq_depth=3,
+        slot="x",
+        slot_verdict="inactive",
+    )
+    assert problems_of(bad) == (
+        "task 1 FAILED",
+        "heal's restart budget exhausted (10/10)",
+        "3 record(s) in its dead-letter queue",
+        "slot x inactive",
+    )
     assert problems_of(ConnectorView("c", "s", "source", "RUNNING", ())) == ("no tasks",)
     assert problems_of(ConnectorView("c", "s", "source", "STOPPED", ())) == ("connector STOPPED",)
 
 
-@pytest.mark.parametrize("live, tasks, desired, problems", [
-    ("PAUSED", ((0, "PAUSED"),), "PAUSED", ()),
-    ("STOPPED", (), "STOPPED", ()),
-    ("RUNNING", ((0, "RUNNING"),), "RUNNING", ()),
-    ("RUNNING", ((0, "RUNNING"),), "PAUSED", ("connector RUNNING, git wants PAUSED", "task 0 RUNNING")),
-    ("PAUSED", ((0, "PAUSED"),), "", ("connector PAUSED", "task 0 PAUSED")),
-    ("PAUSED", ((0, "FAILED"),), "PAUSED", ("task 0 FAILED",)),
-    ("STOPPED", (), "RUNNING", ("connector STOPPED, git wants RUNNING",)),
-])
-def test_status_judges_a_connector_against_the_state_git_asks_for(live: str, tasks: tuple[tuple[int, str], ...],
-                                                                 desired: str, problems: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "live, tasks, desired, problems",
+    [
+        ("PAUSED", ((0, "PAUSED"),), "PAUSED", ()),
+        ("STOPPED", (), "STOPPED", ()),
+        ("RUNNING", ((0, "RUNNING"),), "RUNNING", ()),
+        ("RUNNING", ((0, "RUNNING"),), "PAUSED", ("connector RUNNING, git wants PAUSED", "task 0 RUNNING")),
+        ("PAUSED", ((0, "PAUSED"),), "", ("connector PAUSED", "task 0 PAUSED")),
+        ("PAUSED", ((0, "FAILED"),), "PAUSED", ("task 0 FAILED",)),
+        ("STOPPED", (), "RUNNING", ("connector STOPPED, git wants RUNNING",)),
+    ],
+)
+def test_status_judges_a_connector_against_the_state_git_asks_for(
+    live: str, tasks: tuple[tuple[int, str], ...], desired: str, problems: tuple[str, ...]
+) -> None:
     assert problems_of(ConnectorView("c", "s", "sink", live, tasks, desired=desired)) == problems
 
 
@@ -165,16 +213,29 @@ def test_a_reconcile_run_publishes_its_outcome_per_cluster() -> None:
     from hephaestus.reconciler.plan import Plan, Step
 
     plan = Plan("c", (Step("create", "a"), Step("create", "b"), Step("unchanged", "z")))
-    outcome = ClusterOutcome("c", "http://c", plan, applied=True, writes=2,
-                             results=(StepResult("a", "create", True), StepResult("b", "create", False, "boom")))
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for f in metrics_of([outcome, ClusterOutcome("d", "http://d", None, error="down")], False,
-                                   now=5.0).registry.collect() for s in f.samples}
+    outcome = ClusterOutcome(
+        "c",
+        "http://c",
+        plan,
+        applied=True,
+        writes=2,
+        results=(StepResult("a", "create", True), StepResult("b", "create", False, "boom")),
+    )
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in metrics_of(
+            [outcome, ClusterOutcome("d", "http://d", None, error="down")], False, now=5.0
+        ).registry.collect()
+        for s in f.samples
+    }
     assert samples[("hephaestus_reconcile_failed", (("cluster", "c"),))] == 1
     assert samples[("hephaestus_reconcile_failed", (("cluster", "d"),))] == 1
     assert samples[("hephaestus_reconcile_drift", (("cluster", "c"),))] == 1
     assert samples[("hephaestus_reconcile_planned_steps", (("action", "create"), ("cluster", "c")))] == 2
-    assert samples[("hephaestus_reconcile_applied_steps", (("action", "create"), ("cluster", "c"), ("result", "failed")))] == 1
+    assert (
+        samples[("hephaestus_reconcile_applied_steps", (("action", "create"), ("cluster", "c"), ("result", "failed")))]
+        == 1
+    )
     assert samples[("hephaestus_reconcile_writes", (("cluster", "c"),))] == 2
     assert samples[("hephaestus_reconcile_last_run_timestamp_seconds", ())] == 5.0
 

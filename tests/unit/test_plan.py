@@ -14,8 +14,7 @@ def cfg(cls: str = DBZ_SINK, **extra: str) -> dict[str, str]:
 
 
 def test_create_update_unchanged() -> None:
-    desired = {"a": Desired("a", cfg()), "b": Desired("b", cfg(**{"batch.size": "200"})),
-               "c": Desired("c", cfg())}
+    desired = {"a": Desired("a", cfg()), "b": Desired("b", cfg(**{"batch.size": "200"})), "c": Desired("c", cfg())}
     live = {"b": Live("b", cfg(**{"batch.size": "100"})), "c": Live("c", {**cfg(), "name": "c"})}
     p = plan("x", desired, live, Policy())
     assert {s.name: s.action for s in p.steps} == {"a": "create", "b": "update", "c": "unchanged"}
@@ -46,8 +45,13 @@ def test_deletes_only_jdbc_sinks() -> None:
     }
     p = plan("x", {}, live, Policy(force=True), Scope(frozenset(live)))
     actions = {s.name: s.action for s in p.steps}
-    assert actions == {"old_dbz_sink": "delete", "old_conf_sink": "delete", "old_source": "protected",
-                       "DIM_USER_SINK": "unmanaged", "other": "unmanaged"}
+    assert actions == {
+        "old_dbz_sink": "delete",
+        "old_conf_sink": "delete",
+        "old_source": "protected",
+        "DIM_USER_SINK": "unmanaged",
+        "other": "unmanaged",
+    }
     assert "never deleted" in next(s.reason for s in p.steps if s.name == "old_source")
 
 
@@ -64,7 +68,9 @@ def test_delete_share_refuses() -> None:
     desired = {"s0": Desired("s0", cfg())}
     p = plan("x", desired, live, Policy(max_deletes=10, max_delete_share=0.5), Scope(frozenset(live)))
     assert "3 of 4" in p.refused
-    small = plan("x", {**desired, "s1": Desired("s1", cfg())}, live, Policy(max_delete_share=0.5), Scope(frozenset(live)))
+    small = plan(
+        "x", {**desired, "s1": Desired("s1", cfg())}, live, Policy(max_delete_share=0.5), Scope(frozenset(live))
+    )
     assert not small.refused
 
 

@@ -19,8 +19,9 @@ class Clock:
 
 def test_the_answer_comes_as_soon_as_the_probe_gives_one() -> None:
     clock, asked = Clock(), []
-    found = until(lambda: asked.append(1) or (len(asked) if len(asked) == 3 else None),
-                  Bound(10, 2, clock, clock.sleep))
+    found = until(
+        lambda: asked.append(1) or (len(asked) if len(asked) == 3 else None), Bound(10, 2, clock, clock.sleep)
+    )
     assert found == 3 and clock.waits == [2, 2]
 
 

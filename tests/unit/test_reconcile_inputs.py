@@ -65,8 +65,10 @@ def test_project_refuses_a_dsn_with_password(tmp_path: Path) -> None:
 
 def test_url_env_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_URL", "http://elsewhere:1/")
-    path = write(tmp_path / "p.yaml", PROJECT.replace("    url: http://connect:8083\n",
-                                                      "    url: http://connect:8083\n    url_env: MY_URL\n"))
+    path = write(
+        tmp_path / "p.yaml",
+        PROJECT.replace("    url: http://connect:8083\n", "    url: http://connect:8083\n    url_env: MY_URL\n"),
+    )
     assert load_project(path).clusters["platforms"].url == "http://elsewhere:1"
 
 
@@ -103,18 +105,26 @@ def test_desired_bad_files_all_reported(tmp_path: Path) -> None:
 
 
 def test_helm_templated_names_rendered_from_cluster_values(tmp_path: Path) -> None:
-    path = write(tmp_path / "hephaestus.yaml", PROJECT.replace(
-        '    select: ["local_manabie_*"]\n',
-        "    helm_values: {environment: local, vendor: manabie}\n"))
+    path = write(
+        tmp_path / "hephaestus.yaml",
+        PROJECT.replace(
+            '    select: ["local_manabie_*"]\n', "    helm_values: {environment: local, vendor: manabie}\n"
+        ),
+    )
     base = tmp_path / "connectors/platforms"
-    connector(base / "sink/bob_to_auth.json", "{{ .Values.global.environment }}_{{ .Values.global.vendor }}_x",
-              topics="{{ .Values.global.environment }}.{{ .Values.global.vendor }}.bob.public.users")
+    connector(
+        base / "sink/bob_to_auth.json",
+        "{{ .Values.global.environment }}_{{ .Values.global.vendor }}_x",
+        topics="{{ .Values.global.environment }}.{{ .Values.global.vendor }}.bob.public.users",
+    )
     desired = load_desired(load_project(path).clusters["platforms"], include_custom=False)
     assert desired["local_manabie_x"].config["topics"] == "local.manabie.bob.public.users"
 
 
 def test_helm_value_missing(tmp_path: Path) -> None:
-    project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT.replace('    select: ["local_manabie_*"]\n', "")))
+    project = load_project(
+        write(tmp_path / "hephaestus.yaml", PROJECT.replace('    select: ["local_manabie_*"]\n', ""))
+    )
     connector(tmp_path / "connectors/platforms/sink/x.json", "{{ .Values.global.environment }}_x")
     with pytest.raises(InputErrors, match="helm_values.environment"):
         load_desired(project.clusters["platforms"], include_custom=False)
@@ -139,13 +149,25 @@ def test_held_back_names_the_custom_connectors_without_the_flag(tmp_path: Path) 
     assert held_back(cluster, include_custom=True) == frozenset()
 
 
-@pytest.mark.parametrize(("value", "ok"), [('"old_sink"', True), ('""', True), ("5", False), ('".."', False),
-                                          ('"a/b"', False), ('"x"', False), ("null", False)])
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ('"old_sink"', True),
+        ('""', True),
+        ("5", False),
+        ('".."', False),
+        ('"a/b"', False),
+        ('"x"', False),
+        ("null", False),
+    ],
+)
 def test_renamed_from_is_checked_at_load(tmp_path: Path, value: str, ok: bool) -> None:
-    project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT.replace('    select: ["local_manabie_*"]\n', "")))
+    project = load_project(
+        write(tmp_path / "hephaestus.yaml", PROJECT.replace('    select: ["local_manabie_*"]\n', ""))
+    )
     path = tmp_path / "connectors/platforms/sink/x.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('{"name": "x", "renamed_from": %s, "config": {"connector.class": "C"}}' % value)
+    path.write_text('{"name": "x", "renamed_from": ' + value + ', "config": {"connector.class": "C"}}')
     if ok:
         (d,) = load_desired(project.clusters["platforms"], include_custom=False).values()
         assert d.renamed_from == json.loads(value)

@@ -4,7 +4,6 @@ approval rules, --target; over the strict Connect double served on loopback."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,26 +15,38 @@ from tests.connect_double import ConnectDouble
 from tests.unit.conftest import Project
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
-SRC = {"connector.class": POSTGRES, "slot.name": "s1", "topic.prefix": "bob", "snapshot.mode": "initial",
-       "transforms": "route", "transforms.route.replacement": "local.manabie.$1.$2.$3"}
-SNK = {"connector.class": SINK, "topics": "local.manabie.bob.public.users,local.manabie.bob.public.x",
-       "primary.key.fields": "id"}
+SRC = {
+    "connector.class": POSTGRES,
+    "slot.name": "s1",
+    "topic.prefix": "bob",
+    "snapshot.mode": "initial",
+    "transforms": "route",
+    "transforms.route.replacement": "local.manabie.$1.$2.$3",
+}
+SNK = {
+    "connector.class": SINK,
+    "topics": "local.manabie.bob.public.users,local.manabie.bob.public.x",
+    "primary.key.fields": "id",
+}
 
 
-@pytest.mark.parametrize("cls, before, change, risk, keys", [
-    (POSTGRES, SRC, {"slot.name": "s2"}, "destructive", ["slot.name"]),
-    (POSTGRES, SRC, {"topic.prefix": "b2"}, "destructive", ["topic.prefix"]),
-    (POSTGRES, SRC, {"snapshot.mode": "always"}, "destructive", ["snapshot.mode"]),
-    (POSTGRES, SRC, {"snapshot.mode": "no_data"}, "restart", []),
-    (POSTGRES, SRC, {"heartbeat.interval.ms": "5"}, "restart", []),
-    (SINK, SNK, {"topics": "local.manabie.bob.public.users"}, "destructive", ["topics"]),
-    (SINK, SNK, {"topics": SNK["topics"] + ",local.manabie.bob.public.y"}, "restart", []),
-    (SINK, SNK, {"primary.key.fields": "id,org"}, "destructive", ["primary.key.fields"]),
-    (SINK, SNK, {"collection.name.format": "other"}, "destructive", ["collection.name.format"]),
-    (SINK, SNK, {"delete.enabled": "true"}, "destructive", ["delete.enabled"]),
-    (SINK, SNK, {"batch.size": "10"}, "restart", []),
-    ("io.Other", {"connector.class": "io.Other", "slot.name": "a"}, {"slot.name": "b"}, "restart", []),
-])
+@pytest.mark.parametrize(
+    "cls, before, change, risk, keys",
+    [
+        (POSTGRES, SRC, {"slot.name": "s2"}, "destructive", ["slot.name"]),
+        (POSTGRES, SRC, {"topic.prefix": "b2"}, "destructive", ["topic.prefix"]),
+        (POSTGRES, SRC, {"snapshot.mode": "always"}, "destructive", ["snapshot.mode"]),
+        (POSTGRES, SRC, {"snapshot.mode": "no_data"}, "restart", []),
+        (POSTGRES, SRC, {"heartbeat.interval.ms": "5"}, "restart", []),
+        (SINK, SNK, {"topics": "local.manabie.bob.public.users"}, "destructive", ["topics"]),
+        (SINK, SNK, {"topics": SNK["topics"] + ",local.manabie.bob.public.y"}, "restart", []),
+        (SINK, SNK, {"primary.key.fields": "id,org"}, "destructive", ["primary.key.fields"]),
+        (SINK, SNK, {"collection.name.format": "other"}, "destructive", ["collection.name.format"]),
+        (SINK, SNK, {"delete.enabled": "true"}, "destructive", ["delete.enabled"]),
+        (SINK, SNK, {"batch.size": "10"}, "restart", []),
+        ("io.Other", {"connector.class": "io.Other", "slot.name": "a"}, {"slot.name": "b"}, "restart", []),
+    ],
+)
 def test_the_risk_table(cls: str, before: dict[str, str], change: dict[str, str], risk: str, keys: list[str]) -> None:
     after = {**before, **change}
     found = assess("update", cls, before, after, tuple(k for k in after if before.get(k) != after.get(k)))
@@ -71,8 +82,13 @@ def step(name: str, action: str, config: dict[str, str]) -> Step:
 def test_waves_put_deletes_first_then_sources_then_the_sinks_reading_them() -> None:
     other = {"connector.class": SINK, "topics": "elsewhere.t"}
     regex = {"connector.class": SINK, "topics.regex": "local.*"}
-    steps = [step("a_sink", "create", SNK), step("b_other", "update", other), step("c_src", "create", SRC),
-             step("d_gone", "delete", {"connector.class": SINK}), step("e_regex", "create", regex)]
+    steps = [
+        step("a_sink", "create", SNK),
+        step("b_other", "update", other),
+        step("c_src", "create", SRC),
+        step("d_gone", "delete", {"connector.class": SINK}),
+        step("e_regex", "create", regex),
+    ]
     assert [[s.name for s in w] for w in waves(steps)] == [["d_gone"], ["b_other", "c_src"], ["a_sink", "e_regex"]]
     assert [[s.name for s in w] for w in waves(steps[:2])] == [["a_sink", "b_other"]]  # no planned source
     assert topic_prefix(SRC) == "local.manabie.bob." and topic_prefix({"topic.prefix": "p"}) == "p."
@@ -89,10 +105,12 @@ def world(project: Project, served: tuple[ConnectDouble, str], n: int = 4) -> Co
     folder.mkdir(parents=True)
     for i in range(n):
         name = f"s{i}"
-        (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": {"connector.class": SINK,
-                                                                                 "topics": f"t{i}"}}))
+        (folder / f"{name}.json").write_text(
+            json.dumps({"name": name, "config": {"connector.class": SINK, "topics": f"t{i}"}})
+        )
     (project.root / "hephaestus.yaml").write_text(
-        f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\npolicy: {{stability_window_s: 0}}\n")
+        f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\npolicy: {{stability_window_s: 0}}\n"
+    )
     return double
 
 
@@ -108,8 +126,9 @@ def test_without_a_terminal_an_apply_needs_auto_approve(project: Project, served
     assert cli(project, "--auto-approve").code == 0 and len(double.writes()) == 4
 
 
-def test_on_a_terminal_only_yes_applies(project: Project, served: tuple[ConnectDouble, str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_a_terminal_only_yes_applies(
+    project: Project, served: tuple[ConnectDouble, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     double = world(project, served)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("click.prompt", lambda *a, **k: "y")
@@ -120,8 +139,9 @@ def test_on_a_terminal_only_yes_applies(project: Project, served: tuple[ConnectD
     assert cli(project).code == 0 and len(double.writes()) == 4
 
 
-def test_what_was_approved_is_what_applies(project: Project, served: tuple[ConnectDouble, str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_was_approved_is_what_applies(
+    project: Project, served: tuple[ConnectDouble, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     double = world(project, served, 1)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
 
@@ -135,8 +155,9 @@ def test_what_was_approved_is_what_applies(project: Project, served: tuple[Conne
     assert double.writes() == []
 
 
-def test_a_saved_plan_applies_as_saved_or_is_refused_naming_what_moved(project: Project,
-                                                                       served: tuple[ConnectDouble, str]) -> None:
+def test_a_saved_plan_applies_as_saved_or_is_refused_naming_what_moved(
+    project: Project, served: tuple[ConnectDouble, str]
+) -> None:
     double = world(project, served, 2)
     saved = project.root / "plan.json"
     dry = cli(project, "--dry-run", "-o", "markdown", "--out", str(saved))
@@ -144,8 +165,9 @@ def test_a_saved_plan_applies_as_saved_or_is_refused_naming_what_moved(project: 
     assert dry.code == 0 and f"Plan `{doc['id']}` saved" in dry.out
     assert [w["name"] for w in doc["clusters"]["c"]["writes"]] == ["s0", "s1"] and double.writes() == []
 
-    (project.root / "connectors/c/sink/s1.json").write_text(json.dumps(
-        {"name": "s1", "config": {"connector.class": SINK, "topics": "t9"}}))
+    (project.root / "connectors/c/sink/s1.json").write_text(
+        json.dumps({"name": "s1", "config": {"connector.class": SINK, "topics": "t9"}})
+    )
     moved = cli(project, "--plan", str(saved))
     assert moved.code == 2 and "s1.json" in moved.err and "stale" in moved.err and double.writes() == []
 
@@ -166,7 +188,8 @@ def test_target_plans_and_applies_only_its_connectors(project: Project, served: 
 
 
 def test_a_paced_rollout_stops_after_a_failed_batch_and_reports_the_rest(
-        project: Project, served: tuple[ConnectDouble, str]) -> None:
+    project: Project, served: tuple[ConnectDouble, str]
+) -> None:
     double = world(project, served, 5)
     double.on_start["s1"] = ["FAILED"] * 50  # its task fails as soon as it starts
     out = cli(project, "--auto-approve", "--batch-size", "2", "-o", "json")
@@ -177,8 +200,9 @@ def test_a_paced_rollout_stops_after_a_failed_batch_and_reports_the_rest(
     assert sorted(double.connectors) == ["s0", "s1"]
 
 
-def test_a_desired_state_is_planned_and_converged_with_pause_resume_stop(project: Project,
-                                                                         served: tuple[ConnectDouble, str]) -> None:
+def test_a_desired_state_is_planned_and_converged_with_pause_resume_stop(
+    project: Project, served: tuple[ConnectDouble, str]
+) -> None:
     double = world(project, served, 3)
     for i, state in enumerate(("paused", "stopped", "running")):
         path = project.root / f"connectors/c/sink/s{i}.json"
@@ -206,7 +230,8 @@ def test_a_bad_state_is_an_error_naming_the_file_and_field(project: Project, ser
 
 
 def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
-        project: Project, served: tuple[ConnectDouble, str]) -> None:
+    project: Project, served: tuple[ConnectDouble, str]
+) -> None:
     double = world(project, served, 0)
     sink = double.add("snk", {"connector.class": SINK, "topics": "t"})
     sink.offsets = [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 7}}]
@@ -215,20 +240,32 @@ def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
     got = project.cli("offsets", "get", "--project", project_file, "--connector", "snk")
     assert got.code == 0 and json.loads(got.out)["offsets"][0]["offset"] == {"kafka_offset": 7}
 
-    assert project.cli("offsets", "reset", "--project", project_file, "--connector", "snk").code == 1  # no tty, no --yes
+    assert (
+        project.cli("offsets", "reset", "--project", project_file, "--connector", "snk").code == 1
+    )  # no tty, no --yes
     double.log.clear()
     done = project.cli("offsets", "reset", "--project", project_file, "--connector", "snk", "--yes")
     assert done.code == 0, done.err
-    assert double.writes() == [("PUT", "/connectors/snk/stop"), ("DELETE", "/connectors/snk/offsets"),
-                               ("PUT", "/connectors/snk/resume")]
+    assert double.writes() == [
+        ("PUT", "/connectors/snk/stop"),
+        ("DELETE", "/connectors/snk/offsets"),
+        ("PUT", "/connectors/snk/resume"),
+    ]
     assert sink.offsets == [] and sink.state == "RUNNING"
 
     refused = project.cli("offsets", "reset", "--project", project_file, "--connector", "src", "--yes")
     assert refused.code == 1 and "tied to its replication slot" in refused.err
 
     wanted = project.root / "offsets.json"
-    wanted.write_text(json.dumps({"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0},
-                                               "offset": {"kafka_offset": 3}}]}))
-    assert project.cli("offsets", "set", "--project", project_file, "--connector", "snk", "--file", str(wanted),
-                       "--yes").code == 0
+    wanted.write_text(
+        json.dumps(
+            {"offsets": [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 3}}]}
+        )
+    )
+    assert (
+        project.cli(
+            "offsets", "set", "--project", project_file, "--connector", "snk", "--file", str(wanted), "--yes"
+        ).code
+        == 0
+    )
     assert sink.offsets[0]["offset"] == {"kafka_offset": 3} and sink.state == "RUNNING"

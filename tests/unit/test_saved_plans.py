@@ -17,8 +17,11 @@ from hephaestus.reconciler.publications import Change
 from hephaestus.reconciler.saved import Expected, StalePlan, load, save, stale, steps_hash
 
 SINK = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": "t"}
-PLAN = Plan("c", (Step("create", "a", SINK), Step("update", "b", SINK), Step("unchanged", "z", SINK)),
-            publications=(Change("bob", "pub", ("public.x",), ("public.y",)),))
+PLAN = Plan(
+    "c",
+    (Step("create", "a", SINK), Step("update", "b", SINK), Step("unchanged", "z", SINK)),
+    publications=(Change("bob", "pub", ("public.x",), ("public.y",)),),
+)
 
 
 @pytest.fixture
@@ -28,8 +31,10 @@ def project(tmp_path: Path) -> Project:
         folder.mkdir(parents=True)
         for i in range(7):
             (folder / f"s{i}.json").write_text(json.dumps({"name": f"s{i}", "config": SINK}))
-    (tmp_path / "hephaestus.yaml").write_text("clusters:\n  c: {url: 'http://c:8083', connectors: connectors/c}\n"
-                                              "  d: {url: 'http://d:8083', connectors: connectors/d}\n")
+    (tmp_path / "hephaestus.yaml").write_text(
+        "clusters:\n  c: {url: 'http://c:8083', connectors: connectors/c}\n"
+        "  d: {url: 'http://d:8083', connectors: connectors/d}\n"
+    )
     return load_project(tmp_path / "hephaestus.yaml")
 
 
@@ -44,13 +49,16 @@ def test_a_saved_plan_keeps_the_fingerprints_and_reads_back(project: Project) ->
     path, plan_id = saved(project)
     doc = json.loads(path.read_text())
     assert doc["hephaestus_plan"] == 1 and doc["id"] == plan_id and len(plan_id) == 12
-    assert doc["clusters"]["c"]["writes"] == [{"action": "create", "name": "a", "risk": ""},
-                                              {"action": "update", "name": "b", "risk": ""}]
+    assert doc["clusters"]["c"]["writes"] == [
+        {"action": "create", "name": "a", "risk": ""},
+        {"action": "update", "name": "b", "risk": ""},
+    ]
     assert len(doc["git"]) == 7 and doc["options"] == {"force": True}
     loaded = load(path, project)
     assert (loaded.id, loaded.clusters, loaded.options) == (plan_id, ("c",), {"force": True})
-    assert loaded.expected == {"c": Expected(dict(ClusterOutcome("c", "", None, live={"a": {"x": "1"}}).live_hashes),
-                                             steps_hash(PLAN))}
+    assert loaded.expected == {
+        "c": Expected(dict(ClusterOutcome("c", "", None, live={"a": {"x": "1"}}).live_hashes), steps_hash(PLAN))
+    }
 
 
 def test_no_plan_is_saved_when_a_cluster_could_not_be_planned(project: Project) -> None:
@@ -111,17 +119,20 @@ def test_stale_names_moved_live_configs_then_changed_steps() -> None:
     assert stale(expected, live, other).startswith("stale plan: the steps differ")
 
 
-@pytest.mark.parametrize("change", [
-    lambda p: replace(p, steps=(replace(p.steps[0], action="update"), *p.steps[1:])),
-    lambda p: replace(p, steps=(replace(p.steps[0], name="a2"), *p.steps[1:])),
-    lambda p: replace(p, steps=(replace(p.steps[0], renamed_from="old"), *p.steps[1:])),
-    lambda p: replace(p, steps=(replace(p.steps[0], config={**SINK, "topics": "u"}), *p.steps[1:])),
-    lambda p: replace(p, steps=p.steps[1:]),
-    lambda p: replace(p, publications=(replace(p.publications[0], add=()),)),
-    lambda p: replace(p, publications=(replace(p.publications[0], drop=()),)),
-    lambda p: replace(p, publications=(replace(p.publications[0], publication="p2"),)),
-    lambda p: replace(p, publications=(replace(p.publications[0], database="d2"),)),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: replace(p, steps=(replace(p.steps[0], action="update"), *p.steps[1:])),
+        lambda p: replace(p, steps=(replace(p.steps[0], name="a2"), *p.steps[1:])),
+        lambda p: replace(p, steps=(replace(p.steps[0], renamed_from="old"), *p.steps[1:])),
+        lambda p: replace(p, steps=(replace(p.steps[0], config={**SINK, "topics": "u"}), *p.steps[1:])),
+        lambda p: replace(p, steps=p.steps[1:]),
+        lambda p: replace(p, publications=(replace(p.publications[0], add=()),)),
+        lambda p: replace(p, publications=(replace(p.publications[0], drop=()),)),
+        lambda p: replace(p, publications=(replace(p.publications[0], publication="p2"),)),
+        lambda p: replace(p, publications=(replace(p.publications[0], database="d2"),)),
+    ],
+)
 def test_the_steps_fingerprint_covers_every_write_and_publication_change(change: object) -> None:
     assert steps_hash(change(PLAN)) != steps_hash(PLAN)  # type: ignore[operator]
 

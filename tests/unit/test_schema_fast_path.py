@@ -17,13 +17,27 @@ from hephaestus.jsonschemas import Checker, packaged_schema
 from hephaestus.yamlsrc import load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMAS = [("hephaestus", "project.schema.json", REPO / "hephaestus.yaml"),
-           ("hephaestus.generator", "definitions.schema.json", REPO / "definitions/bob.yaml"),
-           ("hephaestus.generator", "definitions.schema.json", REPO / "definitions/lmsdwh.yaml"),
-           ("hephaestus.generator", "snapshot.schema.json", REPO / "schemas/bob.json")]
-ODD = st.one_of(st.none(), st.booleans(), st.integers(-3, 70), st.floats(allow_nan=False, allow_infinity=False),
-                st.text(max_size=12), st.just(""), st.just([]), st.just({}), st.just("1.5"), st.just(["x"]),
-                st.just({"unknown": 1}), st.just("BAD NAME"), st.just(2 ** 40))
+SCHEMAS = [
+    ("hephaestus", "project.schema.json", REPO / "hephaestus.yaml"),
+    ("hephaestus.generator", "definitions.schema.json", REPO / "definitions/bob.yaml"),
+    ("hephaestus.generator", "definitions.schema.json", REPO / "definitions/lmsdwh.yaml"),
+    ("hephaestus.generator", "snapshot.schema.json", REPO / "schemas/bob.json"),
+]
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.just(""),
+    st.just([]),
+    st.just({}),
+    st.just("1.5"),
+    st.just(["x"]),
+    st.just({"unknown": 1}),
+    st.just("BAD NAME"),
+    st.just(2**40),
+)
 
 
 def example(path: Path) -> Any:

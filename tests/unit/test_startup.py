@@ -36,9 +36,17 @@ def test_the_version_fast_path_prints_what_click_prints(capsys: pytest.CaptureFi
 
     assert run(["--version"]) == 0
     clicks = capsys.readouterr().out
-    fast = subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['hephaestus', '--version']; "
-                           "from hephaestus.entry import main; main(); print('click' in sys.modules)"],
-                          capture_output=True, text=True, check=True).stdout
+    fast = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.argv = ['hephaestus', '--version']; "
+            "from hephaestus.entry import main; main(); print('click' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert fast == clicks + "False\n"
 
 
@@ -46,8 +54,10 @@ def test_a_dry_run_imports_neither_psycopg_nor_rich_nor_the_snapshot_hooks() -> 
     import subprocess
     import sys
 
-    code = ("import sys, hephaestus.cli, hephaestus.reconciler.run, hephaestus.reconciler.render; "
-            "print(sorted(m for m in ('psycopg', 'rich', 'slack_sdk', 'hephaestus.snapshot.hooks', 'confluent_kafka') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, hephaestus.cli, hephaestus.reconciler.run, hephaestus.reconciler.render; "
+        "print(sorted(m for m in ('psycopg', 'rich', 'slack_sdk', 'hephaestus.snapshot.hooks', 'confluent_kafka') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

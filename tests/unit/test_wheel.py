@@ -24,6 +24,9 @@ import pytest
 from hephaestus.jobs import JOBS
 from tests.unit.conftest import REPO
 
+# Builds a wheel / fetches helm: the packaging suite (needs the package index and the Go proxy).
+pytestmark = pytest.mark.packaging
+
 PIP = ("-m", "pip", "--disable-pip-version-check", "--no-input")
 
 
@@ -37,8 +40,14 @@ class Installed:
         return self.venv / "bin" / "hephaestus"
 
     def run(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.hephaestus), *args], cwd=cwd or self.venv, capture_output=True,
-                              text=True, timeout=120, check=False)
+        return subprocess.run(
+            [str(self.hephaestus), *args],
+            cwd=cwd or self.venv,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
 
 def docker_context(dest: Path) -> Path:
@@ -63,14 +72,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     tmp = tmp_path_factory.mktemp("wheel")
     context = docker_context(tmp / "context")
     dist = tmp / "dist"
-    subprocess.run([sys.executable, *PIP, "wheel", "--quiet", "--no-deps", "-w", str(dist), str(context)],
-                   check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, *PIP, "wheel", "--quiet", "--no-deps", "-w", str(dist), str(context)], check=True, timeout=300
+    )
     wheels = list(dist.glob("hephaestus-*.whl"))
     assert len(wheels) == 1, wheels
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run([str(venv / "bin" / "python"), *PIP, "install", "--quiet", str(wheels[0])],
-                   check=True, timeout=600)
+    subprocess.run([str(venv / "bin" / "python"), *PIP, "install", "--quiet", str(wheels[0])], check=True, timeout=600)
     yield Installed(wheels[0], venv)
 
 
@@ -78,8 +87,11 @@ def test_the_wheel_holds_the_package_data_and_the_pinned_dependencies(installed:
     with zipfile.ZipFile(installed.wheel) as whl:
         names = set(whl.namelist())
         metadata = Parser().parsestr(whl.read("hephaestus-0.1.0.dist-info/METADATA").decode())
-    for data in ("hephaestus/project.schema.json", "hephaestus/generator/definitions.schema.json",
-                 "hephaestus/py.typed"):
+    for data in (
+        "hephaestus/project.schema.json",
+        "hephaestus/generator/definitions.schema.json",
+        "hephaestus/py.typed",
+    ):
         assert data in names
     assert not any(n.startswith(("tests/", "helm/", "connectors/")) for n in names)
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -89,8 +101,13 @@ def test_the_wheel_holds_the_package_data_and_the_pinned_dependencies(installed:
 
 def test_the_installed_console_script_is_the_wheel_not_the_work_tree(installed: Installed) -> None:
     python = installed.venv / "bin" / "python"
-    where = subprocess.run([str(python), "-c", "import hephaestus; print(hephaestus.__file__)"],
-                           cwd=installed.venv, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import hephaestus; print(hephaestus.__file__)"],
+        cwd=installed.venv,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert Path(where.strip()).is_relative_to(installed.venv)
     version = installed.run("--version")
     assert version.returncode == 0 and "0.1.0" in version.stdout
@@ -99,12 +116,20 @@ def test_the_installed_console_script_is_the_wheel_not_the_work_tree(installed: 
 def test_every_module_imports_with_only_the_declared_dependencies(installed: Installed) -> None:
     """Commands import lazily, so `--help` alone would not notice an undeclared dependency
     that the image then lacks when the job really runs."""
-    script = ("import importlib, pkgutil, hephaestus\n"
-              "for m in pkgutil.walk_packages(hephaestus.__path__, 'hephaestus.'):\n"
-              "    if not m.name.endswith('.__main__'):\n"
-              "        importlib.import_module(m.name)\n")
-    result = subprocess.run([str(installed.venv / "bin" / "python"), "-c", script], cwd=installed.venv,
-                            capture_output=True, text=True, timeout=120, check=False)
+    script = (
+        "import importlib, pkgutil, hephaestus\n"
+        "for m in pkgutil.walk_packages(hephaestus.__path__, 'hephaestus.'):\n"
+        "    if not m.name.endswith('.__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+    )
+    result = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-c", script],
+        cwd=installed.venv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -124,11 +149,18 @@ def test_every_job_answers_help(installed: Installed, job: str) -> None:
     assert result.stdout.startswith(f"Usage: hephaestus {command} ")
 
 
-def test_the_installed_package_generates_from_the_repo_definitions(installed: Installed,
-                                                                   tmp_path: Path) -> None:
+def test_the_installed_package_generates_from_the_repo_definitions(installed: Installed, tmp_path: Path) -> None:
     """The packaged JSON Schemas and templates are in the wheel: generation works from it."""
     out = tmp_path / "connectors"
-    result = installed.run("generate", "--definitions", str(REPO / "definitions"),
-                           "--schemas", str(REPO / "schemas"), "--out", str(out), cwd=tmp_path)
+    result = installed.run(
+        "generate",
+        "--definitions",
+        str(REPO / "definitions"),
+        "--schemas",
+        str(REPO / "schemas"),
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(out.rglob("*.json"))

@@ -17,8 +17,12 @@ from hephaestus import yamlsrc
 from hephaestus.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
-FILES = sorted(p for folder in ("definitions", "tests", "features", "dev") for p in (REPO / folder).rglob("*.yaml")
-               if "{{" not in p.read_text(errors="replace"))  # Helm templates are not YAML until rendered
+FILES = sorted(
+    p
+    for folder in ("definitions", "tests", "features", "dev")
+    for p in (REPO / folder).rglob("*.yaml")
+    if "{{" not in p.read_text(errors="replace")
+)  # Helm templates are not YAML until rendered
 
 
 def outcome(text: str, pure: bool) -> tuple[Any, ...]:
@@ -54,8 +58,9 @@ def test_yaml_12_syntax_libyaml_refuses_is_read_by_the_pure_parser(tmp_path: Pat
     assert yamlsrc.load_yaml(path).data == {"options": {"a.time": "5:00", "b": "x"}}
 
 
-@pytest.mark.parametrize("text", ["a: one\x85two\n", "a: one\u2028two\n", "a: one\u2029two\n", "\n\ufeff", "a\t",
-                                  "!:!", "|#", ">\n..."])
+@pytest.mark.parametrize(
+    "text", ["a: one\x85two\n", "a: one\u2028two\n", "a: one\u2029two\n", "\n\ufeff", "a\t", "!:!", "|#", ">\n..."]
+)
 def test_text_libyaml_reads_otherwise_goes_to_the_pure_parser(text: str) -> None:
     try:
         libyaml: tuple[Any, ...] = ("read", yamlsrc._build("f.yaml", text, pure=False).data)
@@ -67,10 +72,33 @@ def test_text_libyaml_reads_otherwise_goes_to_the_pure_parser(text: str) -> None
     agree(text)
 
 
-SYNTAX = st.sampled_from(list(" :-#'\"[]{},\n\t\\/&*!|>?%@`.~") + ["  ", "- ", ": ", "\n  ", "\n- ", "---\n", "...",
-                                                                  "a: |\n  x\n", "b: >-\n  y\n  z\n", "\n    "])
-WORDS = st.sampled_from(["a", "key", "5:00", "010", "0x1F", "on", "null", "1e3", "é", "\u2028", "\x85", "\ufeff", "x y",
-                         "# c", "'a b'", '"x\\ny"', "k: v\n", "[a, b]", "{a: 1}"])
+SYNTAX = st.sampled_from(
+    list(" :-#'\"[]{},\n\t\\/&*!|>?%@`.~")
+    + ["  ", "- ", ": ", "\n  ", "\n- ", "---\n", "...", "a: |\n  x\n", "b: >-\n  y\n  z\n", "\n    "]
+)
+WORDS = st.sampled_from(
+    [
+        "a",
+        "key",
+        "5:00",
+        "010",
+        "0x1F",
+        "on",
+        "null",
+        "1e3",
+        "é",
+        "\u2028",
+        "\x85",
+        "\ufeff",
+        "x y",
+        "# c",
+        "'a b'",
+        '"x\\ny"',
+        "k: v\n",
+        "[a, b]",
+        "{a: 1}",
+    ]
+)
 
 
 @settings(max_examples=1500, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,21 +108,27 @@ def test_whatever_libyaml_accepts_reads_as_the_pure_parser_reads_it(text: str) -
 
 
 @settings(max_examples=1000, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(FILES), st.lists(st.tuples(st.floats(0, 1), st.integers(0, 3), st.one_of(SYNTAX, WORDS)),
-                                        min_size=1, max_size=3))
+@given(
+    st.sampled_from(FILES),
+    st.lists(st.tuples(st.floats(0, 1), st.integers(0, 3), st.one_of(SYNTAX, WORDS)), min_size=1, max_size=3),
+)
 def test_a_real_file_spliced_reads_alike(path: Path, edits: list[tuple[float, int, str]]) -> None:
     text = path.read_text()
     for where, cut, snippet in edits:
         at = int(where * len(text))
-        text = text[:at] + snippet + text[at + cut:]
+        text = text[:at] + snippet + text[at + cut :]
     agree(text)
 
 
 @settings(max_examples=500, deadline=None, database=None)
-@given(st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=12)),
-                    lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                           st.dictionaries(st.text(max_size=8), kids, max_size=4)), max_leaves=12),
-       st.sampled_from([None, True, False]))
+@given(
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=12)),
+        lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+        max_leaves=12,
+    ),
+    st.sampled_from([None, True, False]),
+)
 def test_documents_ruamel_writes_read_alike(data: Any, flow: bool | None) -> None:
     import io
 
