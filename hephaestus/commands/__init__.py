@@ -10,7 +10,21 @@ import importlib
 
 import click
 
-FEATURES = ("reconcile", "adopt", "snapshot", "heal", "accuracy", "ksql", "dlq", "slots", "status", "offsets")
+FEATURES = (
+    "generate",
+    "validate",
+    "job",
+    "reconcile",
+    "adopt",
+    "snapshot",
+    "heal",
+    "accuracy",
+    "ksql",
+    "dlq",
+    "slots",
+    "status",
+    "offsets",
+)
 
 
 def register(group: click.Group) -> None:
