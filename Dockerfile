@@ -9,11 +9,13 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY . .
-# The same install path the tests check (tests/unit/test_wheel.py): a wheel of the package,
-# installed with its pinned dependencies into a fresh venv.
+# The same install path the tests check (tests/unit/test_wheel.py): a wheel of the package, and
+# into a fresh venv first every dependency from the hashed lock, then the wheel with no deps.
 RUN python -m pip wheel --no-cache-dir --no-deps -w /dist . \
  && python -m venv /opt/hephaestus \
- && /opt/hephaestus/bin/pip install --no-cache-dir --disable-pip-version-check /dist/*.whl \
+ && /opt/hephaestus/bin/pip install --no-cache-dir --disable-pip-version-check --require-hashes \
+      -r requirements/runtime.lock \
+ && /opt/hephaestus/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps /dist/*.whl \
  && /opt/hephaestus/bin/hephaestus job list
 # The desired state; a folder the commit does not have is simply absent.
 RUN mkdir -p /state \

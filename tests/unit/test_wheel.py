@@ -60,10 +60,12 @@ def docker_context(dest: Path) -> Path:
         if not rule.startswith("!"):
             continue
         src = REPO / rule[1:].rstrip("/")
+        target = dest / rule[1:].rstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
-            shutil.copytree(src, dest / src.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         elif src.is_file():
-            shutil.copy2(src, dest / src.name)
+            shutil.copy2(src, target)
     return dest
 
 
@@ -79,7 +81,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     assert len(wheels) == 1, wheels
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run([str(venv / "bin" / "python"), *PIP, "install", "--quiet", str(wheels[0])], check=True, timeout=600)
+    python = str(venv / "bin" / "python")
+    lock = context / "requirements" / "runtime.lock"  # as the Dockerfile installs: the lock, then the wheel
+    subprocess.run([python, *PIP, "install", "--quiet", "--require-hashes", "-r", str(lock)], check=True, timeout=600)
+    subprocess.run([python, *PIP, "install", "--quiet", "--no-deps", str(wheels[0])], check=True, timeout=600)
     yield Installed(wheels[0], venv)
 
 
@@ -164,3 +169,26 @@ def test_the_installed_package_generates_from_the_repo_definitions(installed: In
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(out.rglob("*.json"))
+
+
+def test_the_locks_pin_what_pyproject_pins_with_hashes() -> None:
+    """requirements/*.lock come from pyproject.toml (dev/lock): the same version of every direct
+    pin, and a hash for every package, so an install can be checked byte for byte."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for lock, pins in (
+        ("runtime.lock", pyproject["dependencies"]),
+        ("test.lock", [*pyproject["dependencies"], *pyproject["optional-dependencies"]["test"]]),
+    ):
+        text = (REPO / "requirements" / lock).read_text()
+        locked = dict(re.findall(r"^([A-Za-z0-9_.\[\]-]+)==(\S+) \\", text, re.M))
+        locked = {_normal(k): v for k, v in locked.items()}
+        for pin in pins:
+            name, version = re.match(r"([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^;\s]+)", pin).groups()  # type: ignore[union-attr]
+            assert locked.get(_normal(name)) == version, (lock, pin)
+        entries = re.split(r"^(?=[A-Za-z0-9])", text, flags=re.M)
+        assert all("--hash=sha256:" in e for e in entries if "==" in e.split("\n")[0]), lock
+
+
+def _normal(name: str) -> str:
+    """PEP 503's normal form of a distribution name (ruamel.yaml is ruamel-yaml)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
