@@ -30,8 +30,26 @@ output_option = click.option(
     "--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
 )
 
+def complete_clusters(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of --cluster: the names in the project file (Connect and ksqlDB). A
+    project file that cannot be read completes nothing rather than failing the shell."""
+    from hephaestus.errors import HephaestusError
+    from hephaestus.project import load_project
+
+    path = ctx.params.get("project_file") or Path(os.environ.get("HEPHAESTUS_PROJECT", "hephaestus.yaml"))
+    try:
+        project = load_project(Path(path))
+    except (HephaestusError, OSError):
+        return []
+    return sorted(n for n in {*project.clusters, *project.ksqldb} if n.startswith(incomplete))
+
+
 cluster_option = click.option(
-    "--cluster", "clusters", multiple=True, help="Only this cluster (repeatable); default all."
+    "--cluster",
+    "clusters",
+    multiple=True,
+    shell_complete=complete_clusters,
+    help="Only this cluster (repeatable); default all.",
 )
 
 metrics_textfile_option = click.option(

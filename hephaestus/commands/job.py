@@ -24,8 +24,15 @@ def job_list() -> None:
         click.echo(f"{a.name:42} = {a.job:26} hephaestus {' '.join(a.argv)}")
 
 
+def complete_jobs(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of `job run NAME`: our job names and the reference's."""
+    from hephaestus.jobs import ALIASES, JOBS
+
+    return sorted(n for n in {*JOBS, *ALIASES} if n.startswith(incomplete))
+
+
 @job.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.argument("name")
+@click.argument("name", shell_complete=complete_jobs)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def job_run(name: str, args: tuple[str, ...]) -> None:
     """Run job NAME (ours or the reference's name for it); extra ARGS are passed to its command."""

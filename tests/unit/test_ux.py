@@ -19,3 +19,29 @@ def test_no_color_turns_the_plans_colours_off(monkeypatch: pytest.MonkeyPatch) -
     assert "\x1b[" in _colour("+ create a", "create")
     monkeypatch.setenv("NO_COLOR", "1")
     assert _colour("+ create a", "create") == "+ create a"
+
+
+def complete(words: str, cwd: object, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What bash completion would offer (click's protocol: COMP_WORDS, COMP_CWORD)."""
+    import subprocess
+    import sys
+
+    env = {
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split(" ")) - 1),
+        "_HEPHAESTUS_COMPLETE": "bash_complete",
+        "PATH": "/usr/bin:/bin",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "hephaestus"], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    ).stdout
+    return [line.split(",", 1)[1] for line in out.splitlines() if line]
+
+
+def test_shell_completion_offers_job_and_cluster_names(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.unit.conftest import REPO
+
+    assert complete("hephaestus job run upsert_", REPO, monkeypatch) == ["upsert_kafka_connect"]
+    assert complete("hephaestus reconcile --cluster ", REPO, monkeypatch) == ["kec", "lmsdwh", "platforms"]
+    assert complete("hephaestus reconcile --cluster pl", REPO, monkeypatch) == ["platforms"]
+    assert complete("hephaestus reconcile --cluster ", tmp_path, monkeypatch) == []  # no project file here
