@@ -117,7 +117,8 @@ def test_a_paused_connector_stays_paused_across_reconciles_and_heal(fleet: Fleet
 
     # status judges it against git: paused on purpose is healthy, and it says what git wants.
     code, out = fleet.cli("status", "--project", project, "-o", "json")
-    (seen,) = [c for c in json.loads(out)["clusters"][0]["connectors"] if c["name"] == doc["name"]]
+    listed = json.loads(out[out.index("{") : out.rindex("}") + 1])  # stdout, then any stderr line
+    (seen,) = [c for c in listed["clusters"][0]["connectors"] if c["name"] == doc["name"]]
     assert code == 0 and seen["healthy"] and seen["state"] == seen["desired"] == "PAUSED", out
 
 
