@@ -30,6 +30,7 @@ output_option = click.option(
     "--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
 )
 
+
 def complete_clusters(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Shell completion of --cluster: the names in the project file (Connect and ksqlDB). A
     project file that cannot be read completes nothing rather than failing the shell."""

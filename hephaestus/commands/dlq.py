@@ -68,7 +68,8 @@ def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limi
     from hephaestus.dlq.model import errors_of, masked
     from hephaestus.dlq.run import show
 
-    dlq_, shown = show(_cluster(project_file, clusters, connector), connector, limit)
+    cluster, dlq_ = _located(project_file, clusters, connector)
+    shown = show(cluster, dlq_, limit)
     rows: list[dict[str, Any]] = [
         {
             "partition": s.record.partition,
@@ -101,24 +102,12 @@ def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limi
         click.echo(f"    value ({r['value']['format']}): {json.dumps(r['value']['value'], default=str)}")
 
 
-def _cluster(project_file: Path, clusters: tuple[str, ...], connector: str) -> Any:
-    """The one cluster with the sink (found by its live config: `--cluster` narrows the search)."""
-    from hephaestus.dlq.run import find
-    from hephaestus.errors import HephaestusError
+def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> Any:
+    """The one cluster with the sink, and its DLQ (`--cluster` narrows the search)."""
+    from hephaestus.dlq.run import locate
     from hephaestus.project import load_project
 
-    project = load_project(project_file)
-    candidates = project.select(clusters)
-    for c in candidates:
-        try:
-            find(c, connector)
-        except HephaestusError:
-            continue
-        return c
-    raise HephaestusError(
-        f"no cluster{'' if len(candidates) == 1 else 's'} "
-        f"({', '.join(c.name for c in candidates)}) has a sink {connector} with a dead-letter queue"
-    )
+    return locate(load_project(project_file).select(clusters), connector)
 
 
 @dlq.command("replay")
@@ -135,7 +124,8 @@ def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, un
     from hephaestus.project import load_project
 
     project = load_project(project_file)
-    result = replay(project, _cluster(project_file, clusters, connector), connector, until, dry_run)
+    cluster, found = _located(project_file, clusters, connector)
+    result = replay(project, cluster, found, until, dry_run)
     if result.refused:
         first = result.refused[0]
         raise HephaestusError(
@@ -162,10 +152,10 @@ def dlq_purge(project_file: Path, clusters: tuple[str, ...], connector: str, bef
     from hephaestus.dlq.run import purge
     from hephaestus.project import load_project
 
-    cluster = _cluster(project_file, clusters, connector)
+    cluster, found = _located(project_file, clusters, connector)
     if not yes:
         click.confirm(f"Delete the records of {connector}'s dead-letter queue below offset {before}?", abort=True)
-    after = purge(load_project(project_file), cluster, connector, before)
+    after = purge(load_project(project_file), cluster, found, before)
     click.echo(f"{connector}: {after.depth} record(s) left in {after.topic}")
 
 

@@ -38,6 +38,11 @@ def bootstrap_of(cluster: Cluster) -> str:
     return cluster.kafka_bootstrap
 
 
+class NoSuchDlq(HephaestusError):
+    """The cluster has no sink of that name with a dead-letter queue (a cluster that cannot be
+    read is another error: it is reported, not searched past)."""
+
+
 def find(cluster: Cluster, connector: str | None = None) -> list[Dlq]:
     """The DLQs of the cluster's sinks in this deployment's `select` (one Connect listing, one
     batched offsets call), with the timestamp of the oldest record each holds."""
@@ -46,7 +51,7 @@ def find(cluster: Cluster, connector: str | None = None) -> list[Dlq]:
     topics = dlq_topics(configs)
     if connector is not None:
         if connector not in topics:
-            raise HephaestusError(
+            raise NoSuchDlq(
                 f"{connector} is not a sink of cluster {cluster.name} with a dead-letter queue"
                 + ("" if connector in configs else " (no such sink in this deployment's select)")
             )
@@ -94,15 +99,28 @@ def _registry(cluster: Cluster) -> Iterator[SchemaRegistry | None]:
             registry.close()
 
 
-def show(cluster: Cluster, connector: str, limit: int) -> tuple[Dlq, list[Shown]]:
-    (dlq,) = find(cluster, connector)
+def locate(clusters: Sequence[Cluster], connector: str) -> tuple[Cluster, Dlq]:
+    """The one cluster with the sink and its DLQ (found by the live configs; read once)."""
+    for c in clusters:
+        try:
+            (dlq,) = find(c, connector)
+        except NoSuchDlq:
+            continue
+        return c, dlq
+    raise NoSuchDlq(
+        f"no cluster{'' if len(clusters) == 1 else 's'} "
+        f"({', '.join(c.name for c in clusters)}) has a sink {connector} with a dead-letter queue"
+    )
+
+
+def show(cluster: Cluster, dlq: Dlq, limit: int) -> list[Shown]:
     froms = {(s.topic, s.partition): s.start for s in dlq.spans}
     with _registry(cluster) as registry:
         records = [
             Shown(r, decode(r.key, registry), decode(r.value, registry))
             for r in kafka.read(bootstrap_of(cluster), froms, end_positions(dlq.spans, None), limit)
         ]
-    return dlq, records
+    return records
 
 
 @dataclass(frozen=True)
@@ -117,10 +135,10 @@ class ReplayResult:
         return tuple(r for r in self.replays if r.problem)
 
 
-def replay(project: Project, cluster: Cluster, connector: str, until: int | None, dry_run: bool) -> ReplayResult:
+def replay(project: Project, cluster: Cluster, dlq: Dlq, until: int | None, dry_run: bool) -> ReplayResult:
     """Send back what the DLQ parked since the last replay (up to offset `until`). Records that
     cannot go back (no origin headers) stop the replay before anything is sent."""
-    (dlq,) = find(cluster, connector)
+    connector = dlq.connector
     bootstrap = bootstrap_of(cluster)
     group = replay_group(connector)
     froms = start_positions(dlq.spans, kafka.committed(bootstrap, [group]).get(group, {}))
@@ -148,9 +166,9 @@ def _after(replays: Sequence[Replay], froms: dict[tuple[str, int], int]) -> dict
     return done
 
 
-def purge(project: Project, cluster: Cluster, connector: str, before: int) -> Dlq:
+def purge(project: Project, cluster: Cluster, dlq: Dlq, before: int) -> Dlq:
     """Delete the DLQ's records below offset `before` in every partition; the DLQ afterwards."""
-    (dlq,) = find(cluster, connector)
+    connector = dlq.connector
     positions = {(s.topic, s.partition): min(before, s.end) for s in dlq.spans if min(before, s.end) > s.start}
     if positions:
         with _journal(project, cluster) as journal:
