@@ -64,25 +64,39 @@ def live_configs(project: Project) -> tuple[dict[str, dict[str, dict[str, str]]]
     return configs, errors
 
 
+Read = tuple[dict[str, list[Slot]], list[str]]  # slots by database, and what could not be read
+
+
+def read_all(project: Project, databases: Sequence[str] = ()) -> Read:
+    """The slots of the project's databases (or of `databases`): one query per database."""
+    found: dict[str, list[Slot]] = {}
+    errors: list[str] = []
+    for database in databases or sorted(project.databases):
+        try:
+            found[database] = read_slots(project.dsn(database, "slots"), database)
+        except HephaestusError as exc:
+            errors.append(str(exc))
+    return found, errors
+
+
 def report(
     project: Project,
     databases: Sequence[str] = (),
     listed: tuple[dict[str, dict[str, dict[str, str]]], list[str]] | None = None,
+    read: Read | None = None,
 ) -> SlotReport:
-    """Every logical slot of the project's databases (or of `databases`), judged; `listed`: the
-    clusters' configs when already read. A cluster that cannot be listed makes ownership
-    unknowable: no slot is then called an orphan."""
+    """Every logical slot of the project's databases (or of `databases`), judged; `listed` and
+    `read`: the clusters' configs and the slots when already read (the exporter reads each
+    once per check). A cluster that cannot be listed makes ownership unknowable: no slot is
+    then called an orphan."""
     configs, errors = live_configs(project) if listed is None else (listed[0], list(listed[1]))
+    found, unread = read_all(project, databases) if read is None else read
+    errors += unread
     named = owners(configs)
     limits = Limits.of(project.policy)
-    judged: list[Judged] = []
-    for database in databases or sorted(project.databases):
-        try:
-            slots = read_slots(project.dsn(database, "slots"), database)
-        except HephaestusError as exc:
-            errors.append(str(exc))
-            continue
-        judged += [_unknowable(judge(s, named.get(s.name, []), limits), bool(errors)) for s in slots]
+    judged = [
+        _unknowable(judge(s, named.get(s.name, []), limits), bool(errors)) for slots in found.values() for s in slots
+    ]
     return SlotReport(tuple(judged), tuple(errors))
 
 

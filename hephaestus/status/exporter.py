@@ -15,7 +15,7 @@ from typing import Any
 
 from hephaestus.notify.metrics import Metrics
 from hephaestus.project import Project
-from hephaestus.slots.run import report
+from hephaestus.slots.run import read_all, report
 from hephaestus.status.metrics import slot_metrics, status_metrics
 from hephaestus.status.run import fleet_status, listings
 
@@ -33,8 +33,9 @@ def check(project: Project) -> Metrics:
         if not isinstance(found, Exception)
     }
     errors = [f"cluster {name}: {found}" for name, found in listed.items() if isinstance(found, Exception)]
-    metrics = status_metrics(fleet_status(project, clusters, listed))
-    slot_metrics(report(project, listed=(configs, errors)), into=metrics)
+    read = read_all(project)  # the slots too: one query per database per check, shared
+    metrics = status_metrics(fleet_status(project, clusters, listed, read))
+    slot_metrics(report(project, listed=(configs, errors), read=read), into=metrics)
     metrics.set(
         "exporter_check_duration_seconds", "How long the last check of the fleet took.", time.monotonic() - start
     )

@@ -20,7 +20,7 @@ from hephaestus.heal.run import config_of, store_for
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.desired import load_desired
 from hephaestus.slots.model import Limits, Slot, judge
-from hephaestus.slots.run import read_slots
+from hephaestus.slots.run import Read, read_all
 from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of, topics_of
 
 Listings = Mapping[str, Mapping[str, LiveConnector] | HephaestusError]
@@ -39,21 +39,13 @@ def listings(clusters: Sequence[Cluster]) -> dict[str, dict[str, LiveConnector] 
     return out
 
 
-def fleet_status(project: Project, clusters: Sequence[Cluster], listed: Listings | None = None) -> list[ClusterView]:
+def fleet_status(
+    project: Project, clusters: Sequence[Cluster], listed: Listings | None = None, read: Read | None = None
+) -> list[ClusterView]:
     listed = listings(clusters) if listed is None else listed
-    slots, errors = _slots(project)
-    return [_cluster(project, c, listed[c.name], slots, errors) for c in clusters]
-
-
-def _slots(project: Project) -> tuple[dict[str, Slot], list[str]]:
-    found: dict[str, Slot] = {}
-    errors: list[str] = []
-    for database in sorted(project.databases):
-        try:
-            found.update({s.name: s for s in read_slots(project.dsn(database, "status"), database)})
-        except HephaestusError as exc:
-            errors.append(str(exc))
-    return found, errors
+    by_database, errors = read_all(project) if read is None else read
+    slots = {s.name: s for found in by_database.values() for s in found}
+    return [_cluster(project, c, listed[c.name], slots, list(errors)) for c in clusters]
 
 
 def _cluster(
