@@ -22,9 +22,8 @@ import hashlib
 import json
 import os
 import socket
-import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from hephaestus.errors import HephaestusError
+from hephaestus.polling import Bound, until
 from hephaestus.project import Cluster, Project, normalised_url
 
 POLL_S = 0.5
@@ -132,14 +132,9 @@ def _busy(key: str, holder: Holder | None, timeout_s: float) -> LockBusy:
     )
 
 
-def _deadline_loop(timeout_s: float) -> Iterator[bool]:
-    """Yields True while there is time left to try again, polling every POLL_S."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        yield True
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(POLL_S)  # polling a lock held elsewhere, bounded by the deadline above
+def _taken(attempt: Callable[[], bool], timeout_s: float) -> bool:
+    """Try to take a lock held elsewhere every POLL_S until `timeout_s` has passed."""
+    return until(lambda: attempt() or None, Bound(timeout_s, POLL_S)) is not None
 
 
 class PgLock:
@@ -163,7 +158,7 @@ class PgLock:
             raise HephaestusError(f"lock database: cannot connect: {str(exc).splitlines()[0]}") from exc
         with conn:
             create_table(conn, _DDL)
-            if not any(self._try(conn) for _ in _deadline_loop(timeout_s)):
+            if not _taken(lambda: self._try(conn), timeout_s):
                 raise _busy(self.key, self._holder(conn), timeout_s)
             conn.execute(
                 "INSERT INTO hephaestus_lock_holders VALUES (%s, %s, %s, %s, %s, %s) "
@@ -200,7 +195,7 @@ class FileLock:
         except OSError as exc:
             raise HephaestusError(f"lock file {self.path}: {exc.strerror or exc}") from exc
         with handle:
-            if not any(self._try(handle) for _ in _deadline_loop(timeout_s)):
+            if not _taken(lambda: self._try(handle), timeout_s):
                 raise _busy(self.key, self._holder(handle), timeout_s)
             handle.seek(0)
             handle.truncate()

@@ -7,7 +7,6 @@ bodies and config values are never logged nor put in messages.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -27,6 +26,7 @@ from hephaestus.connect.errors import (
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
 from hephaestus.connect.redact import sensitive_values
 from hephaestus.connect.retry import RetryPolicy
+from hephaestus.polling import Bound, until
 from hephaestus.secrets import REDACTOR
 from hephaestus.tls import verify_for
 
@@ -126,21 +126,25 @@ class ConnectClient:
         from that would create what exists and miss what to delete. Waits for it, at most
         STARTUP_TIMEOUT_S. A 404 is a Connect without the endpoint (before 3.9); any other
         answer, or none, is left to the request that follows to report."""
-        deadline = time.monotonic() + self.STARTUP_TIMEOUT_S
-        while not self._started:
+        if self._started:
+            return
+        last: list[httpx.Response] = []
+
+        def started() -> bool | None:
             try:
                 response = self._http.get("/health")
             except httpx.TransportError:
-                return
+                return True  # no answer at all: the request that follows reports it
+            last[:] = [response]
             self._started = response.status_code != 503
-            if not self._started and time.monotonic() >= deadline:
-                said = response.text[:200]
-                raise ConnectUnavailable(
-                    f"the worker is still starting after {self.STARTUP_TIMEOUT_S:.0f} s (GET /health: {said})",
-                    self._edge.where(Request("GET", "/health")),
-                )
-            if not self._started:
-                time.sleep(self.STARTUP_POLL_S)  # polling a condition, bounded by the deadline above
+            return True if self._started else None
+
+        if until(started, Bound(self.STARTUP_TIMEOUT_S, self.STARTUP_POLL_S)) is None:
+            said = last[0].text[:200]
+            raise ConnectUnavailable(
+                f"the worker is still starting after {self.STARTUP_TIMEOUT_S:.0f} s (GET /health: {said})",
+                self._edge.where(Request("GET", "/health")),
+            )
 
     def fleet(self) -> dict[str, LiveConnector]:
         """Every connector with config and status, in ONE listing, keyed by name, once the
