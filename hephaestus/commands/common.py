@@ -26,6 +26,24 @@ project_option = click.option(
     help="Project file naming the clusters and databases (env HEPHAESTUS_PROJECT).",
 )
 
+FOLDER = click.Path(file_okay=False, path_type=Path)
+
+definitions_option = click.option(
+    "--definitions",
+    type=FOLDER,
+    default=Path("definitions"),
+    show_default=True,
+    help="Folder of definition YAML files (one per source database).",
+)
+
+schemas_option = click.option(
+    "--schemas",
+    type=FOLDER,
+    default=Path("schemas"),
+    show_default=True,
+    help="Folder of the table snapshots (<database>.json) that `schemas dump` writes.",
+)
+
 output_option = click.option(
     "--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True
 )

@@ -8,26 +8,14 @@ from pathlib import Path
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT
+from hephaestus.commands.common import EXIT_DRIFT, FOLDER, definitions_option, schemas_option
 
-_dir = click.Path(file_okay=False, path_type=Path)
+_dir = FOLDER
 
 
 @click.command()
-@click.option(
-    "--definitions",
-    type=_dir,
-    default=Path("definitions"),
-    show_default=True,
-    help="Folder of definition YAML files (one per source database).",
-)
-@click.option(
-    "--schemas",
-    type=_dir,
-    default=Path("schemas"),
-    show_default=True,
-    help="Folder of schema snapshots (<database>.json).",
-)
+@definitions_option
+@schemas_option
 @click.option(
     "--out",
     type=_dir,

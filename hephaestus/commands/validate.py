@@ -9,16 +9,14 @@ from pathlib import Path
 
 import click
 
-from hephaestus.commands.common import project_option
+from hephaestus.commands.common import definitions_option, project_option, schemas_option
 from hephaestus.errors import HephaestusError
-
-_dir = click.Path(file_okay=False, path_type=Path)
 
 
 @click.command()
 @project_option
-@click.option("--definitions", type=_dir, default=Path("definitions"), show_default=True)
-@click.option("--schemas", type=_dir, default=Path("schemas"), show_default=True)
+@definitions_option
+@schemas_option
 @click.option("--define", "-d", "defines", multiple=True, help="ksql variable name=value (repeatable).")
 def validate(project_file: Path, definitions: Path, schemas: Path, defines: tuple[str, ...]) -> None:
     """Check the project file, definitions, connector files and ksql migrations offline."""
