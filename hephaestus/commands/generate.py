@@ -26,12 +26,11 @@ _dir = FOLDER
 @click.option("--check", is_flag=True, help="Write nothing; list what would change; exit 2 if anything would.")
 def generate(definitions: Path, schemas: Path, out: Path, check: bool) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched)."""
-    from hephaestus.generator import run_generate, sync_definitions_schema
+    from hephaestus.generator import run_generate, sync_editor_schemas
 
     result = run_generate(definitions, schemas, out, check)
     changes = [f"{line.split(' ', 1)[0]} {out / line.split(' ', 1)[1]}" for line in result.changes.lines()]
-    if sync_definitions_schema(schemas, check):
-        changes.append(f"update {schemas / 'definitions.schema.json'}")
+    changes += [f"update {path}" for path in sync_editor_schemas(schemas, check)]
     if changes:
         click.echo("\n".join(changes))  # one write: 4,500 echo calls cost 0.1 s
     verb = "would change" if check else "changed"

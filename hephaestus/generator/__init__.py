@@ -28,15 +28,23 @@ def run_generate(definitions: Path, schemas: Path, out: Path, check: bool) -> Ge
     return GenerateResult(tuple(connectors), changes)
 
 
-def sync_definitions_schema(schemas: Path, check: bool) -> bool:
-    """Keep schemas/definitions.schema.json (for editors) equal to the packaged schema."""
+# The JSON Schemas editors read (YAML language server modelines in the examples point here).
+EDITOR_SCHEMAS = (("hephaestus.generator", "definitions.schema.json"), ("hephaestus", "project.schema.json"))
+
+
+def sync_editor_schemas(schemas: Path, check: bool) -> list[Path]:
+    """Keep schemas/definitions.schema.json and schemas/project.schema.json equal to the
+    packaged schemas; the files that were (or, with `check`, would be) written."""
     from importlib import resources
 
-    wanted = resources.files("hephaestus.generator").joinpath("definitions.schema.json").read_bytes()
-    target = schemas / "definitions.schema.json"
-    if target.is_file() and target.read_bytes() == wanted:
-        return False
-    if not check:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(wanted)
-    return True
+    changed = []
+    for package, name in EDITOR_SCHEMAS:
+        wanted = resources.files(package).joinpath(name).read_bytes()
+        target = schemas / name
+        if target.is_file() and target.read_bytes() == wanted:
+            continue
+        if not check:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(wanted)
+        changed.append(target)
+    return changed

@@ -52,7 +52,7 @@ def test_every_pipeline_sink_is_a_pair_in_definition_order() -> None:
     ]
     assert found[6].tenant_filter == TenantFilter("resource_path", ("-2147483645",))
     assert found[5].source.query.startswith("SELECT i.invoice_id") and not found[0].source.query
-    assert found[5].origin.endswith("kec.yaml:34 at pipelines[2].sinks[0]"), found[5].origin
+    assert found[5].origin.endswith("kec.yaml:35 at pipelines[2].sinks[0]"), found[5].origin
     assert "bob.yaml:" in found[0].origin and found[0].origin.endswith("at pipelines[0].sinks[0]")
 
 

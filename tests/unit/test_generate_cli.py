@@ -89,12 +89,24 @@ def test_stale_files_removed_and_custom_untouched(project: Project) -> None:
     assert len([n for n in names if n.startswith("platforms/sink/")]) == 24
 
 
-def test_definitions_schema_written_for_editors(project: Project) -> None:
-    (project.schemas / "definitions.schema.json").unlink()
+def test_the_json_schemas_are_written_for_editors(project: Project) -> None:
+    (project.schemas / "definitions.schema.json").unlink(missing_ok=True)
+    (project.schemas / "project.schema.json").unlink(missing_ok=True)
     assert project.generate("--check").code == 2
     project.generate()
-    schema = json.loads((project.schemas / "definitions.schema.json").read_text())
-    assert "pipelines" in schema["properties"]
+    assert "pipelines" in json.loads((project.schemas / "definitions.schema.json").read_text())["properties"]
+    assert "clusters" in json.loads((project.schemas / "project.schema.json").read_text())["properties"]
+    assert project.generate("--check").code == 0  # and neither is read as a table snapshot
+
+
+def test_the_examples_name_their_schema_for_editors() -> None:
+    from tests.unit.conftest import REPO
+
+    for path in sorted((REPO / "definitions").glob("*.yaml")):
+        assert path.read_text().startswith("# yaml-language-server: $schema=../schemas/definitions.schema.json\n")
+        assert (path.parent / "../schemas/definitions.schema.json").resolve().is_file()
+    project = (REPO / "hephaestus.yaml").read_text()
+    assert project.startswith("# yaml-language-server: $schema=schemas/project.schema.json\n")
 
 
 def test_version_and_help(project: Project) -> None:
