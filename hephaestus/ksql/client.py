@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -90,6 +90,29 @@ class _Request:
     accept: str = KSQL_JSON
     content_type: str = KSQL_JSON  # /ksql's versioned type; the streaming API takes plain JSON
     timeout: float | None = None  # longer than the client's for a statement that waits on the server
+
+
+T = TypeVar("T")
+
+
+def _while_refused(attempt: Callable[[], T], waits: Callable[[KsqlError], bool], bound: Bound) -> T:
+    """`attempt()` again while it fails with an error `waits` says to wait out (a server still
+    starting, a table not queryable yet), within `bound`; then that last error."""
+    refused: list[KsqlError] = []
+
+    def once() -> T | None:
+        try:
+            return attempt()
+        except KsqlError as exc:
+            if not waits(exc):
+                raise
+            refused[:] = [exc]
+            return None
+
+    found = until(once, bound)
+    if found is None:
+        raise refused[0]
+    return found
 
 
 class KsqlClient:
@@ -167,31 +190,14 @@ class KsqlClient:
     def pull(self, sql: str) -> list[dict[str, Any]]:
         """A pull query on `/query-stream`: rows as {COLUMN: value}; asked again while the table
         is not queryable yet (a table created a moment ago), within the settle bound."""
-        refused: list[KsqlError] = []
-
-        def once() -> list[dict[str, Any]] | None:
-            try:
-                return self._rows(
-                    self._call(
-                        _Request(
-                            "POST",
-                            "/query-stream",
-                            {"sql": sql, "properties": {}},
-                            accept=DELIMITED,
-                            content_type="application/json",
-                        )
-                    )
-                )
-            except KsqlError as exc:
-                if not _NOT_QUERYABLE.search(exc.server_message):
-                    raise
-                refused[:] = [exc]
-                return None
-
-        rows = until(once, self._retry.bound(self._retry.settle_timeout_s))
-        if rows is None:
-            raise refused[0]
-        return rows
+        req = _Request(
+            "POST", "/query-stream", {"sql": sql, "properties": {}}, accept=DELIMITED, content_type="application/json"
+        )
+        return _while_refused(
+            lambda: self._rows(self._call(req)),
+            lambda exc: bool(_NOT_QUERYABLE.search(exc.server_message)),
+            self._retry.bound(self._retry.settle_timeout_s),
+        )
 
     # --- answers -----------------------------------------------------------------------
 
@@ -261,22 +267,13 @@ class KsqlClient:
     def _call(self, req: _Request) -> httpx.Response:
         """Send `req`; while the server is not ready yet (503, error 50302), again within the
         readiness bound."""
-        starting: list[KsqlError] = []
-
-        def once() -> httpx.Response | None:
-            try:
-                return self._retried(req)
-            except KsqlError as exc:
-                if not exc.not_ready:
-                    raise
-                starting[:] = [exc]
-                return None
-
-        response = until(once, self._retry.bound(self._retry.ready_timeout_s, first_s=None))
-        if response is None:
-            starting[0].still_not_ready(self._retry.ready_timeout_s)
-            raise starting[0]
-        return response
+        bound = self._retry.bound(self._retry.ready_timeout_s, first_s=None)
+        try:
+            return _while_refused(lambda: self._retried(req), lambda exc: exc.not_ready, bound)
+        except KsqlError as exc:
+            if exc.not_ready:  # the bound is spent: say how long it was waited for
+                exc.still_not_ready(self._retry.ready_timeout_s)
+            raise
 
     def _retried(self, req: _Request) -> httpx.Response:
         """Send `req`; what failed transiently (or ambiguously, for a read) is sent again."""
