@@ -5,12 +5,18 @@ naming file and line (the pre-commit hook `hephaestus-validate`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from hephaestus.commands.common import definitions_option, project_option, schemas_option
 from hephaestus.errors import HephaestusError
+
+if TYPE_CHECKING:
+    from hephaestus.project import Project
 
 
 @click.command()
@@ -22,51 +28,58 @@ def validate(project_file: Path, definitions: Path, schemas: Path, defines: tupl
     """Check the project file, definitions, connector files and ksql migrations offline."""
     found: list[str] = []
     errors: list[str] = []
-    for check in (_definitions, _connector_files, _migrations):  # all run: a commit's problems at once
+    checks: list[Callable[[], str]] = []
+    if definitions.is_dir():
+        checks.append(partial(_definitions, definitions, schemas))
+    project = _project(project_file, errors)
+    if project is not None:  # read once, for both checks that need it
+        checks += [partial(_connector_files, project), partial(_migrations, project, defines)]
+    for check in checks:  # all run: a commit's problems at once
         try:
-            found += check(project_file, definitions, schemas, defines)
+            found.append(check())
         except HephaestusError as exc:
-            if str(exc) not in errors:  # a broken project file is one error, not one per check
-                errors.append(str(exc))
+            errors.append(str(exc))
     if errors:
         raise HephaestusError("\n".join(errors))
-    click.echo("ok: " + ("; ".join(found) or "nothing to check here"))
+    click.echo("ok: " + ("; ".join(f for f in found if f) or "nothing to check here"))
 
 
-def _definitions(project_file: Path, definitions: Path, schemas: Path, defines: tuple[str, ...]) -> list[str]:
-    if not definitions.is_dir():
-        return []
+def _project(project_file: Path, errors: list[str]) -> Project | None:
+    if not project_file.is_file():
+        return None
+    from hephaestus.project import load_project
+
+    try:
+        return load_project(project_file)
+    except HephaestusError as exc:
+        errors.append(str(exc))
+        return None
+
+
+def _definitions(definitions: Path, schemas: Path) -> str:
     from hephaestus.generator.definitions import load_definitions
     from hephaestus.generator.fanout import generate
     from hephaestus.generator.snapshots import load_snapshots
 
     loaded = load_definitions(definitions)
-    return [f"{len(loaded)} definitions ({len(generate(loaded, load_snapshots(schemas)))} connectors)"]
+    return f"{len(loaded)} definitions ({len(generate(loaded, load_snapshots(schemas)))} connectors)"
 
 
-def _connector_files(project_file: Path, definitions: Path, schemas: Path, defines: tuple[str, ...]) -> list[str]:
-    if not project_file.is_file():
-        return []
-    from hephaestus.project import load_project
+def _connector_files(project: Project) -> str:
     from hephaestus.reconciler.desired import load_desired
 
-    project = load_project(project_file)
     files = sum(len(load_desired(c, include_custom=True)) for c in project.clusters.values())
-    return [f"{project_file} ({files} connector files in {len(project.clusters)} clusters)"]
+    return f"{project.file} ({files} connector files in {len(project.clusters)} clusters)"
 
 
-def _migrations(project_file: Path, definitions: Path, schemas: Path, defines: tuple[str, ...]) -> list[str]:
-    if not project_file.is_file():
-        return []
+def _migrations(project: Project, defines: tuple[str, ...]) -> str:
+    if not project.ksqldb:
+        return ""
     from hephaestus.ksql import run
     from hephaestus.ksql.variables import parse_defines
-    from hephaestus.project import load_project
 
-    project = load_project(project_file)
-    if not project.ksqldb:
-        return []
     prepared = run.prepare(list(project.ksqldb.values()), parse_defines(defines))
-    return [f"{sum(len(p.compiled) for p in prepared)} ksql migrations"]
+    return f"{sum(len(p.compiled) for p in prepared)} ksql migrations"
 
 
 commands = [validate]
