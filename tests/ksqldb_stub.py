@@ -115,6 +115,7 @@ class KsqlStub:
         self.queries: dict[str, Query] = {}
         self.commands: dict[str, dict[str, Any]] = {}  # commandId → its final status
         self.queue_commands = True  # CREATE … AS SELECT answers QUEUED; the final status is polled
+        self.queued_end: dict[str, Any] | None = None  # what queued commands end in (default SUCCESS)
         self.fresh: dict[str, int] = {}  # table → pull queries that still find it not queryable
         self.topics: set[str] = set()  # Kafka topics besides the sources' (for ASSERT TOPIC)
         self.subjects: set[str] = set()  # Schema Registry subjects (for ASSERT SCHEMA)
@@ -224,6 +225,8 @@ class KsqlStub:
     def _status(self, text: str, command: str, message: str, query: str | None = None) -> dict[str, Any]:
         self.sequence += 1
         final = {"status": "SUCCESS", "message": message, "queryId": query}
+        if query and self.queued_end is not None:  # a command that fails (or hangs) after its answer
+            final = {**self.queued_end, "queryId": query}
         self.commands[command] = final
         # A persistent query's command is answered before it runs (QUEUED), as the server does
         # when it stops waiting; its final status is then on GET /status/<commandId>.

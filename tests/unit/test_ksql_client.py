@@ -224,15 +224,7 @@ def test_a_queued_command_is_polled_until_final(stub: KsqlStub) -> None:
 def test_a_queued_command_that_fails_later_is_the_statements_failure(stub: KsqlStub) -> None:
     with client(stub.url) as c:
         c.execute(STREAM)
-        stub.commands["table/`T`/create"] = {"status": "ERROR", "message": "Could not create state store"}
-        real = stub._status
-
-        def failing(text: str, command: str, message: str, query: str | None = None) -> dict[str, object]:
-            answer = real(text, command, message, query)
-            stub.commands[command] = {"status": "ERROR", "message": "Could not create state store"}
-            return answer
-
-        stub._status = failing  # type: ignore[method-assign]
+        stub.queued_end = {"status": "ERROR", "message": "Could not create state store"}
         with pytest.raises(KsqlStatementError, match="Could not create state store"):
             c.execute(TABLE)
 
@@ -241,14 +233,7 @@ def test_a_command_that_never_finishes_is_named_once_the_bound_is_spent(stub: Ks
     t = FakeTime()
     with KsqlClient(stub.url, name="lmsdwh", retry=timed(t, settle_timeout_s=20, poll_s=5)) as c:
         c.execute(STREAM)
-        real = stub._status
-
-        def stuck(text: str, command: str, message: str, query: str | None = None) -> dict[str, object]:
-            answer = real(text, command, message, query)
-            stub.commands[command] = {"status": "EXECUTING", "message": "still"}
-            return answer
-
-        stub._status = stuck  # type: ignore[method-assign]
+        stub.queued_end = {"status": "EXECUTING", "message": "still"}
         with pytest.raises(KsqlError, match="command table/`T`/create still QUEUED after 20 s"):
             c.execute(TABLE)
     assert 19 < t.now <= 20
