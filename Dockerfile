@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The hephaestus job image: the package, plus the desired state of one commit (connectors/,
-# definitions/, schemas/, ksql_migrations/). Build it per commit and tag it with the commit:
+# definitions/, catalogs/, schemas/, ksql_migrations/). Build it per commit and tag it with the commit:
 #   docker build -t REGISTRY/hephaestus:$(git rev-parse --short HEAD) .
 # The Helm chart (helm/hephaestus) runs it as `hephaestus job run NAME` with the project file
 # mounted at $HEPHAESTUS_PROJECT. .dockerignore lets in only what is needed.
@@ -19,7 +19,7 @@ RUN python -m pip wheel --no-cache-dir --no-deps -w /dist . \
  && /opt/hephaestus/bin/hephaestus job list
 # The desired state; a folder the commit does not have is simply absent.
 RUN mkdir -p /state \
- && for d in connectors definitions schemas ksql_migrations; do \
+ && for d in connectors definitions catalogs schemas ksql_migrations; do \
       if [ -d "$d" ]; then cp -r "$d" /state/; fi; \
     done
 

@@ -40,14 +40,14 @@ for rel, doc in json.loads(Path(sys.argv[1]).read_text()).items():
 
 
 def write_fleet(root: Path, envs: int, orgs: int, tables: int, sinks: int, columns: int) -> None:
-    """Definitions and schema snapshots for the synthetic fleet."""
+    """Definitions and table catalogs for the synthetic fleet."""
     (root / "definitions").mkdir(parents=True)
-    (root / "schemas").mkdir()
+    (root / "catalogs").mkdir()
     cols = [{"name": "id", "type": "text"}] + [{"name": f"c{i}", "type": "text"} for i in range(columns - 1)]
     table = {"columns": cols, "primary_key": ["id"]}
     all_tables = {f"public.t{i:03d}": table for i in range(tables)}
     for db in ["src"] + [f"sink{j}" for j in range(sinks)]:
-        (root / "schemas" / f"{db}.json").write_text(json.dumps({"database": db, "tables": all_tables}))
+        (root / "catalogs" / f"{db}.json").write_text(json.dumps({"database": db, "tables": all_tables}))
     pipelines = [
         {"source_table": f"t{i:03d}", "sinks": [{"database": f"sink{j}"} for j in range(sinks)]} for i in range(tables)
     ]
@@ -81,8 +81,8 @@ def main() -> None:
             "generate",
             "--definitions",
             str(root / "definitions"),
-            "--schemas",
-            str(root / "schemas"),
+            "--catalogs",
+            str(root / "catalogs"),
             "--out",
             str(root / "connectors"),
         ]

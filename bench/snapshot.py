@@ -64,7 +64,7 @@ def _measure(stack: Stack, bob: str, fatima: str, rows: int, chunk: int) -> tupl
             f"SELECT 's-' || g, g % 12, 'r' FROM generate_series(1, {rows}) g",
         )
         cli(
-            "schemas",
+            "catalog",
             "dump",
             "--dsn",
             stack.dsn("postgres"),
@@ -73,7 +73,7 @@ def _measure(stack: Stack, bob: str, fatima: str, rows: int, chunk: int) -> tupl
             "--database",
             fatima,
             "--out",
-            str(root / "schemas"),
+            str(root / "catalogs"),
         )
         definition = {
             "cluster": "bench",
@@ -92,8 +92,8 @@ def _measure(stack: Stack, bob: str, fatima: str, rows: int, chunk: int) -> tupl
             "generate",
             "--definitions",
             str(root / "definitions"),
-            "--schemas",
-            str(root / "schemas"),
+            "--catalogs",
+            str(root / "catalogs"),
             "--out",
             str(root / "connectors"),
         ]

@@ -10,7 +10,7 @@ class HephaestusError(Exception):
 
 
 class InputError(HephaestusError):
-    """Bad input (a definition, a schema snapshot, a connector file): names file and field."""
+    """Bad input (a definition, a table catalog, a connector file): names file and field."""
 
     def __init__(self, file: str, message: str, field: str = "", line: int | None = None):
         self.file = file

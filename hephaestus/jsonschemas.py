@@ -1,7 +1,7 @@
 """The packaged JSON Schemas, checked fast (edge of the pure core: no I/O but reading the package).
 
 Every input is checked against its schema on every command, and jsonschema takes ~20 µs per
-node (3 s for three 40,000-column schema snapshots) and ~50 ms to import. So a document is
+node (3 s for three 40,000-column table catalogs) and ~50 ms to import. So a document is
 first run through the schema compiled to Python by fastjsonschema; only a document it refuses
 goes to jsonschema, whose errors (every one, with paths) the messages are built from. The
 verdict is always jsonschema's: fastjsonschema only lets a valid document skip it.

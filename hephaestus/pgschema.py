@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 
 from hephaestus.errors import HephaestusError
-from hephaestus.generator.model import Column, Snapshot, TableRef, TableSchema
+from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
 
 _COLUMNS = """
 SELECT c.table_schema, c.table_name, c.column_name, c.data_type
@@ -29,8 +29,8 @@ ORDER BY n.nspname, cl.relname, array_position(i.indkey::int2[], a.attnum)
 """
 
 
-def dump(dsn: str, database: str) -> Snapshot:
-    """The snapshot of `database` (the DSN's dbname is overridden by `database`)."""
+def dump(dsn: str, database: str) -> Catalog:
+    """The catalog of `database` (the DSN's dbname is overridden by `database`)."""
     try:
         with psycopg.connect(dsn, dbname=database, connect_timeout=10) as conn:
             columns = conn.execute(_COLUMNS).fetchall()
@@ -44,4 +44,4 @@ def dump(dsn: str, database: str) -> Snapshot:
     for schema, table, name in keys:
         pks.setdefault(TableRef(schema, table), []).append(name)
     tables = {ref: TableSchema(tuple(c), tuple(pks.get(ref, []))) for ref, c in cols.items()}
-    return Snapshot(f"{database}.json", database, tables)
+    return Catalog(f"{database}.json", database, tables)

@@ -1,6 +1,6 @@
 """Read input files strictly and within bounds, remembering where every value came from.
 
-Every loader (definitions, project file, schema snapshots, connector files) reads through here,
+Every loader (definitions, project file, table catalogs, connector files) reads through here,
 so hostile input always ends as an InputError naming the file (and line), never a traceback:
 
 - Only regular files (not a directory named x.json, not a FIFO), at most MAX_YAML_BYTES (a file

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -36,13 +39,53 @@ definitions_option = click.option(
     help="Folder of definition YAML files (one per source database).",
 )
 
-schemas_option = click.option(
-    "--schemas",
-    type=FOLDER,
-    default=Path("schemas"),
-    show_default=True,
-    help="Folder of the table snapshots (<database>.json) that `schemas dump` writes.",
-)
+CATALOGS, OLD_CATALOGS = Path("catalogs"), Path("schemas")  # the folder's name before the rename
+
+
+def catalogs_option(command: Callable[..., None]) -> Callable[..., None]:
+    """`--catalogs` (table catalogs, what generation reads), and `--schemas`, its deprecated name
+    for a release: the command gets one `catalogs` folder either way."""
+
+    @functools.wraps(command)
+    def resolved(*args: Any, catalogs: Path | None, old_catalogs: Path | None, **kwargs: Any) -> None:
+        command(*args, catalogs=catalogs_folder(catalogs or old_catalogs), **kwargs)
+
+    with_old = click.option(
+        "--schemas", "old_catalogs", type=FOLDER, default=None, hidden=True, callback=_warn_old_option
+    )(resolved)
+    return click.option(
+        "--catalogs",
+        type=FOLDER,
+        default=None,
+        help=f"Folder of the table catalogs (<database>.json) that `catalog dump` writes.  [default: {CATALOGS}]",
+    )(with_old)
+
+
+def _warn_old_option(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None:
+        click.echo("warning: --schemas is deprecated: use --catalogs", err=True)
+    return value
+
+
+def catalogs_folder(given: Path | None) -> Path:
+    """The folder given, else catalogs/; a project still on the old layout (catalogs in schemas/,
+    no catalogs/) is read from there with a warning, and catalogs left behind in schemas/ are
+    named, as they are no longer read."""
+    if given is not None:
+        return given
+    old = sorted(p.name for p in OLD_CATALOGS.glob("*.json") if not p.name.endswith(".schema.json"))
+    if old and not CATALOGS.is_dir():
+        click.echo(
+            f"warning: reading table catalogs from {OLD_CATALOGS}/ (deprecated): move them to {CATALOGS}/", err=True
+        )
+        return OLD_CATALOGS
+    if old:
+        click.echo(
+            f"warning: {OLD_CATALOGS}/ holds catalogs that are not read ({', '.join(old)}): move them to {CATALOGS}/",
+            err=True,
+        )
+    return CATALOGS
+
 
 output_option = click.option(
     "--output", "-o", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True

@@ -1,5 +1,5 @@
-"""`hephaestus generate` (definitions → connector files) and `hephaestus schemas dump` (table
-snapshots from PostgreSQL, what generation reads)."""
+"""`hephaestus generate` (definitions → connector files) and `hephaestus catalog dump` (table
+catalogs from PostgreSQL, what generation reads; `schemas dump` is its deprecated name)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,21 @@ from pathlib import Path
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT, FOLDER, definitions_option, schemas_option
+from hephaestus.commands.common import (
+    CATALOGS,
+    EXIT_DRIFT,
+    FOLDER,
+    OLD_CATALOGS,
+    catalogs_option,
+    definitions_option,
+)
 
 _dir = FOLDER
 
 
 @click.command()
 @definitions_option
-@schemas_option
+@catalogs_option
 @click.option(
     "--out",
     type=_dir,
@@ -24,13 +31,13 @@ _dir = FOLDER
     help="Connector folder: writes <cluster>/source and <cluster>/sink.",
 )
 @click.option("--check", is_flag=True, help="Write nothing; list what would change; exit 2 if anything would.")
-def generate(definitions: Path, schemas: Path, out: Path, check: bool) -> None:
+def generate(definitions: Path, catalogs: Path, out: Path, check: bool) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched)."""
     from hephaestus.generator import run_generate, sync_editor_schemas
 
-    result = run_generate(definitions, schemas, out, check)
+    result = run_generate(definitions, catalogs, out, check)
     changes = [f"{line.split(' ', 1)[0]} {out / line.split(' ', 1)[1]}" for line in result.changes.lines()]
-    changes += [f"update {path}" for path in sync_editor_schemas(schemas, check)]
+    changes += [f"update {path}" for path in sync_editor_schemas(definitions.parent / "schemas", check)]
     if changes:
         click.echo("\n".join(changes))  # one write: 4,500 echo calls cost 0.1 s
     verb = "would change" if check else "changed"
@@ -40,29 +47,44 @@ def generate(definitions: Path, schemas: Path, out: Path, check: bool) -> None:
 
 
 @click.group()
+def catalog() -> None:
+    """Table catalogs of live databases (what generation reads)."""
+
+
+def _dump_command(name: str, out: Path, deprecated: str | None = None) -> click.Command:
+    @click.command(name, deprecated=deprecated or False)
+    @click.option(
+        "--dsn",
+        required=True,
+        envvar="HEPHAESTUS_DSN",
+        help="libpq connection string (or env HEPHAESTUS_DSN); its dbname is replaced.",
+    )
+    @click.option("--database", "databases", required=True, multiple=True, help="Database to dump (repeatable).")
+    @click.option("--out", type=_dir, default=out, show_default=True)
+    def dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
+        """Write <out>/<database>.json (tables, columns, primary keys) from PostgreSQL."""
+        from hephaestus import pgschema
+        from hephaestus.generator.catalogs import catalog_json
+
+        out.mkdir(parents=True, exist_ok=True)
+        for database in databases:
+            found = pgschema.dump(dsn, database)
+            (out / f"{database}.json").write_text(catalog_json(found))
+            click.echo(f"wrote {out / f'{database}.json'} ({len(found.tables)} tables)")
+
+    return dump
+
+
+catalog.add_command(_dump_command("dump", CATALOGS))
+
+
+# The old name, for a release: it still writes where it wrote (schemas/), which generate reads
+# (with a warning) while there is no catalogs/ folder, so an old script keeps working.
+@click.group(deprecated="use `hephaestus catalog`", hidden=True)
 def schemas() -> None:
-    """Schema snapshots of live databases (what generation reads)."""
+    """Table catalogs (deprecated name of `catalog`)."""
 
 
-@schemas.command("dump")
-@click.option(
-    "--dsn",
-    required=True,
-    envvar="HEPHAESTUS_DSN",
-    help="libpq connection string (or env HEPHAESTUS_DSN); its dbname is replaced.",
-)
-@click.option("--database", "databases", required=True, multiple=True, help="Database to dump (repeatable).")
-@click.option("--out", type=_dir, default=Path("schemas"), show_default=True)
-def schemas_dump(dsn: str, databases: tuple[str, ...], out: Path) -> None:
-    """Write schemas/<database>.json (tables, columns, primary keys) from PostgreSQL."""
-    from hephaestus import pgschema
-    from hephaestus.generator.snapshots import snapshot_json
+schemas.add_command(_dump_command("dump", OLD_CATALOGS, deprecated="use `hephaestus catalog dump`"))
 
-    out.mkdir(parents=True, exist_ok=True)
-    for database in databases:
-        snap = pgschema.dump(dsn, database)
-        (out / f"{database}.json").write_text(snapshot_json(snap))
-        click.echo(f"wrote {out / f'{database}.json'} ({len(snap.tables)} tables)")
-
-
-commands = [generate, schemas]
+commands = [generate, catalog, schemas]

@@ -1,5 +1,5 @@
 """`hephaestus validate`: every input a user is about to commit, checked with no cluster, no
-database and no network: the project file, the definitions against the table snapshots, each
+database and no network: the project file, the definitions against the table catalogs, each
 cluster's connector files and each ksqlDB cluster's migration files. A problem is exit 1
 naming file and line (the pre-commit hook `hephaestus-validate`)."""
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from hephaestus.commands.common import definitions_option, project_option, schemas_option
+from hephaestus.commands.common import catalogs_option, definitions_option, project_option
 from hephaestus.errors import HephaestusError
 
 if TYPE_CHECKING:
@@ -22,15 +22,15 @@ if TYPE_CHECKING:
 @click.command()
 @project_option
 @definitions_option
-@schemas_option
+@catalogs_option
 @click.option("--define", "-d", "defines", multiple=True, help="ksql variable name=value (repeatable).")
-def validate(project_file: Path, definitions: Path, schemas: Path, defines: tuple[str, ...]) -> None:
+def validate(project_file: Path, definitions: Path, catalogs: Path, defines: tuple[str, ...]) -> None:
     """Check the project file, definitions, connector files and ksql migrations offline."""
     found: list[str] = []
     errors: list[str] = []
     checks: list[Callable[[], str]] = []
     if definitions.is_dir():
-        checks.append(partial(_definitions, definitions, schemas))
+        checks.append(partial(_definitions, definitions, catalogs))
     project = _project(project_file, errors)
     if project is not None:  # read once, for both checks that need it
         checks += [partial(_connector_files, project), partial(_migrations, project, defines)]
@@ -56,13 +56,13 @@ def _project(project_file: Path, errors: list[str]) -> Project | None:
         return None
 
 
-def _definitions(definitions: Path, schemas: Path) -> str:
+def _definitions(definitions: Path, catalogs: Path) -> str:
+    from hephaestus.generator.catalogs import load_catalogs
     from hephaestus.generator.definitions import load_definitions
     from hephaestus.generator.fanout import generate
-    from hephaestus.generator.snapshots import load_snapshots
 
     loaded = load_definitions(definitions)
-    return f"{len(loaded)} definitions ({len(generate(loaded, load_snapshots(schemas)))} connectors)"
+    return f"{len(loaded)} definitions ({len(generate(loaded, load_catalogs(catalogs)))} connectors)"
 
 
 def _connector_files(project: Project) -> str:

@@ -1,15 +1,15 @@
-"""Generator: definitions/*.yaml (+ schema snapshots) fan out to connector JSON files."""
+"""Generator: definitions/*.yaml (+ table catalogs) fan out to connector JSON files."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from hephaestus.generator.catalogs import load_catalogs
 from hephaestus.generator.definitions import load_definitions
 from hephaestus.generator.fanout import generate
 from hephaestus.generator.model import Connector
 from hephaestus.generator.output import FileChanges, apply_changes, diff_files, read_generated, render_all
-from hephaestus.generator.snapshots import load_snapshots
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,9 @@ class GenerateResult:
     changes: FileChanges
 
 
-def run_generate(definitions: Path, schemas: Path, out: Path, check: bool) -> GenerateResult:
+def run_generate(definitions: Path, catalogs: Path, out: Path, check: bool) -> GenerateResult:
     """Validate everything first; then (unless `check`) write and remove files."""
-    connectors = generate(load_definitions(definitions), load_snapshots(schemas))
+    connectors = generate(load_definitions(definitions), load_catalogs(catalogs))
     wanted = render_all(connectors)
     changes = diff_files(wanted, read_generated(out))
     if not check:

@@ -8,6 +8,7 @@ from typing import Any
 
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator import debezium
+from hephaestus.generator.catalogs import too_long
 from hephaestus.generator.model import (
     AccuracySpec,
     Converter,
@@ -19,7 +20,6 @@ from hephaestus.generator.model import (
     TenantFilter,
     TopicPipeline,
 )
-from hephaestus.generator.snapshots import too_long
 from hephaestus.jsonschemas import Checker
 from hephaestus.yamlsrc import (
     PathElem,
@@ -66,7 +66,7 @@ def parse_definition(doc: YamlDoc) -> Definition:
 
 def _long_names(doc: YamlDoc) -> list[InputError]:
     """Names (cluster, database, env, org, table, field) longer than PostgreSQL allows: the
-    checks after the schema (fan-out, snapshots) quote names whole in their messages."""
+    checks after the schema (fan-out, catalogs) quote names whole in their messages."""
     return [
         InputError(doc.file, too_long(part), field=format_path(path), line=doc.line_of(path))
         for path, value in _names(doc.data)
@@ -208,7 +208,7 @@ def _build(doc: YamlDoc) -> Definition:
 
 
 def _lines(doc: YamlDoc) -> dict[str, int]:
-    """Lines of the fields that checks after the schema (fan-out, snapshots) may name."""
+    """Lines of the fields that checks after the schema (fan-out, catalogs) may name."""
     paths: list[list[str | int]] = [["database"], ["cluster"]]
     for i, p in enumerate(doc.data["pipelines"]):
         paths += [["pipelines", i, k] for k in ("source_table", "source_topic", "key", "columns")]

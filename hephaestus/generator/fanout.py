@@ -7,13 +7,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator import naming
 from hephaestus.generator.model import (
+    Catalog,
     Connector,
     Definition,
     Kind,
     Origin,
     Pipeline,
     SinkSpec,
-    Snapshot,
     TableSchema,
     TopicPipeline,
 )
@@ -21,16 +21,16 @@ from hephaestus.generator.sink import sink_config, topic_sink_config
 from hephaestus.generator.source import source_config
 
 
-def generate(defs: Sequence[Definition], snapshots: Mapping[str, Snapshot]) -> list[Connector]:
+def generate(defs: Sequence[Definition], catalogs: Mapping[str, Catalog]) -> list[Connector]:
     """All connectors, or InputErrors listing every problem (nothing partial comes out)."""
     errors: list[InputError] = []
     connectors: list[Connector] = []
     for d in defs:
-        errors += _check_tables(d, snapshots)
+        errors += _check_tables(d, catalogs)
     if errors:
         raise InputErrors(errors)
     for d in defs:
-        connectors += _connectors(d, snapshots)
+        connectors += _connectors(d, catalogs)
     errors += _duplicates(connectors)
     if errors:
         raise InputErrors(errors)
@@ -42,8 +42,8 @@ def _connector(d: Definition, kind: Kind, name: str, config: dict[str, str], ori
     return Connector(d.cluster, kind, name, config, origin, stem, d.state, d.allow_destructive)
 
 
-def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Connector]:
-    shared = _shared_columns(d, snapshots)  # once per sink, not once per env × org
+def _connectors(d: Definition, catalogs: Mapping[str, Catalog]) -> Iterator[Connector]:
+    shared = _shared_columns(d, catalogs)  # once per sink, not once per env × org
     for scope in naming.scopes(d):
         name = naming.source_name(d, scope)
         if d.pipelines:  # a definition of topic sinks only captures nothing
@@ -62,7 +62,7 @@ def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Co
                 origin = Origin(d.file, sink.path, d.line(sink.path))
                 yield _connector(d, "sink", name, config, origin, scope.file_stem(name))
         for p in d.pipelines:
-            pk = snapshots[d.database].tables[p.source_table].primary_key
+            pk = catalogs[d.database].tables[p.source_table].primary_key
             for sink in p.sinks:
                 name = naming.sink_name(d, scope, p.source_table, sink)
                 config = sink_config(d, scope, p.source_table, sink, pk, shared[sink.path])
@@ -70,32 +70,31 @@ def _connectors(d: Definition, snapshots: Mapping[str, Snapshot]) -> Iterator[Co
                 yield _connector(d, "sink", name, config, origin, scope.file_stem(name))
 
 
-def _shared_columns(d: Definition, snapshots: Mapping[str, Snapshot]) -> dict[str, tuple[str, ...]]:
+def _shared_columns(d: Definition, catalogs: Mapping[str, Catalog]) -> dict[str, tuple[str, ...]]:
     """Per sink (by its path in the definition): the source's columns the sink table also has,
     in the source's order. Linear in columns (one set per sink table)."""
     out: dict[str, tuple[str, ...]] = {}
     for p in d.pipelines:
-        src = snapshots[d.database].tables[p.source_table]
+        src = catalogs[d.database].tables[p.source_table]
         for sink in p.sinks:
-            there = set(snapshots[sink.database].tables[sink.table].column_names)
+            there = set(catalogs[sink.database].tables[sink.table].column_names)
             out[sink.path] = tuple(c for c in src.column_names if c in there)
     for t in d.topics:  # the topic's fields the table has; PostgreSQL folds unquoted names
         for sink in t.sinks:
-            there = set(snapshots[sink.database].tables[sink.table].column_names)
+            there = set(catalogs[sink.database].tables[sink.table].column_names)
             out[sink.path] = tuple(c for c in t.columns if c.lower() in there)
     return out
 
 
-def _check_tables(d: Definition, snapshots: Mapping[str, Snapshot]) -> list[InputError]:
+def _check_tables(d: Definition, catalogs: Mapping[str, Catalog]) -> list[InputError]:
     errors: list[InputError] = []
-    source = snapshots.get(d.database)
+    source = catalogs.get(d.database)
     if source is None:
         return [
             _err(
                 d,
                 "database",
-                f"no schema snapshot for database {d.database!r} "
-                f"(run: hephaestus schemas dump --database {d.database})",
+                f"no table catalog for database {d.database!r} (run: hephaestus catalog dump --database {d.database})",
             )
         ]
     for p in d.pipelines:
@@ -103,15 +102,15 @@ def _check_tables(d: Definition, snapshots: Mapping[str, Snapshot]) -> list[Inpu
         if src is None:
             errors.append(_err(d, f"{p.path}.source_table", f"table {p.source_table} not in {source.file}"))
             continue
-        errors += [e for s in p.sinks for e in _check_sink(d, p, s, src, snapshots)]
-    errors += [e for t in d.topics for s in t.sinks for e in _check_topic_sink(d, t, s, snapshots)]
+        errors += [e for s in p.sinks for e in _check_sink(d, p, s, src, catalogs)]
+    errors += [e for t in d.topics for s in t.sinks for e in _check_topic_sink(d, t, s, catalogs)]
     return errors
 
 
 def _check_topic_sink(
-    d: Definition, t: TopicPipeline, sink: SinkSpec, snapshots: Mapping[str, Snapshot]
+    d: Definition, t: TopicPipeline, sink: SinkSpec, catalogs: Mapping[str, Catalog]
 ) -> list[InputError]:
-    dst, errors = _sink_table(d, sink, snapshots)
+    dst, errors = _sink_table(d, sink, catalogs)
     if dst is None:
         return errors
     key = {k.lower() for k in t.key}
@@ -131,11 +130,11 @@ def _check_topic_sink(
 
 
 def _sink_table(
-    d: Definition, sink: SinkSpec, snapshots: Mapping[str, Snapshot]
+    d: Definition, sink: SinkSpec, catalogs: Mapping[str, Catalog]
 ) -> tuple[TableSchema | None, list[InputError]]:
-    snap = snapshots.get(sink.database)
+    snap = catalogs.get(sink.database)
     if snap is None:
-        return None, [_err(d, f"{sink.path}.database", f"no schema snapshot for database {sink.database!r}")]
+        return None, [_err(d, f"{sink.path}.database", f"no table catalog for database {sink.database!r}")]
     dst = snap.tables.get(sink.table)
     if dst is None:
         return None, [_err(d, f"{sink.path}.table", f"table {sink.table} not in {snap.file}")]
@@ -143,9 +142,9 @@ def _sink_table(
 
 
 def _check_sink(
-    d: Definition, p: Pipeline, sink: SinkSpec, src: TableSchema, snapshots: Mapping[str, Snapshot]
+    d: Definition, p: Pipeline, sink: SinkSpec, src: TableSchema, catalogs: Mapping[str, Catalog]
 ) -> list[InputError]:
-    dst, errors = _sink_table(d, sink, snapshots)
+    dst, errors = _sink_table(d, sink, catalogs)
     if dst is None:
         return errors
     if not src.primary_key:

@@ -150,7 +150,7 @@ class TableSchema:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class Catalog:
     """Tables of one database, as dumped by `hephaestus schemas dump`."""
 
     file: str

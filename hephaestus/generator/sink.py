@@ -20,7 +20,7 @@ from hephaestus.generator.source import converters
 def sink_config(
     d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec, pk: tuple[str, ...], fields: tuple[str, ...]
 ) -> dict[str, str]:
-    """One sink; `pk` and `fields` come from the schema snapshots (checked by the caller)."""
+    """One sink; `pk` and `fields` come from the table catalogs (checked by the caller)."""
     build = _confluent if sink.flavour == "confluent" else _debezium
     config = {
         "tasks.max": "1",

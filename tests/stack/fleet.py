@@ -1,7 +1,7 @@
 """A hephaestus project around fresh databases, for reconciler stack tests.
 
 The shipped example definitions are rewritten to point at per-test databases (`bob_t1a2b…`);
-schema snapshots come from `hephaestus schemas dump` against those live databases, so the
+table catalogs come from `hephaestus catalog dump` against those live databases, so the
 whole user path — dump, generate, reconcile — runs for real.
 """
 
@@ -82,8 +82,8 @@ class Fleet:
             "generate",
             "--definitions",
             str(self.root / "definitions"),
-            "--schemas",
-            str(self.root / "schemas"),
+            "--catalogs",
+            str(self.root / "catalogs"),
             "--out",
             str(self.root / "connectors"),
         )
@@ -146,14 +146,14 @@ def make_fleet(
     examples: Iterable[str],
     clients: dict[str, ConnectClient],
 ) -> Fleet:
-    """Fresh databases for `examples`, their snapshots dumped, definitions rewritten, generated."""
+    """Fresh databases for `examples`, their catalogs dumped, definitions rewritten, generated."""
     dbs = {db: fresh_db(db) for ex in examples for db in EXAMPLES[ex]}
     fleet = Fleet(root, stack, dbs, capsys, clients)
     (root / "definitions").mkdir(parents=True)
     for ex in examples:
         fleet.write_definition(ex, _rewrite(yaml.safe_load((REPO / "definitions" / f"{ex}.yaml").read_text()), dbs))
     args = [a for db in dbs.values() for a in ("--database", db)]
-    code, out = fleet.cli("schemas", "dump", "--dsn", stack.dsn("postgres"), "--out", str(root / "schemas"), *args)
+    code, out = fleet.cli("catalog", "dump", "--dsn", stack.dsn("postgres"), "--out", str(root / "catalogs"), *args)
     assert code == 0, out
     _write_project(root, stack, clients, dbs)
     fleet.generate()

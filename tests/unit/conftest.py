@@ -32,7 +32,11 @@ class Project:
         return self.root / "definitions"
 
     @property
-    def schemas(self) -> Path:
+    def catalogs(self) -> Path:
+        return self.root / "catalogs"
+
+    @property
+    def schemas(self) -> Path:  # the JSON Schemas editors read
         return self.root / "schemas"
 
     @property
@@ -49,8 +53,8 @@ class Project:
             "generate",
             "--definitions",
             str(self.definitions),
-            "--schemas",
-            str(self.schemas),
+            "--catalogs",
+            str(self.catalogs),
             "--out",
             str(self.connectors),
             *extra,
@@ -71,8 +75,9 @@ class Project:
 
 @pytest.fixture
 def project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Project:
-    """A copy of the shipped examples' definitions and schemas, with no connectors yet."""
+    """A copy of the shipped examples' definitions, catalogs and JSON Schemas, with no connectors yet."""
     shutil.copytree(REPO / "definitions", tmp_path / "definitions")
+    shutil.copytree(REPO / "catalogs", tmp_path / "catalogs")
     shutil.copytree(REPO / "schemas", tmp_path / "schemas")
     p = Project(tmp_path)
     p._capsys = capsys

@@ -1,4 +1,4 @@
-"""Property-based fuzz of every input loader: definitions, schema snapshots, the project file,
+"""Property-based fuzz of every input loader: definitions, table catalogs, the project file,
 connector files. From valid examples (the shipped files), structural mutations (drop, duplicate,
 retype and add keys, deep nesting, anchors and aliases) and byte-level ones (random bytes,
 truncation, invalid UTF-8, a BOM). Whatever the input, a loader
@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hephaestus.errors import HephaestusError
+from hephaestus.generator.catalogs import load_catalogs
 from hephaestus.generator.definitions import load_definitions
-from hephaestus.generator.snapshots import load_snapshots
 from hephaestus.project import Cluster, load_project
 from hephaestus.reconciler.desired import load_desired
 from hephaestus.yamlsrc import core_scalar, load_json, load_yaml
@@ -333,9 +333,9 @@ def _definitions(root: Path, raw: bytes) -> Callable[[], object]:
 
 
 def _snapshots(root: Path, raw: bytes) -> Callable[[], object]:
-    (root / "schemas").mkdir()
-    (root / "schemas/bob.json").write_bytes(raw)
-    return lambda: load_snapshots(root / "schemas")
+    (root / "catalogs").mkdir()
+    (root / "catalogs/bob.json").write_bytes(raw)
+    return lambda: load_catalogs(root / "catalogs")
 
 
 def _project(root: Path, raw: bytes) -> Callable[[], object]:
@@ -359,8 +359,8 @@ def test_fuzz_definitions(record_property: Callable[[str, object], None]) -> Non
 
 
 def test_fuzz_schema_snapshots(record_property: Callable[[str, object], None]) -> None:
-    examples = [p for p in sorted((REPO / "schemas").glob("*.json")) if not p.name.endswith(".schema.json")]
-    fuzz("schema snapshots", record_property, _snapshots, examples, yaml=False)
+    examples = [p for p in sorted((REPO / "catalogs").glob("*.json"))]
+    fuzz("table catalogs", record_property, _snapshots, examples, yaml=False)
 
 
 def test_fuzz_project_file(record_property: Callable[[str, object], None]) -> None:
@@ -379,7 +379,7 @@ def test_fuzz_connector_files(record_property: Callable[[str, object], None]) ->
     ("place", "source"),
     [
         (_definitions, REPO / "definitions/bob.yaml"),
-        (_snapshots, REPO / "schemas/bob.json"),
+        (_snapshots, REPO / "catalogs/bob.json"),
         (_project, REPO / "hephaestus.yaml"),
         (_connectors, REPO / f"connectors/platforms/sink/{CONNECTOR}.json"),
     ],

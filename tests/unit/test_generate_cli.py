@@ -42,8 +42,8 @@ def test_committed_connectors_are_up_to_date() -> None:
                 "generate",
                 "--definitions",
                 str(REPO / "definitions"),
-                "--schemas",
-                str(REPO / "schemas"),
+                "--catalogs",
+                str(REPO / "catalogs"),
                 "--out",
                 str(REPO / "connectors"),
                 "--check",
@@ -96,7 +96,7 @@ def test_the_json_schemas_are_written_for_editors(project: Project) -> None:
     project.generate()
     assert "pipelines" in json.loads((project.schemas / "definitions.schema.json").read_text())["properties"]
     assert "clusters" in json.loads((project.schemas / "project.schema.json").read_text())["properties"]
-    assert project.generate("--check").code == 0  # and neither is read as a table snapshot
+    assert project.generate("--check").code == 0  # and neither is read as a table catalog
 
 
 def test_the_examples_name_their_schema_for_editors() -> None:
@@ -111,6 +111,6 @@ def test_the_examples_name_their_schema_for_editors() -> None:
 
 def test_version_and_help(project: Project) -> None:
     assert "0.1.0" in project.cli("--version").out
-    for cmd in (["generate"], ["schemas", "dump"], []):
+    for cmd in (["generate"], ["catalog", "dump"], []):
         result = project.cli(*cmd, "--help")
         assert result.code == 0 and "Usage:" in result.out

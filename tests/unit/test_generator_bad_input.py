@@ -67,15 +67,15 @@ def test_sink_table_missing_from_snapshot(project: Project) -> None:
     assert "bob.yaml:9 at pipelines[0].sinks[0].table: table public.accounts not in" in err
 
 
-def test_no_snapshot_for_sink_database(project: Project) -> None:
+def test_no_catalog_for_sink_database(project: Project) -> None:
     err = fails(project, GOOD.replace("database: auth", "database: ghost"))
-    assert "pipelines[0].sinks[0].database: no schema snapshot for database 'ghost'" in err
+    assert "pipelines[0].sinks[0].database: no table catalog for database 'ghost'" in err
 
 
 def test_primary_key_mismatch_names_both_tables(project: Project) -> None:
-    auth = json.loads((project.schemas / "auth.json").read_text())
+    auth = json.loads((project.catalogs / "auth.json").read_text())
     auth["tables"]["public.users"]["primary_key"] = ["email"]
-    err = fails(project, GOOD, lambda: (project.schemas / "auth.json").write_text(json.dumps(auth)))
+    err = fails(project, GOOD, lambda: (project.catalogs / "auth.json").write_text(json.dumps(auth)))
     assert "primary keys differ: bob.public.users (user_id) vs auth.public.users (email)" in err
 
 
@@ -133,7 +133,7 @@ def test_every_error_of_every_file_reported_at_once(project: Project) -> None:
 
 
 def test_bad_schema_snapshot(project: Project) -> None:
-    (project.schemas / "auth.json").write_text('{"database": "auth", "tables": {"users": {}}}')
+    (project.catalogs / "auth.json").write_text('{"database": "auth", "tables": {"users": {}}}')
     result = project.generate()
     assert result.code == 1
     assert "auth.json" in result.err

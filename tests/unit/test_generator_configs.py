@@ -166,12 +166,12 @@ def test_helm_naming_makes_one_templated_file(project: Project) -> None:
 
 
 def test_same_table_name_in_two_schemas_never_collides(project: Project) -> None:
-    schema = json.loads((project.schemas / "bob.json").read_text())
+    schema = json.loads((project.catalogs / "bob.json").read_text())
     schema["tables"]["archive.users"] = schema["tables"]["public.users"]
-    (project.schemas / "bob.json").write_text(json.dumps(schema))
-    auth = json.loads((project.schemas / "auth.json").read_text())
+    (project.catalogs / "bob.json").write_text(json.dumps(schema))
+    auth = json.loads((project.catalogs / "auth.json").read_text())
     auth["tables"]["archive.users"] = auth["tables"]["public.users"]
-    (project.schemas / "auth.json").write_text(json.dumps(auth))
+    (project.catalogs / "auth.json").write_text(json.dumps(auth))
     configs = generate_one(project, sink_extra="  - source_table: archive.users\n    sinks: [{database: auth}]")
     old = configs["local_manabie_bob_to_auth_users_sink_connector"]
     new = configs["local_manabie_bob_to_auth_archive_users_sink_connector"]
@@ -184,9 +184,9 @@ def test_same_table_name_in_two_schemas_never_collides(project: Project) -> None
 
 @pytest.mark.parametrize("table", ["users_copy", "reporting.users"])
 def test_renamed_target_table(project: Project, table: str) -> None:
-    auth = json.loads((project.schemas / "auth.json").read_text())
+    auth = json.loads((project.catalogs / "auth.json").read_text())
     auth["tables"][table if "." in table else f"public.{table}"] = auth["tables"]["public.users"]
-    (project.schemas / "auth.json").write_text(json.dumps(auth))
+    (project.catalogs / "auth.json").write_text(json.dumps(auth))
     configs = generate_one(project, sink_extra=f"        table: {table}")
     slug = table.replace(".", "_")
     sink = configs[f"local_manabie_bob_to_auth_users_as_{slug}_sink_connector"]

@@ -748,7 +748,7 @@ def test_the_dockerfile_agrees_with_the_chart() -> None:
     assert user == [(str(values["podSecurityContext"]["runAsUser"]), str(values["podSecurityContext"]["runAsGroup"]))]
     assert f"WORKDIR {values['desiredStateDir']}" in final_stage
     assert "HEPHAESTUS_PROJECT=/etc/hephaestus/project/hephaestus.yaml" in final_stage
-    assert "for d in connectors definitions schemas ksql_migrations" in dockerfile
+    assert "for d in connectors definitions catalogs schemas ksql_migrations" in dockerfile
     allowed = {ln[1:].rstrip("/") for ln in (REPO / ".dockerignore").read_text().splitlines() if ln.startswith("!")}
     assert {
         "hephaestus",
@@ -756,6 +756,7 @@ def test_the_dockerfile_agrees_with_the_chart() -> None:
         "README.md",
         "connectors",
         "definitions",
+        "catalogs",
         "schemas",
         "ksql_migrations",
     } <= allowed

@@ -172,8 +172,8 @@ def test_an_endless_integer_is_refused(project: Project) -> None:
 
 
 def test_a_broken_schema_snapshot_directory_and_encoding(project: Project) -> None:
-    (project.schemas / "zz.json").mkdir()
-    (project.schemas / "yy.json").write_bytes(b'{"database": "caf\xe9"}')
+    (project.catalogs / "zz.json").mkdir()
+    (project.catalogs / "yy.json").write_bytes(b'{"database": "caf\xe9"}')
     only(project, GOOD)
     result = project.generate()
     assert result.code == 1
@@ -182,8 +182,8 @@ def test_a_broken_schema_snapshot_directory_and_encoding(project: Project) -> No
 
 
 def test_a_snapshot_missing_every_key_and_a_duplicate_database(project: Project) -> None:
-    (project.schemas / "empty.json").write_text("{}")
-    (project.schemas / "zz_bob_again.json").write_text((project.schemas / "bob.json").read_text())
+    (project.catalogs / "empty.json").write_text("{}")
+    (project.catalogs / "zz_bob_again.json").write_text((project.catalogs / "bob.json").read_text())
     result = only(project, GOOD)
     assert result.code == 1
     assert "empty.json at database: missing required key 'database'" in result.err
@@ -192,8 +192,8 @@ def test_a_snapshot_missing_every_key_and_a_duplicate_database(project: Project)
 
 
 def test_a_snapshot_with_deep_nesting_or_duplicate_keys(project: Project) -> None:
-    (project.schemas / "deep.json").write_text("[" * 100000 + "]" * 100000)
-    (project.schemas / "dup.json").write_text('{"database": "x", "database": "y", "tables": {}}')
+    (project.catalogs / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    (project.catalogs / "dup.json").write_text('{"database": "x", "database": "y", "tables": {}}')
     result = only(project, GOOD)
     assert result.code == 1
     assert "deep.json: invalid JSON: nested deeper than 64 levels" in result.err
@@ -212,7 +212,7 @@ def test_a_long_snapshot_mode_is_not_quoted_whole(project: Project) -> None:
 
 
 def test_long_names_in_a_snapshot(project: Project) -> None:
-    (project.schemas / "long.json").write_text(
+    (project.catalogs / "long.json").write_text(
         json.dumps(
             {
                 "database": "long",

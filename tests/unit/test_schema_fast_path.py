@@ -21,7 +21,7 @@ SCHEMAS = [
     ("hephaestus", "project.schema.json", REPO / "hephaestus.yaml"),
     ("hephaestus.generator", "definitions.schema.json", REPO / "definitions/bob.yaml"),
     ("hephaestus.generator", "definitions.schema.json", REPO / "definitions/lmsdwh.yaml"),
-    ("hephaestus.generator", "snapshot.schema.json", REPO / "schemas/bob.json"),
+    ("hephaestus.generator", "catalog.schema.json", REPO / "catalogs/bob.json"),
 ]
 ODD = st.one_of(
     st.none(),

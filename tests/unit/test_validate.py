@@ -19,8 +19,8 @@ def validate(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tup
             str(root / "hephaestus.yaml"),
             "--definitions",
             str(root / "definitions"),
-            "--schemas",
-            str(root / "schemas"),
+            "--catalogs",
+            str(root / "catalogs"),
             *extra,
         ]
     )
@@ -32,7 +32,7 @@ def validate(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tup
 def repo(tmp_path: Path) -> Path:
     import shutil
 
-    for folder in ("definitions", "schemas", "connectors", "ksql_migrations"):
+    for folder in ("definitions", "catalogs", "schemas", "connectors", "ksql_migrations"):
         shutil.copytree(REPO / folder, tmp_path / folder)
     shutil.copy(REPO / "hephaestus.yaml", tmp_path / "hephaestus.yaml")
     return tmp_path

@@ -1,4 +1,5 @@
-"""Load schema snapshots (schemas/<db>.json), so generation needs no live database."""
+"""Load table catalogs (catalogs/<db>.json: tables, columns, primary keys, as `catalog dump`
+writes them), so generation needs no live database."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from hephaestus.errors import InputError, InputErrors
-from hephaestus.generator.model import Column, Snapshot, TableRef, TableSchema
+from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
 from hephaestus.jsonschemas import Checker
 from hephaestus.yamlsrc import PathElem, YamlDoc, clip, format_path, load_json, packaged_validator, schema_errors_of
 
-# Files in schemas/ that are not snapshots.
-NOT_SNAPSHOTS = {"definitions.schema.json", "project.schema.json"}
+# JSON Schemas are not catalogs: before the rename, schemas/ held both (the deprecated layout).
+NOT_CATALOGS = ".schema.json"
 # PostgreSQL cuts names at 63 bytes (NAMEDATALEN - 1): a longer one names nothing that exists.
 PG_NAME_MAX = 63
 
@@ -25,18 +26,18 @@ def too_long(name: str) -> str:
 
 
 def _validator() -> Checker:
-    return packaged_validator("hephaestus.generator", "snapshot.schema.json")
+    return packaged_validator("hephaestus.generator", "catalog.schema.json")
 
 
-def load_snapshots(directory: Path) -> dict[str, Snapshot]:
-    """Snapshots by database name; every file validated, all errors reported together."""
-    out: dict[str, Snapshot] = {}
+def load_catalogs(directory: Path) -> dict[str, Catalog]:
+    """Catalogs by database name; every file validated, all errors reported together."""
+    out: dict[str, Catalog] = {}
     errors: list[InputError] = []
     for path in sorted(directory.glob("*.json")):
-        if path.name in NOT_SNAPSHOTS:
+        if path.name.endswith(NOT_CATALOGS):
             continue
         try:
-            snap = parse_snapshot(str(path), load_json(path))
+            snap = parse_catalog(str(path), load_json(path))
         except InputErrors as many:
             errors.extend(many.errors)
             continue
@@ -53,13 +54,13 @@ def load_snapshots(directory: Path) -> dict[str, Snapshot]:
     return out
 
 
-def parse_snapshot(file: str, data: Any) -> Snapshot:
-    """Schema-check one snapshot (every violation at once, values cut short), then build it."""
+def parse_catalog(file: str, data: Any) -> Catalog:
+    """Schema-check one catalog (every violation at once, values cut short), then build it."""
     errors = schema_errors_of(YamlDoc(file, data), _validator()) or _long_names(file, data)
     if errors:
         raise InputErrors(errors)
     tables = {TableRef.parse(name): _table(t) for name, t in data["tables"].items()}
-    return Snapshot(file, data["database"], tables)
+    return Catalog(file, data["database"], tables)
 
 
 def _long_names(file: str, data: dict[str, Any]) -> list[InputError]:
@@ -77,13 +78,13 @@ def _table(raw: dict[str, Any]) -> TableSchema:
     return TableSchema(columns, tuple(raw["primary_key"]))
 
 
-def snapshot_json(snapshot: Snapshot) -> str:
-    """The file `schemas dump` writes: sorted tables, columns in table order."""
+def catalog_json(catalog: Catalog) -> str:
+    """The file `catalog dump` writes: sorted tables, columns in table order."""
     tables = {
         str(ref): {
             "columns": [{"name": c.name, "type": c.type} for c in t.columns],
             "primary_key": list(t.primary_key),
         }
-        for ref, t in sorted(snapshot.tables.items())
+        for ref, t in sorted(catalog.tables.items())
     }
-    return json.dumps({"database": snapshot.database, "tables": tables}, indent=2, sort_keys=True) + "\n"
+    return json.dumps({"database": catalog.database, "tables": tables}, indent=2, sort_keys=True) + "\n"
