@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from hephaestus import http
 from hephaestus.errors import HephaestusError
 
 PREVIEW_BYTES = 48
@@ -29,11 +30,32 @@ class Decoded:
     schema_id: int | None = None
 
 
-class SchemaRegistry:
-    """Schemas by id from a Schema Registry, each fetched once (ids are immutable)."""
+class RegistryError(HephaestusError):
+    """A schema the registry did not give; `transient`: asking again may get it."""
 
-    def __init__(self, url: str, timeout: float = 10.0, transport: httpx.BaseTransport | None = None) -> None:
-        self._http = httpx.Client(base_url=url, timeout=timeout, transport=transport)
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+# A registry restarting or behind a busy proxy: a GET is safe to ask again.
+_TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+
+
+class SchemaRegistry:
+    """Schemas by id from a Schema Registry, each fetched once (ids are immutable). Built on
+    the shared HTTP edge: user info in the URL is its basic auth (and masked), https is
+    verified, transient failures are retried (a GET, so an unanswered one is asked again)."""
+
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+        retry: http.RetryPolicy = http.RetryPolicy(attempts=3),
+    ) -> None:
+        self._http = http.client(url, what="Schema Registry", timeout=timeout, transport=transport)
+        self._retry = retry
         self._parsed: dict[int, Any] = {}
 
     def close(self) -> None:
@@ -47,16 +69,32 @@ class SchemaRegistry:
     def _fetch(self, schema_id: int) -> Any:
         import fastavro
 
+        doc = self._get(schema_id)
+        if doc.get("schemaType", "AVRO") != "AVRO":
+            raise RegistryError(f"schema registry: schema {schema_id} is {doc['schemaType']}, not Avro")
+        return fastavro.parse_schema(json.loads(doc["schema"]))
+
+    def _get(self, schema_id: int) -> Any:
+        for attempt in self._retry.retrying():
+            with attempt:
+                return self._once(schema_id)
+        raise AssertionError("tenacity ends a retry loop by returning or raising")
+
+    def _once(self, schema_id: int) -> Any:
+        where = f"schema registry: schema {schema_id}"
         try:
             response = self._http.get(f"/schemas/ids/{schema_id}")
-        except httpx.HTTPError as exc:
-            raise HephaestusError(f"schema registry: schema {schema_id}: {type(exc).__name__}") from exc
+        except httpx.TransportError as exc:
+            raise RegistryError(f"{where}: {http.no_answer(exc).what}", transient=True) from exc
         if response.status_code != 200:
-            raise HephaestusError(f"schema registry: schema {schema_id}: HTTP {response.status_code}")
-        doc = response.json()
-        if doc.get("schemaType", "AVRO") != "AVRO":
-            raise HephaestusError(f"schema registry: schema {schema_id} is {doc['schemaType']}, not Avro")
-        return fastavro.parse_schema(json.loads(doc["schema"]))
+            raise RegistryError(f"{where}: HTTP {response.status_code}", response.status_code in _TRANSIENT_STATUS)
+        try:
+            doc = response.json()
+        except ValueError as exc:
+            raise RegistryError(f"{where}: the answer is not JSON") from exc
+        if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
+            raise RegistryError(f"{where}: no schema in the answer")
+        return doc
 
 
 def decode(raw: bytes | None, registry: SchemaRegistry | None = None) -> Decoded:

@@ -24,8 +24,14 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
 
 
 class SlackReceiver:
-    def __init__(self) -> None:
+    """What Slack's incoming webhooks do: 200 "ok" for a delivered message; `refusals` are
+    answered first, one per post (429 with Retry-After when rate limited, 500 on an outage),
+    and such a post is not delivered."""
+
+    def __init__(self, refusals: tuple[int, ...] = ()) -> None:
         self.messages: list[dict[str, Any]] = []
+        self.posts = 0
+        self.refusals = list(refusals)
         self.url = ""
 
     def texts(self) -> list[str]:
@@ -33,12 +39,20 @@ class SlackReceiver:
 
 
 @contextmanager
-def slack_receiver() -> Iterator[SlackReceiver]:
-    receiver = SlackReceiver()
+def slack_receiver(refusals: tuple[int, ...] = ()) -> Iterator[SlackReceiver]:
+    receiver = SlackReceiver(refusals)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            receiver.posts += 1
+            if receiver.refusals:
+                status = receiver.refusals.pop(0)
+                self.send_response(status)
+                self.send_header("Retry-After", "0")  # Slack sends it with a 429
+                self.end_headers()
+                self.wfile.write(b"rate_limited" if status == 429 else b"service_unavailable")
+                return
             receiver.messages.append(json.loads(body))
             self.send_response(200)
             self.end_headers()

@@ -16,7 +16,7 @@ from hephaestus.connect.models import (
     TaskState,
     ValidationResult,
 )
-from hephaestus.connect.retry import RetryPolicy
+from hephaestus.http import RetryPolicy
 
 __all__ = [
     "ConnectClient",

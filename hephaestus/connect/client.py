@@ -25,10 +25,9 @@ from hephaestus.connect.errors import (
 )
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
 from hephaestus.connect.redact import sensitive_values
-from hephaestus.connect.retry import RetryPolicy
+from hephaestus.http import RetryPolicy, client, server_of
 from hephaestus.polling import Bound, until
 from hephaestus.secrets import REDACTOR
-from hephaestus.tls import verify_for
 
 __all__ = ["ConnectClient", "RetryPolicy"]
 
@@ -81,15 +80,16 @@ class ConnectClient:
         """`settle_s`: after an ambiguous write, how long the live state is watched for it
         before it is sent again (default: as long as its answer was waited for, `timeout`)."""
         self.name = name
-        server = str(httpx.URL(base_url).copy_with(username=None, password=None))
-        self._http = httpx.Client(
-            base_url=base_url,
+        server = server_of(base_url)
+        self._http = client(
+            base_url,
+            what=f"Kafka Connect '{name}'",
             auth=auth,
-            verify=verify_for(verify, f"Kafka Connect '{name}'", base_url),
+            verify=verify,
             timeout=timeout,
             transport=transport,
             headers={"Accept": "application/json"},
-            event_hooks={"response": [self._on_response]},
+            hooks={"response": [self._on_response]},
         )
         self._edge = Edge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
         self._http.event_hooks["request"] = [self._edge.on_request]

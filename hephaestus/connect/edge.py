@@ -36,7 +36,7 @@ from hephaestus.connect.errors import (
     from_transport,
 )
 from hephaestus.connect.redact import redact
-from hephaestus.connect.retry import RetryPolicy
+from hephaestus.http import RetryPolicy
 
 _log = logging.getLogger("hephaestus.connect")
 
@@ -132,7 +132,7 @@ class Edge:
             raise ClusterUnreachable("no answer for longer than the retry budget", self.where(req))
         attempts = _Attempts()
         try:
-            for attempt in self.retry.retrying():
+            for attempt in self.retry.retrying(_transient):
                 with attempt:
                     return self._attempt(req, attempts)
         except ConnectError as exc:
@@ -215,6 +215,10 @@ class Edge:
 
     def where(self, req: Request) -> Call:
         return Call(self.cluster, self.server, req.method, req.path, req.connector)
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, ConnectError) and exc.transient
 
 
 def _json(response: httpx.Response) -> Any:

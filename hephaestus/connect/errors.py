@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import httpx
 
 from hephaestus.errors import HephaestusError
+from hephaestus.http import no_answer
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,7 @@ def _server_error(status: int, text: str, server_message: str, call: Call) -> Co
 
 def from_transport(exc: httpx.TransportError, call: Call) -> ConnectError:
     """The typed error for a request that got no answer."""
-    what = f"no response ({type(exc).__name__}: {exc})" if str(exc) else f"no response ({type(exc).__name__})"
-    never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
-    if isinstance(exc, (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)):
-        return ConnectUnavailable(what, call, transient=True, ambiguous=not never_sent)
-    return ConnectError(what, call)
+    found = no_answer(exc)
+    if found.network:
+        return ConnectUnavailable(found.what, call, transient=True, ambiguous=found.maybe_sent)
+    return ConnectError(found.what, call)

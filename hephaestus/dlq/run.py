@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from hephaestus import kafka
-from hephaestus.clients import connect_client
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.dlq.model import Dlq, Replay, dlq_topics, end_positions, own_headers, replay_of, start_positions
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.kafka import Record
@@ -43,10 +43,12 @@ class NoSuchDlq(HephaestusError):
     read is another error: it is reported, not searched past)."""
 
 
-def find(cluster: Cluster, connector: str | None = None) -> list[Dlq]:
+def find(
+    cluster: Cluster, connector: str | None = None, *, client_factory: ClientFactory = connect_client
+) -> list[Dlq]:
     """The DLQs of the cluster's sinks in this deployment's `select` (one Connect listing, one
     batched offsets call), with the timestamp of the oldest record each holds."""
-    with connect_client(cluster) as client:
+    with client_factory(cluster) as client:
         configs = {n: c.config for n, c in client.fleet().items() if c.type == "sink" and cluster.selects(n)}
     topics = dlq_topics(configs)
     if connector is not None:

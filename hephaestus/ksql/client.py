@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,8 +27,9 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import Retrying
 
+from hephaestus import http
 from hephaestus.ksql.errors import Call, KsqlError, KsqlStatementError, from_status, from_transport
 from hephaestus.polling import Bound, until
 
@@ -42,19 +42,14 @@ _NOT_QUERYABLE = re.compile(r"not available yet|cannot determine which host|(?:i
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """`attempts` counts the first try; waits grow from `initial_wait` to `max_wait` with jitter.
-    With the defaults: about 0.5, 1, 2, 4 s — a ksqlDB restart or a slow command queue
-    settles, a dead server fails a run quickly."""
+class RetryPolicy(http.RetryPolicy):
+    """The edge's retry policy (waits about 0.5, 1, 2, 4 s: a ksqlDB restart or a slow command
+    queue settles, a dead server fails a run quickly), and the longer waits a real server needs."""
 
     attempts: int = 5
-    initial_wait: float = 0.5
-    max_wait: float = 8.0
-    jitter: float = 0.5
     ready_timeout_s: float = 120.0  # a starting server (503, error 50302): how long to wait for it
     settle_timeout_s: float = 60.0  # a command still running, a fresh table not queryable yet
     poll_s: float = 1.0
-    sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
 
     @classmethod
@@ -124,7 +119,7 @@ class KsqlClient:
         *,
         name: str = "default",
         auth: tuple[str, str] | None = None,
-        verify: bool | ssl.SSLContext = True,
+        verify: bool | str = True,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
         retry: RetryPolicy = RetryPolicy(),
@@ -132,14 +127,15 @@ class KsqlClient:
         self.name, self._retry, self._timeout = name, retry, timeout
         self.last_sequence: int | None = None
         self.requests = 0
-        self._server = str(httpx.URL(base_url).copy_with(username=None, password=None))
-        self._http = httpx.Client(
-            base_url=base_url,
+        self._server = http.server_of(base_url)
+        self._http = http.client(
+            base_url,
+            what=f"ksqlDB '{name}'",
             auth=auth,
             verify=verify,
             timeout=timeout,
             transport=transport,
-            event_hooks={"response": [self._on_response]},
+            hooks={"response": [self._on_response]},
         )
 
     def close(self) -> None:
@@ -290,12 +286,7 @@ class KsqlClient:
         raise AssertionError("tenacity ends a retry loop by returning or raising")
 
     def _retrying(self, idempotent: bool) -> Retrying:
-        policy = self._retry
-        wait = wait_exponential_jitter(multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter)
-        retry = retry_if_exception(lambda e: isinstance(e, KsqlError) and e.retryable(idempotent))
-        return Retrying(
-            stop=stop_after_attempt(policy.attempts), wait=wait, retry=retry, reraise=True, sleep=policy.sleep
-        )
+        return self._retry.retrying(lambda e: isinstance(e, KsqlError) and e.retryable(idempotent))
 
     def _once(self, req: _Request) -> httpx.Response:
         headers = {"Accept": req.accept}

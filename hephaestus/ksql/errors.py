@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from hephaestus.errors import HephaestusError
+from hephaestus.http import no_answer
 
 BAD_STATEMENT = 40001
 HTTP2_ONLY = 40004
@@ -115,9 +116,7 @@ def from_status(status: int, doc: Any, reason: str, call: Call) -> KsqlError:
 
 
 def from_transport(exc: httpx.TransportError, call: Call) -> KsqlError:
-    what = f"no response ({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})"
-    never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
-    if never_sent:
-        return KsqlError(what, call, transient=True)
-    unsure = isinstance(exc, (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError))
-    return KsqlError(what, call, ambiguous=unsure)
+    found = no_answer(exc)
+    if not found.maybe_sent:
+        return KsqlError(found.what, call, transient=True)
+    return KsqlError(found.what, call, ambiguous=found.network)

@@ -12,14 +12,11 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-import httpx
-
 from hephaestus.ksql import apply as applying
 from hephaestus.ksql import operations
-from hephaestus.ksql.client import RetryPolicy
 from hephaestus.ksql.compiler import CompiledMigration, compile_migration
 from hephaestus.ksql.files import Scan, scan
-from hephaestus.ksql.session import names_of, open_client
+from hephaestus.ksql.session import KsqlFactory, names_of, open_client
 from hephaestus.ksql.store import MetadataStore
 from hephaestus.project import KsqlDB
 
@@ -31,14 +28,6 @@ class Prepared:
     cluster: KsqlDB
     scan: Scan
     compiled: Mapping[int, CompiledMigration]
-
-
-@dataclass(frozen=True)
-class Connection:
-    """How to reach the servers: tests pass an immediate retry policy or a transport."""
-
-    retry: RetryPolicy = RetryPolicy()
-    transport: httpx.BaseTransport | None = None
 
 
 def prepare(clusters: list[KsqlDB], defines: Mapping[str, str], *, parse: bool = True) -> list[Prepared]:
@@ -54,28 +43,30 @@ def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool) -> Prepar
     return Prepared(cluster, found, compiled)
 
 
-def init(clusters: list[KsqlDB], conn: Connection = Connection()) -> Iterator[operations.InitResult]:
+def init(clusters: list[KsqlDB], client_factory: KsqlFactory = open_client) -> Iterator[operations.InitResult]:
     for cluster in clusters:
-        with open_client(cluster, transport=conn.transport, retry=conn.retry) as client:
+        with client_factory(cluster) as client:
             yield operations.init(client, names_of(cluster))
 
 
 def apply(
-    prepared: list[Prepared], options: applying.Options, conn: Connection = Connection()
+    prepared: list[Prepared], options: applying.Options, client_factory: KsqlFactory = open_client
 ) -> Iterator[applying.ApplyResult]:
     """Cluster by cluster, yielding each result as it is done; a failure stops the run."""
     for p in prepared:
-        with open_client(p.cluster, transport=conn.transport, retry=conn.retry) as client:
+        with client_factory(p.cluster) as client:
             yield applying.apply(MetadataStore(client, names_of(p.cluster)), p.scan, p.compiled, options)
 
 
-def info(prepared: list[Prepared], conn: Connection = Connection()) -> Iterator[operations.InfoResult]:
+def info(prepared: list[Prepared], client_factory: KsqlFactory = open_client) -> Iterator[operations.InfoResult]:
     for p in prepared:
-        with open_client(p.cluster, transport=conn.transport, retry=conn.retry) as client:
+        with client_factory(p.cluster) as client:
             yield operations.info(client, names_of(p.cluster), p.scan)
 
 
-def validate(prepared: list[Prepared], conn: Connection = Connection()) -> Iterator[operations.ValidateResult]:
+def validate(
+    prepared: list[Prepared], client_factory: KsqlFactory = open_client
+) -> Iterator[operations.ValidateResult]:
     for p in prepared:
-        with open_client(p.cluster, transport=conn.transport, retry=conn.retry) as client:
+        with client_factory(p.cluster) as client:
             yield operations.validate(client, names_of(p.cluster), p.scan)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 
 from hephaestus.ksql.client import KsqlClient, RetryPolicy
 from hephaestus.ksql.metadata import Names
 from hephaestus.project import KsqlDB
-from hephaestus.tls import verify_for
 
 
 def names_of(cluster: KsqlDB) -> Names:
     return Names(cluster.stream, cluster.table, cluster.stream_topic or "", cluster.table_topic or "", cluster.replicas)
+
+
+# The one way clients are injected, as for Connect (`clients.ClientFactory`): a factory of the
+# client for a cluster, defaulting to the real one; tests pass one with a transport or retry.
+KsqlFactory = Callable[[KsqlDB], KsqlClient]
 
 
 def open_client(
@@ -21,7 +27,7 @@ def open_client(
         cluster.url,
         name=cluster.name,
         auth=cluster.auth(),
-        verify=verify_for(cluster.verify_tls, f"ksqlDB '{cluster.name}'", cluster.url),
+        verify=cluster.verify_tls,
         timeout=cluster.timeout_s,
         transport=transport,
         retry=retry,

@@ -17,13 +17,29 @@ def escape(text: str) -> str:
 
 
 def post(webhook_url: str | None, text: str) -> bool:
-    """Send `text`, through the redactor; False when not configured or not delivered."""
+    """Send `text`, through the redactor; False when not configured or not delivered.
+
+    slack-sdk carries the request; the rest is the shared HTTP edge's: TLS by the same rules,
+    the URL (its path is the secret) masked everywhere, and only a refusal that proves the
+    message was not delivered (429, rate limited) sent again. A reset or timeout is not: a
+    webhook post cannot be read back, and an alert twice is noise that trains people to ignore it.
+    """
     if not webhook_url:
         return False
+    from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
     from slack_sdk.webhook import WebhookClient  # only runs that notify pay for the import
 
+    from hephaestus.http import ssl_context
+
+    REDACTOR.learn(webhook_url)
     try:
-        response = WebhookClient(webhook_url, timeout=10).send(text=REDACTOR(text))
+        hook = WebhookClient(
+            webhook_url,
+            timeout=10,
+            ssl=ssl_context(True, "Slack") if webhook_url.lower().startswith("https://") else None,
+            retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=2)],
+        )
+        response = hook.send(text=REDACTOR(text))
     except Exception as exc:  # noqa: BLE001 - any transport failure: log, carry on
         log.warning("slack notification not delivered: %s", type(exc).__name__)
         return False

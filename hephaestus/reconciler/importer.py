@@ -18,7 +18,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from hephaestus import ownership
-from hephaestus.clients import connect_client
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.generator.output import render_document, write_files
@@ -135,6 +135,8 @@ def import_project(
     secrets: Mapping[str, str],
     dry_run: bool,
     lock_timeout_s: float,
+    *,
+    client_factory: ClientFactory = connect_client,
 ) -> list[ClusterImport]:
     """Every cluster planned first (any refusal: nothing written anywhere), then under the
     clusters' lock the files written and ownership recorded; a dry run takes no lock."""
@@ -144,7 +146,7 @@ def import_project(
     with lock:
         results = []
         for cluster in clusters:
-            with connect_client(cluster) as client:
+            with client_factory(cluster) as client:
                 owned = store.owned(project.name, cluster.name)
                 results.append(plan_import(client, cluster, globs, owned, secrets))
         if not dry_run:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hephaestus.clients import connect_client
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect.errors import ConnectError
 from hephaestus.errors import HephaestusError
 from hephaestus.lock import connect_lock, new_run_id, timeout_of
@@ -44,20 +44,22 @@ class OffsetsPlan:
         return f"{self.connector} ({self.kind}, {self.state}): stop, {what}, {back}"
 
 
-def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> tuple[Cluster, Any]:
+def locate(
+    project: Project, clusters: Sequence[Cluster], connector: str, *, client_factory: ClientFactory = connect_client
+) -> tuple[Cluster, Any]:
     """The one cluster running `connector` inside its `select`, and its live status."""
     for cluster in clusters:
         if not cluster.selects(connector):
             continue
-        with connect_client(cluster) as client:
+        with client_factory(cluster) as client:
             fleet = client.fleet()
         if connector in fleet:
             return cluster, fleet[connector]
     raise HephaestusError(f"no cluster runs {connector} in this deployment's select")
 
 
-def get(cluster: Cluster, connector: str) -> dict[str, Any]:
-    with connect_client(cluster) as client:
+def get(cluster: Cluster, connector: str, *, client_factory: ClientFactory = connect_client) -> dict[str, Any]:
+    with client_factory(cluster) as client:
         return client.offsets(connector)
 
 
@@ -79,13 +81,15 @@ def plan(
     return OffsetsPlan(cluster, connector, live.type, live.state, action, current, wanted)
 
 
-def apply(project: Project, p: OffsetsPlan, lock_timeout_s: float | None) -> None:
+def apply(
+    project: Project, p: OffsetsPlan, lock_timeout_s: float | None, *, client_factory: ClientFactory = connect_client
+) -> None:
     """Under the cluster's lock, audited: stop, alter or reset, then back to the state it had."""
     run_id = new_run_id()
     with (
         connect_lock(project, [p.cluster], "offsets", timeout_of(project, lock_timeout_s), run_id),
         journal_for(project, p.cluster.name, run_id) as journal,
-        connect_client(p.cluster) as client,
+        client_factory(p.cluster) as client,
     ):
         journal.check()
         journal.event(p.connector, f"offsets-{p.action}", "intent", p.describe())

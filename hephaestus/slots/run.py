@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hephaestus.clients import connect_client
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.errors import HephaestusError, first_line
 from hephaestus.lock import new_run_id
 from hephaestus.project import Project
@@ -51,13 +51,15 @@ def _int(value: object) -> int | None:
     return None if value is None else max(int(str(value)), 0)
 
 
-def live_configs(project: Project) -> tuple[dict[str, dict[str, dict[str, str]]], list[str]]:
+def live_configs(
+    project: Project, *, client_factory: ClientFactory = connect_client
+) -> tuple[dict[str, dict[str, dict[str, str]]], list[str]]:
     """Every cluster's live configs (one listing each): ownership is judged on the whole fleet."""
     configs: dict[str, dict[str, dict[str, str]]] = {}
     errors: list[str] = []
     for cluster in project.clusters.values():
         try:
-            with connect_client(cluster) as client:
+            with client_factory(cluster) as client:
                 configs[cluster.name] = {n: c.config for n, c in client.fleet().items()}
         except HephaestusError as exc:
             errors.append(f"cluster {cluster.name}: {exc}")

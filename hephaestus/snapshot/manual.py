@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hephaestus.clients import connect_client
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectorNotFound
 from hephaestus.errors import HephaestusError
 from hephaestus.project import Cluster, Project
@@ -20,7 +20,9 @@ class Located:
     config: dict[str, str]
 
 
-def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Located:
+def locate(
+    project: Project, clusters: Sequence[Cluster], connector: str, *, client_factory: ClientFactory = connect_client
+) -> Located:
     """The cluster that runs `connector` in its `select`, and its live config."""
     outside = [c.name for c in clusters if not c.selects(connector)]
     if outside and len(outside) == len(clusters):
@@ -29,7 +31,7 @@ def locate(project: Project, clusters: Sequence[Cluster], connector: str) -> Loc
             "another deployment's to snapshot"
         )
     for cluster in (c for c in clusters if c.selects(connector)):
-        with connect_client(cluster) as client:
+        with client_factory(cluster) as client:
             try:
                 return Located(cluster, client.get_config(connector))
             except ConnectorNotFound:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from hephaestus import kafka
-from hephaestus.clients import connect_client
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect.models import LiveConnector
 from hephaestus.dlq.model import dlq_topics
 from hephaestus.errors import HephaestusError, InputError, InputErrors
@@ -26,13 +26,15 @@ from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of
 Listings = Mapping[str, Mapping[str, LiveConnector] | HephaestusError]
 
 
-def listings(clusters: Sequence[Cluster]) -> dict[str, dict[str, LiveConnector] | HephaestusError]:
+def listings(
+    clusters: Sequence[Cluster], *, client_factory: ClientFactory = connect_client
+) -> dict[str, dict[str, LiveConnector] | HephaestusError]:
     """One Connect listing per cluster (what failed kept as the error), shared by status and
     slots so that a check lists each cluster once."""
     out: dict[str, dict[str, LiveConnector] | HephaestusError] = {}
     for cluster in clusters:
         try:
-            with connect_client(cluster) as client:
+            with client_factory(cluster) as client:
                 out[cluster.name] = client.fleet()
         except HephaestusError as exc:
             out[cluster.name] = exc

@@ -22,7 +22,7 @@ from hephaestus.connect.errors import (
     OutcomeUnknown,
     UnexpectedAnswer,
 )
-from hephaestus.connect.retry import RetryPolicy
+from hephaestus.http import RetryPolicy
 
 Answer = httpx.Response | Exception
 SERVER = "http://connect.test"

@@ -1,4 +1,4 @@
-"""How hard the client retries (connect.retry): validation of the policy, the waits, the
+"""How hard the client retries (hephaestus.http, shared by every client): validation of the policy, the waits, the
 budget the breaker uses, and what is retried at all (mutation-tested core)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import tenacity
 
 from hephaestus.connect.errors import Call, ConnectError
-from hephaestus.connect.retry import RetryPolicy
+from hephaestus.http import RetryPolicy
 
 CALL = Call("dwh", "http://connect", "GET", "/connectors")
 

@@ -4,6 +4,7 @@ recording a failure. Against the contract stub, with no waiting between reads.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from hephaestus.ksql.store import BrokenChain
 from hephaestus.project import KsqlDB
 from tests.ksqldb_stub import KsqlStub, ksqldb_stub
 
-FAST = run.Connection(retry=RetryPolicy.immediate())
+FAST = partial(open_client, retry=RetryPolicy.immediate())
 
 
 def folder(tmp_path: Path, *versions: int) -> Path:

@@ -4,10 +4,12 @@ double, text, binary), DLQ replay rules, slot verdicts, status problems and lag.
 from __future__ import annotations
 
 import io
+import json
 import struct
 from typing import Any
 
 import fastavro
+import httpx
 import pytest
 
 from hephaestus.dlq.model import dlq_topics, end_positions, errors_of, masked, own_headers, replay_of, start_positions
@@ -247,3 +249,31 @@ def test_a_record_that_is_not_a_notification_of_ours_does_not_end_the_read(monke
     note = n.Notification("sig", "COMPLETED", "", "")
     monkeypatch.setattr(n, "_records", lambda *a, **k: iter([None, note, n.CAUGHT_UP]))
     assert n.read("kafka:9092", "t", "sig", 5, until_done=False).events == (note,)
+
+
+def test_the_registry_is_asked_again_after_a_transient_failure_and_never_shows_its_password() -> None:
+    """On the shared HTTP edge: a 503 (a registry restarting) or no answer is asked again (a
+    GET); a 404 is final; the URL's user info is the basic auth and is masked in messages."""
+    from hephaestus.http import RetryPolicy
+
+    answers = [503, "reset", 200]
+    seen: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization", ""))
+        answer = answers.pop(0) if answers else 404
+        if answer == "reset":
+            raise httpx.ReadError("connection reset", request=request)
+        body = {"schema": json.dumps(NOTIFICATION)} if answer == 200 else {"error_code": 50301}
+        return httpx.Response(int(answer), json=body)
+
+    registry = SchemaRegistry(
+        "http://reader:s3cret-pw@registry.test",
+        transport=httpx.MockTransport(handle),
+        retry=RetryPolicy.immediate(3),
+    )
+    assert registry.schema(7) == fastavro.parse_schema(NOTIFICATION)
+    assert len(seen) == 3 and all(h.startswith("Basic ") for h in seen)
+    missing = decode(b"\x00" + struct.pack(">I", 8) + b"\x00", registry)
+    assert "schema registry: schema 8: HTTP 404" in missing.value and len(seen) == 4  # not retried
+    assert "s3cret-pw" not in REDACTOR("http://reader:s3cret-pw@registry.test")

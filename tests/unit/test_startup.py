@@ -9,7 +9,7 @@ import pytest
 
 def test_plain_http_loads_no_ca_bundle_and_https_checks_it(tmp_path: Path) -> None:
     from hephaestus.errors import HephaestusError
-    from hephaestus.tls import verify_for
+    from hephaestus.http import verify_for
 
     missing = str(tmp_path / "no-such-ca.pem")
     assert verify_for(missing, "Kafka Connect 'c'", "HTTP://connect:8083") is False
