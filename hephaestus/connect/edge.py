@@ -37,6 +37,7 @@ from hephaestus.connect.errors import (
 )
 from hephaestus.connect.redact import redact
 from hephaestus.http import RetryPolicy
+from hephaestus.polling import Bound, until
 
 _log = logging.getLogger("hephaestus.connect")
 
@@ -160,20 +161,22 @@ class Edge:
 
     def _settled(self, req: Request) -> bool:
         """Watch for an ambiguous write to land; True when it did (nothing to send again)."""
-        deadline = time.monotonic() + self.settle_s
-        while True:
-            seen = self._seen(req)
-            if seen is True:
-                return True
-            if time.monotonic() >= deadline or (seen is None and self.breaker.open):
-                if seen is None:
-                    raise OutcomeUnknown(
-                        "the write may have been applied and the cluster could "
-                        "not be read to tell; nothing was sent again",
-                        self.where(req),
-                    )
-                return False
-            time.sleep(self.poll_s)  # polling the live state, bounded by the deadline above
+        last: list[Seen] = [None]
+
+        def landed() -> bool | None:
+            last[0] = seen = self._seen(req)
+            if seen is None and self.breaker.open:
+                return False  # the cluster cannot be read any more: stop watching
+            return True if seen is True else None
+
+        if until(landed, Bound(self.settle_s, self.poll_s)):
+            return True
+        if last[0] is None:
+            raise OutcomeUnknown(
+                "the write may have been applied and the cluster could not be read to tell; nothing was sent again",
+                self.where(req),
+            )
+        return False
 
     def _seen(self, req: Request) -> Seen:
         return None if req.applied is None else req.applied()

@@ -11,6 +11,7 @@ import psycopg
 from psycopg import sql
 
 from hephaestus.errors import HephaestusError
+from hephaestus.polling import Bound, until
 from hephaestus.reconciler.pubdb import table_ident as _ident
 from hephaestus.snapshot.signal import SIGNAL_TABLE_DDL, Signal
 
@@ -89,17 +90,18 @@ def wait_slot_active(
     interval_s: float = 0.5,
 ) -> int:
     """Poll until a walsender holds the slot (and, after a restart, a new one): its pid."""
-    deadline = clock() + timeout_s
-    while True:
+
+    def holder() -> int | None:
         pid = slot_pid(conn, slot)
-        if pid is not None and pid != not_pid:
-            return pid
-        if clock() >= deadline:
-            raise HephaestusError(
-                f"replication slot {slot} did not become active within {timeout_s:.0f}s "
-                "(is the source connector running?); no signal was written"
-            )
-        time.sleep(interval_s)  # polling a condition, bounded by the deadline above
+        return pid if pid is not None and pid != not_pid else None
+
+    found = until(holder, Bound(timeout_s, interval_s, clock))
+    if found is None:
+        raise HephaestusError(
+            f"replication slot {slot} did not become active within {timeout_s:.0f}s "
+            "(is the source connector running?); no signal was written"
+        )
+    return found
 
 
 @_db_errors("inserting the signal")
