@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -15,19 +16,53 @@ _KINDS = (
 )
 
 
-def text(report: Report) -> str:
-    rows = [_HEADER] + [_cells(r) for r in report.results]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
-    lines = []
-    for row, result in zip(rows, (None, *report.results), strict=False):
-        lines.append(
-            "  ".join(
-                c.ljust(w) if i in (0, 4, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=False))
-            ).rstrip()
-        )
-        lines += _details(result) if result else []
-    lines.append(summary(report))
-    return "\n".join(lines) + "\n"
+# Verdict colours, for a terminal that wants them (the command decides; NO_COLOR honoured there).
+_STYLES = {"MATCH": "green", "WITHIN TOLERANCE": "yellow", "MISMATCH": "bold red", "ERROR": "bold red"}
+
+
+def text(report: Report, width: int | None = None, colour: bool = False) -> str:
+    """The table (rich), each table's details on the rows under it, in the VERDICT column, then
+    the summary. `width`: the terminal's; None (a pipe, a log) never folds a line."""
+    from rich.console import Console
+
+    rows = [_cells(r) for r in report.results]
+    widths = [max(len(x) for x in (name, *(row[i] for row in rows))) for i, name in enumerate(_HEADER[:5])]
+    if width is not None and width < sum(widths) + 2 * 5 + len("WITHIN TOLERANCE"):
+        width = None  # too narrow to fold only the verdicts: whole lines, the terminal wraps them
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=width or 10_000,
+        markup=False,  # names and errors come from databases: a "[" in them is text, not markup
+        highlight=False,
+        force_terminal=colour,
+        color_system="standard" if colour else None,
+    )
+    console.print(_table(report, rows, widths, colour))
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    return "\n".join([*lines, summary(report)]) + "\n"
+
+
+def _table(report: Report, rows: list[tuple[str, ...]], widths: list[int], colour: bool) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, header_style="bold" if colour else "")
+    for i, name in enumerate(_HEADER):
+        # The figures keep their width on a narrow terminal; only the verdict and details fold.
+        least = widths[i] if i < 5 else None
+        table.add_column(name, justify="right" if i in (1, 2, 3) else "left", min_width=least, no_wrap=i < 5)
+    for r, cells in zip(report.results, rows, strict=True):
+        table.add_row(*map(_printable, cells[:5]), Text(cells[5], style=_STYLES.get(cells[5], "") if colour else ""))
+        for line in _details(r):
+            table.add_row("", "", "", "", "", _printable(line.strip()))
+    return table
+
+
+def _printable(text: str) -> str:
+    """A database's error or a key may hold control characters: shown escaped, never sent to
+    the terminal (an ESC sequence could rewrite the screen or hide a row)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _cells(r: TableResult) -> tuple[str, ...]:

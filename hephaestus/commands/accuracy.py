@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -68,10 +70,20 @@ def accuracy(
     project = load_project(project_file)
     options = RunOptions(env, org, tables, deep, DeepOptions(limit=key_limit), concurrency)
     report = run_accuracy(project, load_definitions(definitions), options)
-    click.echo(render.as_json(report) if output == "json" else render.text(report), nl=False)
+    click.echo(render.as_json(report) if output == "json" else _text(report), nl=False)
     publish.notify(project, report)
     publish.publish_metrics(report, metrics_textfile, pushgateway)
     sys.exit(report.exit_code)
 
 
 commands: list[click.Command] = [accuracy]
+
+
+def _text(report: Any) -> str:
+    """The table at the terminal's width and in colour on a terminal (NO_COLOR honoured);
+    whole lines, no colour, in a pipe or a log (cron, a Helm hook)."""
+    from hephaestus.accuracy import render
+    from hephaestus.commands.common import colour_wanted
+
+    tty = sys.stdout.isatty()
+    return render.text(report, shutil.get_terminal_size().columns if tty else None, tty and colour_wanted())

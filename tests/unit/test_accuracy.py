@@ -303,3 +303,25 @@ def test_a_bad_tolerance_is_named_with_its_line(project: Project) -> None:
     )
     result = project.generate()
     assert result.code == 1 and "bob.yaml:" in result.err and "tolerance" in result.err
+
+
+def test_the_text_table_folds_only_the_verdict_column_and_prints_names_as_text() -> None:
+    """rich draws it: at a terminal's width only the VERDICT column (and the details under a
+    row) wraps; colour only when asked; a name or error with markup or escapes is plain text."""
+    report = Report(
+        (result("mismatch", diff=diff(missing=2)), result("error", None, error="boom [bold]x[/] \x1b[31mred")),
+        True,
+        0.5,
+    )
+    wide = render.text(report)
+    header, row, detail = wide.splitlines()[:3]
+    assert detail.strip() == "missing (in the source, not in the sink): 2: m0, m1"
+    assert detail.index("missing") == header.index("VERDICT") == row.index("MISMATCH")  # under its row's verdict
+    assert "error: boom [bold]x[/] \\x1b[31mred" in wide and "\x1b" not in wide
+    narrow = render.text(report, width=90)
+    assert max(len(line) for line in narrow.splitlines()) <= 90
+    assert narrow.splitlines()[1] == row  # the figures' line is whole
+    assert len([line for line in narrow.splitlines() if line.startswith(" ")]) > 2  # details folded
+    assert "\x1b[" not in narrow and "\x1b[1;31mMISMATCH" in render.text(report, width=90, colour=True)
+    too_narrow = render.text(report, width=40)
+    assert too_narrow == wide  # narrower than the figures: whole lines, the terminal wraps them
