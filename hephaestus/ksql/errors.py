@@ -16,7 +16,6 @@ import httpx
 from hephaestus.errors import HephaestusError
 from hephaestus.http import no_answer
 
-BAD_STATEMENT = 40001
 HTTP2_ONLY = 40004
 NOT_READY = 50302  # the server is starting: every endpoint answers this until it is ready
 # Refused before anything ran: safe to send again, even a write.
