@@ -163,42 +163,58 @@ def _cluster(
     held: frozenset[str],
     early: dict[str, LiveConnector] | ConnectError | None = None,
 ) -> ClusterOutcome:
-    cluster, options = ctx.cluster, ctx.options
+    """Plan one cluster; unless a dry run, or refused, or an input is invalid: apply it."""
+    base, live = _planned(client, ctx, desired, held, early)
+    p = base.plan
+    if p is None or ctx.options.dry_run or p.refused or base.invalid:
+        return base
+    if p.in_sync:  # adopting what git declares writes the record only, never Connect
+        return replace(base, error=_record_ownership(ctx, p, ()))
+    invalid = apply.validate_all(client, p, ctx.options.apply.concurrency)
+    if invalid:
+        return replace(base, invalid=invalid)
+    return _applied(client, ctx, base, p, live)
+
+
+def _planned(
+    client: ConnectClient,
+    ctx: _Ctx,
+    desired: dict[str, Desired],
+    held: frozenset[str],
+    early: dict[str, LiveConnector] | ConnectError | None,
+) -> tuple[ClusterOutcome, dict[str, Live]]:
+    """The cluster read (its fleet and what this deployment owns there) and planned; a plan
+    held to a saved or shown one is refused if anything moved since."""
+    cluster = ctx.cluster
     try:
         if isinstance(early, ConnectError):
             raise early
         fleet = early if early is not None else client.fleet()
         claims = ctx.store.owned(ctx.project.name, cluster.name)
     except (ConnectError, ownership.OwnershipUnavailable) as exc:
-        return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc))
+        return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc)), {}
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
-    mine = _targeted({n: c for n, c in fleet.items() if cluster.selects(n)}, options.targets)
+    mine = _targeted({n: c for n, c in fleet.items() if cluster.selects(n)}, ctx.options.targets)
     live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
     owned = frozenset(n for n in claims if n in live)
     scope = Scope(owned, held, _strangers(cluster, desired, held, live, owned))
-    p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, options)
+    p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, ctx.options)
     _learn_secrets(client, p, desired, live)
     p, problems = _publications(ctx.project, p, desired, live)
+    configs = {n: lv.config for n, lv in live.items()}
     base = ClusterOutcome(
-        cluster.name,
-        cluster.url,
-        p,
-        invalid=problems,
-        live={n: lv.config for n, lv in live.items()},
-        ignore_keys=ctx.policy.ignore_keys,
+        cluster.name, cluster.url, p, invalid=problems, live=configs, ignore_keys=ctx.policy.ignore_keys
     )
-    expected = (options.expected or {}).get(cluster.name)
-    if expected is not None:  # held to a saved or shown plan: refused if anything moved since
-        p = replace(p, refused=stale(expected, dict(base.live_hashes), p) or p.refused)
-        base = replace(base, plan=p)
-    if options.dry_run or p.refused or problems:
-        return base
-    if p.in_sync:  # adopting what git declares writes the record only, never Connect
-        return replace(base, error=_record_ownership(ctx, p, ()))
-    invalid = apply.validate_all(client, p, options.apply.concurrency)
-    if invalid:
-        return replace(base, invalid=invalid)
+    expected = (ctx.options.expected or {}).get(cluster.name)
+    if expected is not None:
+        base = replace(base, plan=replace(p, refused=stale(expected, dict(base.live_hashes), p) or p.refused))
+    return base, live
+
+
+def _applied(client: ConnectClient, ctx: _Ctx, base: ClusterOutcome, p: Plan, live: dict[str, Live]) -> ClusterOutcome:
+    """Under the audit journal: the prepare hooks, the publication changes, then Connect; a
+    failure before Connect is written to leaves it untouched ("nothing applied")."""
     try:
         journal = _journal(ctx, live)
     except HephaestusError as exc:  # the audit database is not in the project file
@@ -207,13 +223,13 @@ def _cluster(
         try:
             journal.check()
             if ctx.hooks:
-                ctx.hooks.prepare(cluster, p)
+                ctx.hooks.prepare(ctx.cluster, p)
         except HephaestusError as exc:  # an unwritable audit log, a source not ready for a snapshot …
             return replace(base, error=f"nothing applied: {exc}")
         prepared = _alter_publications(ctx.project, p)
         if not all(r.ok for r in prepared):
             return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
-        results = apply.execute(client, p, options.apply, journal)
+        results = apply.execute(client, p, ctx.options.apply, journal)
         errors = [apply.record_outcomes(journal, p, results), _record_ownership(ctx, p, results)]
     return replace(base, applied=True, prepared=prepared, results=results, error="; ".join(e for e in errors if e))
 
