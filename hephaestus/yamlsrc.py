@@ -23,15 +23,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import reprlib
 import stat
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml import events as ev
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.reader import ReaderError
 
@@ -39,28 +37,21 @@ from hephaestus.errors import InputError
 from hephaestus.jsonschemas import Checker
 from hephaestus.jsonschemas import packaged_schema as packaged_schema  # re-exported for its callers
 from hephaestus.jsonschemas import packaged_validator as packaged_validator
+from hephaestus.yamlevents import CLIP as CLIP  # re-exported for its callers
+from hephaestus.yamlevents import MAX_DEPTH as MAX_DEPTH
+from hephaestus.yamlevents import PathElem as PathElem
+from hephaestus.yamlevents import _Builder, _check_encodable, _Pos
+from hephaestus.yamlevents import clip as clip
+from hephaestus.yamlevents import core_scalar as core_scalar
+from hephaestus.yamlevents import format_path as format_path
 
 if TYPE_CHECKING:
     import jsonschema
 from hephaestus.secrets import is_sensitive
 
-PathElem = str | int
-
 MAX_YAML_BYTES = 1024 * 1024
 MAX_JSON_BYTES = 10 * 1024 * 1024
-MAX_DEPTH = 64
-CLIP = 40
 _BOM = b"\xef\xbb\xbf"
-
-
-@dataclass(slots=True)
-class _Pos:
-    """Where one value was written: its line, its plain-scalar text, its children and keys."""
-
-    line: int | None
-    text: str | None = None  # a plain scalar's text as written; None for the rest
-    kids: dict[PathElem, _Pos] = field(default_factory=dict)
-    keys: dict[str, int | None] = field(default_factory=dict)  # a mapping's keys -> their lines
 
 
 @dataclass(frozen=True)
@@ -95,19 +86,6 @@ class YamlDoc:
         """The text a plain scalar was written as (`010` for the integer 10), else None."""
         node, found = self._find(path)
         return node.text if found and node is not None else None
-
-
-def clip(value: object, limit: int = CLIP) -> str:
-    """repr of a value cut to `limit` characters: hostile values are never echoed whole."""
-    if isinstance(value, str):
-        return repr(value) if len(value) <= limit else repr(value[:limit]) + "…"
-    shown = _REPR.repr(value)  # bounded: a 1 MiB list is never turned into a string
-    return shown if len(shown) <= limit else shown[:limit] + "…"
-
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist = 2, 3, 3
-_REPR.maxstring = _REPR.maxother = _REPR.maxlong = CLIP + 2
 
 
 def read_text(path: Path, limit: int) -> str:
@@ -199,13 +177,6 @@ def _check_tree(file: str, data: Any, strings: bool = True) -> None:
         depth += 1
 
 
-def _check_encodable(file: str, text: str, line: int | None) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(file, "a lone surrogate escape (\\ud800-\\udfff) cannot be written out", line=line) from exc
-
-
 def load_yaml(path: Path) -> YamlDoc:
     """Parse one YAML file strictly (see the module docstring); errors name file and line."""
     file = str(path)
@@ -257,151 +228,6 @@ _C_PARSER = _has_c_parser()
 # block scalars (`|`, `>` ending a line or before a comment), whose indentation it reads
 # otherwise at the top level. A file with any of these is read by ruamel's parser alone.
 _LIBYAML_DIFFERS = re.compile("[\t\x85\u2028\u2029\ufeff!]|[|>][-+0-9]* *(#|$)", re.MULTILINE)
-
-
-@dataclass(slots=True)
-class _Frame:
-    """A mapping or sequence being read; for a mapping, the key waiting for its value."""
-
-    value: dict[str, Any] | list[Any]
-    pos: _Pos
-    path: tuple[PathElem, ...]
-    key: str | None = None
-
-
-_STR = "tag:yaml.org,2002:str"
-_COLLECTION_TAGS = {None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
-
-
-class _Builder:
-    """Builds data from parser events, without recursion (ruamel's composer recurses)."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.stack: list[_Frame] = []
-        self.root: Any = None
-        self.root_pos: _Pos | None = None
-        self.documents = 0
-        self.line: int | None = None  # the line of the event before
-
-    def _error(self, message: str, line: int | None, path: Sequence[PathElem] = ()) -> InputError:
-        return InputError(self.file, message, field=format_path(path), line=line)
-
-    def feed(self, event: ev.Event) -> None:
-        line = None if event.start_mark is None else event.start_mark.line + 1
-        if isinstance(event, ev.ScalarEvent) and not event.value and not event.style and event.tag is None:
-            line = self.line  # an empty value is where its key (or `-`) was: parsers place it apart
-        self.line = line
-        if isinstance(event, ev.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise self._error("anchors and aliases (&, *) are not supported: write the value out", line)
-        if isinstance(event, ev.DocumentStartEvent):
-            self.documents += 1
-            if self.documents > 1:
-                raise self._error("one YAML document per file (found a second '---')", line)
-        elif isinstance(event, ev.ScalarEvent):
-            self._scalar(event, line)
-        elif isinstance(event, (ev.MappingStartEvent, ev.SequenceStartEvent)):
-            self._open(event, line)
-        elif isinstance(event, ev.CollectionEndEvent):
-            self.stack.pop()
-
-    def _awaiting_key(self) -> _Frame | None:
-        top = self.stack[-1] if self.stack else None
-        return top if top is not None and isinstance(top.value, dict) and top.key is None else None
-
-    def _scalar(self, event: ev.ScalarEvent, line: int | None) -> None:
-        _check_encodable(self.file, event.value, line)
-        frame = self._awaiting_key()
-        if frame is not None:
-            self._key(frame, event.value, line)
-        else:
-            self._place(*self._resolve(event, line), line)
-
-    def _resolve(self, event: ev.ScalarEvent, line: int | None) -> tuple[Any, str | None]:
-        if event.tag not in (None, "!", _STR):
-            raise self._error(f"tag {clip(event.tag)} is not supported (quote a string)", line, self._here())
-        if event.tag is not None or event.style:  # plain: None from ruamel, "" from libyaml
-            return event.value, None  # quoted, block, !!str or `!`: a string as written
-        try:
-            return core_scalar(event.value), event.value
-        except ValueError as exc:
-            raise self._error(f"number {clip(event.value)} is too long", line, self._here()) from exc
-
-    def _open(self, event: ev.MappingStartEvent | ev.SequenceStartEvent, line: int | None) -> None:
-        here = self._here()
-        if self._awaiting_key() is not None:
-            raise self._error("a mapping key must be a plain value (complex keys are not supported)", line, here)
-        if event.tag not in _COLLECTION_TAGS:
-            raise self._error(f"tag {clip(event.tag)} is not supported", line, here)
-        if len(self.stack) >= MAX_DEPTH:
-            raise self._error(f"nested deeper than {MAX_DEPTH} levels", line)  # no field: it is as deep
-        container: dict[str, Any] | list[Any] = {} if isinstance(event, ev.MappingStartEvent) else []
-        pos = self._place(container, None, line)
-        self.stack.append(_Frame(container, pos, here))
-
-    def _here(self) -> tuple[PathElem, ...]:
-        """The path of the value about to be placed."""
-        if not self.stack:
-            return ()
-        top = self.stack[-1]
-        return (*top.path, (top.key or "") if isinstance(top.value, dict) else len(top.value))
-
-    def _key(self, frame: _Frame, key: str, line: int | None) -> None:
-        if key in frame.pos.keys:
-            first = frame.pos.keys[key]
-            raise self._error(
-                f"duplicate key {clip(key)} (first at line {first}): a second one would silently replace the first",
-                line,
-                (*frame.path, key),
-            )
-        frame.pos.keys[key] = line
-        frame.key = key
-
-    def _place(self, value: Any, text: str | None, line: int | None) -> _Pos:
-        pos = _Pos(line, text)
-        if not self.stack:
-            self.root, self.root_pos = value, pos
-            return pos
-        top = self.stack[-1]
-        if isinstance(top.value, dict):
-            assert top.key is not None
-            top.value[top.key] = value
-            top.pos.kids[top.key] = pos
-            top.key = None
-        else:
-            top.pos.kids[len(top.value)] = pos
-            top.value.append(value)
-        return pos
-
-
-# The YAML 1.2 core schema's plain scalars (https://yaml.org/spec/1.2.2/#1023-core-schema).
-_CORE: list[tuple[re.Pattern[str], Callable[[str], Any]]] = [
-    (re.compile(r"~|null|Null|NULL|"), lambda t: None),
-    (re.compile(r"true|True|TRUE"), lambda t: True),
-    (re.compile(r"false|False|FALSE"), lambda t: False),
-    (re.compile(r"[-+]?[0-9]+"), int),
-    (re.compile(r"0o[0-7]+"), lambda t: int(t[2:], 8)),
-    (re.compile(r"0x[0-9a-fA-F]+"), lambda t: int(t[2:], 16)),
-    (re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"), float),
-    (re.compile(r"[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"), lambda t: float(t.replace(".", "", 1))),
-]
-
-
-def core_scalar(text: str) -> Any:
-    """A plain scalar under the YAML 1.2 core schema (ValueError: an integer too long)."""
-    for pattern, convert in _CORE:
-        if pattern.fullmatch(text):
-            return convert(text)
-    return text
-
-
-def format_path(path: Sequence[PathElem]) -> str:
-    """`pipelines[0].sinks[1].database` style, the way users read it."""
-    out = ""
-    for elem in path:  # a hostile key is cut like any value
-        name = elem if isinstance(elem, int) or len(elem) <= CLIP else elem[:CLIP] + "…"
-        out += f"[{name}]" if isinstance(name, int) else (f".{name}" if out else name)
-    return out
 
 
 def schema_errors_of(doc: YamlDoc, validator: Checker) -> list[InputError]:

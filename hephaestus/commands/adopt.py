@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -56,7 +57,6 @@ def import_(
     """Adopt live connectors: write each to connectors/<cluster>/{source,sink}/<name>.json as the
     generator would and record it as owned, so reconcile then plans zero writes. A plaintext
     secret is refused (exit 1, nothing written) unless --secret names its placeholder."""
-    from hephaestus.generator.output import render_document
     from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
     from hephaestus.reconciler.importer import import_project
@@ -69,35 +69,36 @@ def import_(
         project, project.select(clusters), globs, secrets, dry_run, timeout_of(project, lock_timeout)
     )
     if output == "json":
-        click.echo(
-            json.dumps(
-                {
-                    "dry_run": dry_run,
-                    "clusters": [
-                        {
-                            "cluster": r.cluster,
-                            "connectors": [
-                                {"name": i.name, "action": i.how, "document": i.document or None} for i in r.items
-                            ],
-                        }
-                        for r in results
-                    ],
-                },
-                indent=2,
-            )
-        )
+        click.echo(json.dumps(_as_json(results, dry_run), indent=2))
         sys.exit(EXIT_OK)
     for r in results:
-        click.echo(f"cluster {r.cluster}")
-        for i in r.items:
-            click.echo(f"  {'would ' if dry_run and i.how.startswith('write') else ''}{i.how}: {i.name}")
-            if dry_run and i.document:
-                click.echo("    " + render_document(i.document).decode().rstrip().replace("\n", "\n    "))
-        owned = sum(1 for i in r.items if i.how != "owned already")
-        click.echo(
-            f"  {owned} {'to own' if dry_run else 'now owned'}, "
-            f"{sum(1 for i in r.items if i.how.startswith('write'))} files"
-        )
+        _echo_text(r, dry_run)
+
+
+def _as_json(results: Any, dry_run: bool) -> dict[str, Any]:
+    return {
+        "dry_run": dry_run,
+        "clusters": [
+            {
+                "cluster": r.cluster,
+                "connectors": [{"name": i.name, "action": i.how, "document": i.document or None} for i in r.items],
+            }
+            for r in results
+        ],
+    }
+
+
+def _echo_text(r: Any, dry_run: bool) -> None:
+    from hephaestus.generator.output import render_document
+
+    click.echo(f"cluster {r.cluster}")
+    for i in r.items:
+        click.echo(f"  {'would ' if dry_run and i.how.startswith('write') else ''}{i.how}: {i.name}")
+        if dry_run and i.document:
+            click.echo("    " + render_document(i.document).decode().rstrip().replace("\n", "\n    "))
+    owned = sum(1 for i in r.items if i.how != "owned already")
+    files = sum(1 for i in r.items if i.how.startswith("write"))
+    click.echo(f"  {owned} {'to own' if dry_run else 'now owned'}, {files} files")
 
 
 commands: list[click.Command] = [import_]

@@ -126,27 +126,17 @@ def reconcile(
     project = load_project(project_file)
     if out and not dry_run:
         raise HephaestusError("--out saves a plan: use it with --dry-run (then apply it with --plan)")
-    saved: dict[str, Any] = {
+    given = {
         "force": force,
         "allow_destructive": allow_destructive,
         "targets": list(targets),
         "deploy_custom": deploy_custom,
         "clusters": list(clusters),
     }
-    expected = None
-    if plan_file:
-        from hephaestus.reconciler.saved import load
-
-        loaded = load(plan_file, project)  # StalePlan (exit 2) when git or the project moved
-        saved, expected = loaded.options, loaded.expected
-        click.echo(f"applying plan {loaded.id} ({plan_file})", err=True)
+    saved, expected = _given_or_saved(project, given, plan_file)
     options = _options(project, saved, dry_run, drift_only, lock_timeout, batch_size, batch_interval, max_failures)
     selected = project.select(tuple(saved["clusters"]))
-    hooks = None
-    if send_snapshot and not dry_run:
-        from hephaestus.snapshot.hooks import SnapshotHooks  # psycopg: only when it is used
-
-        hooks = SnapshotHooks(project)
+    hooks = _snapshot_hooks(project) if send_snapshot and not dry_run else None
     if not dry_run and expected is None and not auto_approve:
         expected = _approved(project, selected, options, output)
         if expected is None:
@@ -160,6 +150,23 @@ def reconcile(
         plan_id = save(out, project, outcomes, saved, selected)
         click.echo(f"\nPlan `{plan_id}` saved to {out}: apply it with `hephaestus reconcile --plan {out}`.")
     sys.exit(_exit(outcomes, dry_run, exit_code))
+
+
+def _given_or_saved(project: Any, given: dict[str, Any], plan_file: Path | None) -> tuple[dict[str, Any], Any]:
+    """The options given, or those of the saved plan and what it expects to find live."""
+    if not plan_file:
+        return given, None
+    from hephaestus.reconciler.saved import load
+
+    loaded = load(plan_file, project)  # StalePlan (exit 2) when git or the project moved
+    click.echo(f"applying plan {loaded.id} ({plan_file})", err=True)
+    return loaded.options, loaded.expected
+
+
+def _snapshot_hooks(project: Any) -> Any:
+    from hephaestus.snapshot.hooks import SnapshotHooks  # psycopg: only when it is used
+
+    return SnapshotHooks(project)
 
 
 def _options(
