@@ -82,24 +82,23 @@ def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limi
         for s in shown
     ]
     if output == "json":
-        click.echo(
-            json.dumps(
-                {"connector": connector, "topic": dlq_.topic, "depth": dlq_.depth, "records": rows},
-                indent=2,
-                default=str,
-            )
-        )
+        doc = {"connector": connector, "topic": dlq_.topic, "depth": dlq_.depth, "records": rows}
+        click.echo(json.dumps(doc, indent=2, default=str))
         return
     click.echo(f"{connector}: {dlq_.depth} record(s) in {dlq_.topic}; showing {len(rows)}")
     for r in rows:
-        e = r["error"]
-        click.echo(
-            f"- [{r['partition']}] offset {r['offset']} at {r['time']}: {e.get('stage', '?')} failed in "
-            f"{e.get('class.name', '?')}: {e.get('exception.class.name', '')}: {e.get('exception.message', '')}"
-        )
-        click.echo(f"    from {e.get('topic', '?')}[{e.get('partition', '?')}] offset {e.get('offset', '?')}")
-        click.echo(f"    key ({r['key']['format']}): {json.dumps(r['key']['value'], default=str)}")
-        click.echo(f"    value ({r['value']['format']}): {json.dumps(r['value']['value'], default=str)}")
+        click.echo(_record_text(r))
+
+
+def _record_text(r: dict[str, Any]) -> str:
+    e = r["error"]
+    return (
+        f"- [{r['partition']}] offset {r['offset']} at {r['time']}: {e.get('stage', '?')} failed in "
+        f"{e.get('class.name', '?')}: {e.get('exception.class.name', '')}: {e.get('exception.message', '')}\n"
+        f"    from {e.get('topic', '?')}[{e.get('partition', '?')}] offset {e.get('offset', '?')}\n"
+        f"    key ({r['key']['format']}): {json.dumps(r['key']['value'], default=str)}\n"
+        f"    value ({r['value']['format']}): {json.dumps(r['value']['value'], default=str)}"
+    )
 
 
 def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> Any:

@@ -4,11 +4,11 @@ Pushgateway or the exporter."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hephaestus.notify.metrics import Metrics
 from hephaestus.slots.run import SlotReport
-from hephaestus.status.model import ClusterView
+from hephaestus.status.model import ClusterView, ConnectorView
 
 
 def slot_metrics(found: SlotReport, into: Metrics | None = None) -> Metrics:
@@ -33,45 +33,35 @@ def slot_metrics(found: SlotReport, into: Metrics | None = None) -> Metrics:
     return m
 
 
+# Each connector's gauges: (name, help, value of a ConnectorView or None to leave it out).
+_CONNECTOR_GAUGES: tuple[tuple[str, str, Callable[[ConnectorView], float | None]], ...] = (
+    (
+        "connector_healthy",
+        "1 when the connector and all its tasks are RUNNING and nothing else is wrong.",
+        lambda c: 1 if c.healthy else 0,
+    ),
+    (
+        "connector_failed_tasks",
+        "Tasks of the connector not RUNNING.",
+        lambda c: sum(s != "RUNNING" for _, s in c.tasks),
+    ),
+    ("connector_heal_restarts", "Restarts heal has spent on the connector (its budget's use).", lambda c: c.restarts),
+    ("sink_dlq_records", "Records in the sink's dead-letter queue.", lambda c: c.dlq_depth),
+    ("sink_consumer_lag_records", "Records of the sink's topics not yet committed by it.", lambda c: c.consumer_lag),
+    ("source_slot_retained_bytes", "WAL bytes the source's slot holds back.", lambda c: c.slot_retained),
+)
+
+
 def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, now: float | None = None) -> Metrics:
     m = into or Metrics()
     for view in views:
-        m.set(
-            "cluster_up",
-            "1 when the cluster's status could be read.",
-            0 if view.errors and not view.connectors else 1,
-            {"cluster": view.cluster},
-        )
+        up = 0 if view.errors and not view.connectors else 1
+        m.set("cluster_up", "1 when the cluster's status could be read.", up, {"cluster": view.cluster})
         for c in view.connectors:
             labels = {"cluster": c.cluster, "connector": c.name, "kind": c.kind}
-            m.set(
-                "connector_healthy",
-                "1 when the connector and all its tasks are RUNNING and nothing else is wrong.",
-                1 if c.healthy else 0,
-                labels,
-            )
-            m.set(
-                "connector_failed_tasks",
-                "Tasks of the connector not RUNNING.",
-                sum(1 for _, s in c.tasks if s != "RUNNING"),
-                labels,
-            )
-            m.set(
-                "connector_heal_restarts",
-                "Restarts heal has spent on the connector (its budget's use).",
-                c.restarts,
-                labels,
-            )
-            if c.dlq_depth is not None:
-                m.set("sink_dlq_records", "Records in the sink's dead-letter queue.", c.dlq_depth, labels)
-            if c.consumer_lag is not None:
-                m.set(
-                    "sink_consumer_lag_records",
-                    "Records of the sink's topics not yet committed by it.",
-                    c.consumer_lag,
-                    labels,
-                )
-            if c.slot_retained is not None:
-                m.set("source_slot_retained_bytes", "WAL bytes the source's slot holds back.", c.slot_retained, labels)
+            for name, documentation, value_of in _CONNECTOR_GAUGES:
+                value = value_of(c)
+                if value is not None:  # unknown (no DLQ, no lag read, not a source): no sample
+                    m.set(name, documentation, value, labels)
     m.set("status_last_check_timestamp_seconds", "When the last status check ended (Unix time).", now or time.time())
     return m
