@@ -740,8 +740,13 @@ def test_values_that_would_leak_or_break_are_refused(helm: str, args: list[str],
 
 
 def test_the_dockerfile_agrees_with_the_chart() -> None:
-    """The image cannot be built here (no Docker engine); what the chart relies on is checked."""
+    """What the chart relies on (tests/stack/test_image_hooks.py builds and runs the image)."""
     dockerfile = (REPO / "Dockerfile").read_text()
+    base = re.search(r"^ARG PYTHON_IMAGE=(\S+)$", dockerfile, re.M)
+    assert base and re.fullmatch(r"python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base[1]), (
+        "the base is pinned by digest"
+    )
+    assert "FROM ${RUNTIME_IMAGE}\n" in dockerfile and "ARG RUNTIME_IMAGE=${PYTHON_IMAGE}" in dockerfile
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     final_stage = dockerfile.rsplit("\nFROM ", 1)[1]
     user = re.findall(r"^USER (\d+):(\d+)$", final_stage, re.M)
