@@ -3,12 +3,15 @@ means, how an address is shown, and that a redirect is never followed."""
 
 from __future__ import annotations
 
+import logging
 import ssl
+from typing import Any
 
 import httpx
 import pytest
 
 from hephaestus import http
+from hephaestus.errors import HephaestusError
 from hephaestus.secrets import REDACTOR
 
 
@@ -72,3 +75,49 @@ def test_the_ksql_client_retries_with_the_same_policy_as_connect() -> None:
 
     assert ConnectPolicy is http.RetryPolicy and issubclass(KsqlPolicy, http.RetryPolicy)
     assert KsqlPolicy().attempts == 5 and KsqlPolicy().budget_s == 0.5 + 1 + 2 + 4
+
+
+def test_the_client_verifies_https_by_default_and_sends_its_headers() -> None:
+    """Mutation survivors: the default `verify`, the CA bundle check, the headers and timeout."""
+    made = http.client("https://connect.test", what="c")
+    pool: Any = made._transport._pool  # type: ignore[attr-defined]  # httpx's transport holds the TLS context
+    assert pool._ssl_context.verify_mode == ssl.CERT_REQUIRED and made.timeout.read == 30.0
+    made.close()
+    with pytest.raises(HephaestusError, match="Kafka Connect 'c': cannot load CA bundle /nonexistent.pem"):
+        http.client("https://connect.test", what="Kafka Connect 'c'", verify="/nonexistent.pem")
+    sent: list[httpx.Headers] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers)
+        return httpx.Response(200)
+
+    with http.client("http://c.test", what="c", headers={"Accept": "x/y"}, transport=httpx.MockTransport(handle)) as c:
+        c.get("/")
+    assert sent[0]["accept"] == "x/y"
+
+
+def test_only_our_errors_that_say_so_are_retried() -> None:
+    assert not http.is_transient(HephaestusError("no transient attribute: not retried"))
+    busy = HephaestusError("busy")
+    busy.transient = True  # type: ignore[attr-defined]
+    assert http.is_transient(busy) and not http.is_transient(ValueError("not ours"))
+    odd = HephaestusError("truthy, not True")
+    odd.transient = "yes"  # type: ignore[attr-defined]
+    assert not http.is_transient(odd)
+
+
+def test_a_retry_says_what_failed_and_when_it_tries_again(caplog: pytest.LogCaptureFixture) -> None:
+    busy = HephaestusError("the group is rebalancing — wait for it")
+    busy.transient = True  # type: ignore[attr-defined]
+    attempts, slept = 0, []
+    policy = http.RetryPolicy(attempts=3, initial_wait=1.0, max_wait=8.0, jitter=0.0, sleep=slept.append)
+    with caplog.at_level(logging.WARNING, logger="hephaestus.http"), pytest.raises(HephaestusError):
+        for attempt in policy.retrying():
+            with attempt:
+                attempts += 1
+                raise busy
+    assert attempts == 3 and slept == [1.0, 2.0]  # the injected sleep waited, nothing real did
+    assert [r.getMessage() for r in caplog.records] == [
+        "the group is rebalancing; trying again in 1.0 s (attempt 2 of 3)",
+        "the group is rebalancing; trying again in 2.0 s (attempt 3 of 3)",
+    ]
