@@ -12,8 +12,8 @@ ClientFactory = Callable[[Cluster], ConnectClient]
 
 
 def connect_client(cluster: Cluster) -> ConnectClient:
-    """URL, basic auth (password resolved now), TLS and timeout as the project file says."""
-    REDACTOR.learn_embedded(cluster.url)  # credentials in a URL given by url_env
+    """URL, basic auth (password resolved now), TLS and timeout as the project file says.
+    (Credentials inside the URL, e.g. one given by url_env, are learnt by `http.client`.)"""
     if cluster.secrets_file:
         REDACTOR.learn_file(cluster.secrets_file)
     return ConnectClient(
