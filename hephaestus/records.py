@@ -69,16 +69,10 @@ class SchemaRegistry:
     def _fetch(self, schema_id: int) -> Any:
         import fastavro
 
-        doc = self._get(schema_id)
+        doc = self._retry.retrying()(self._once, schema_id)  # transient failures asked again
         if doc.get("schemaType", "AVRO") != "AVRO":
             raise RegistryError(f"schema registry: schema {schema_id} is {doc['schemaType']}, not Avro")
         return fastavro.parse_schema(json.loads(doc["schema"]))
-
-    def _get(self, schema_id: int) -> Any:
-        for attempt in self._retry.retrying():
-            with attempt:
-                return self._once(schema_id)
-        raise AssertionError("tenacity ends a retry loop by returning or raising")
 
     def _once(self, schema_id: int) -> Any:
         where = f"schema registry: schema {schema_id}"

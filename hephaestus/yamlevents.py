@@ -20,12 +20,12 @@ CLIP = 40
 
 
 @dataclass(slots=True)
-class _Pos:
+class Pos:
     """Where one value was written: its line, its plain-scalar text, its children and keys."""
 
     line: int | None
     text: str | None = None  # a plain scalar's text as written; None for the rest
-    kids: dict[PathElem, _Pos] = field(default_factory=dict)
+    kids: dict[PathElem, Pos] = field(default_factory=dict)
     keys: dict[str, int | None] = field(default_factory=dict)  # a mapping's keys -> their lines
 
 
@@ -42,7 +42,7 @@ _REPR.maxlevel, _REPR.maxdict, _REPR.maxlist = 2, 3, 3
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = CLIP + 2
 
 
-def _check_encodable(file: str, text: str, line: int | None) -> None:
+def check_encodable(file: str, text: str, line: int | None) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -54,7 +54,7 @@ class _Frame:
     """A mapping or sequence being read; for a mapping, the key waiting for its value."""
 
     value: dict[str, Any] | list[Any]
-    pos: _Pos
+    pos: Pos
     path: tuple[PathElem, ...]
     key: str | None = None
 
@@ -63,14 +63,14 @@ _STR = "tag:yaml.org,2002:str"
 _COLLECTION_TAGS = {None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 
-class _Builder:
+class Builder:
     """Builds data from parser events, without recursion (ruamel's composer recurses)."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.stack: list[_Frame] = []
         self.root: Any = None
-        self.root_pos: _Pos | None = None
+        self.root_pos: Pos | None = None
         self.documents = 0
         self.line: int | None = None  # the line of the event before
 
@@ -100,7 +100,7 @@ class _Builder:
         return top if top is not None and isinstance(top.value, dict) and top.key is None else None
 
     def _scalar(self, event: ev.ScalarEvent, line: int | None) -> None:
-        _check_encodable(self.file, event.value, line)
+        check_encodable(self.file, event.value, line)
         frame = self._awaiting_key()
         if frame is not None:
             self._key(frame, event.value, line)
@@ -147,8 +147,8 @@ class _Builder:
         frame.pos.keys[key] = line
         frame.key = key
 
-    def _place(self, value: Any, text: str | None, line: int | None) -> _Pos:
-        pos = _Pos(line, text)
+    def _place(self, value: Any, text: str | None, line: int | None) -> Pos:
+        pos = Pos(line, text)
         if not self.stack:
             self.root, self.root_pos = value, pos
             return pos

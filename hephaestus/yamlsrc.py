@@ -39,8 +39,8 @@ from hephaestus.jsonschemas import packaged_schema as packaged_schema  # re-expo
 from hephaestus.jsonschemas import packaged_validator as packaged_validator
 from hephaestus.yamlevents import CLIP as CLIP  # re-exported for its callers
 from hephaestus.yamlevents import MAX_DEPTH as MAX_DEPTH
+from hephaestus.yamlevents import Builder, Pos, check_encodable
 from hephaestus.yamlevents import PathElem as PathElem
-from hephaestus.yamlevents import _Builder, _check_encodable, _Pos
 from hephaestus.yamlevents import clip as clip
 from hephaestus.yamlevents import core_scalar as core_scalar
 from hephaestus.yamlevents import format_path as format_path
@@ -60,9 +60,9 @@ class YamlDoc:
 
     file: str
     data: Any
-    pos: _Pos | None = None  # None for JSON: no lines below the file
+    pos: Pos | None = None  # None for JSON: no lines below the file
 
-    def _find(self, path: Sequence[PathElem]) -> tuple[_Pos | None, bool]:
+    def _find(self, path: Sequence[PathElem]) -> tuple[Pos | None, bool]:
         """The deepest position along `path`, and whether the whole path exists."""
         node = self.pos
         for elem in path:
@@ -167,7 +167,7 @@ def _check_tree(file: str, data: Any, strings: bool = True) -> None:
     while level:
         if strings:
             for text in (v for v in level if isinstance(v, str)):
-                _check_encodable(file, text, None)
+                check_encodable(file, text, None)
         containers = [v for v in level if isinstance(v, (dict, list))]
         if containers and depth > MAX_DEPTH:
             raise InputError(file, f"nested deeper than {MAX_DEPTH} levels")
@@ -209,7 +209,7 @@ def parse_yaml(file: str, text: str) -> YamlDoc:
 def _build(file: str, text: str, pure: bool) -> YamlDoc:
     """Our data from parser events: libyaml's (ruamel.yaml.clib, ~7x faster) or ruamel's own.
     Only events are taken from either, so what a scalar means is ours (YAML 1.2 core) both ways."""
-    builder = _Builder(file)
+    builder = Builder(file)
     for event in YAML(typ="safe", pure=pure).parse(text):
         builder.feed(event)
     return YamlDoc(file, builder.root, builder.root_pos)
