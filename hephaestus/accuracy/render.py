@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from hephaestus.accuracy.model import Endpoint, Key, KeyList, Report, TableResult
+from hephaestus.terminal import printable
 
 _HEADER = ("TABLE", "SOURCE", "SINK", "DELTA", "LAG", "VERDICT")
 _KINDS = (
@@ -53,16 +54,10 @@ def _table(report: Report, rows: list[tuple[str, ...]], widths: list[int], colou
         least = widths[i] if i < 5 else None
         table.add_column(name, justify="right" if i in (1, 2, 3) else "left", min_width=least, no_wrap=i < 5)
     for r, cells in zip(report.results, rows, strict=True):
-        table.add_row(*map(_printable, cells[:5]), Text(cells[5], style=_STYLES.get(cells[5], "") if colour else ""))
+        table.add_row(*map(printable, cells[:5]), Text(cells[5], style=_STYLES.get(cells[5], "") if colour else ""))
         for line in _details(r):
-            table.add_row("", "", "", "", "", _printable(line.strip()))
+            table.add_row("", "", "", "", "", printable(line.strip()))
     return table
-
-
-def _printable(text: str) -> str:
-    """A database's error or a key may hold control characters: shown escaped, never sent to
-    the terminal (an ESC sequence could rewrite the screen or hide a row)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _cells(r: TableResult) -> tuple[str, ...]:

@@ -71,9 +71,11 @@ def _tables(views: Any, show_all: bool) -> None:
     from rich.table import Table
 
     from hephaestus.slots.model import size
+    from hephaestus.terminal import printable
 
     # A pipe or a log (cron, a Helm hook) gets whole names, not names folded to 80 columns.
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 1000)
+    # Names and traces come from the cluster: a "[" in them is text, not rich markup.
+    console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 1000)
     for v in views:
         table = Table(
             title=f"{v.cluster} ({v.url}): {len(v.connectors) - len(v.unhealthy)} of {len(v.connectors)} healthy",
@@ -85,19 +87,11 @@ def _tables(views: Any, show_all: bool) -> None:
             tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
             slot = "-" if c.slot_retained is None else size(c.slot_retained)
             state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
-            table.add_row(
-                c.name,
-                state,
-                tasks,
-                f"{c.restarts}/{c.budget}",
-                _n(c.dlq_depth),
-                _n(c.consumer_lag),
-                slot,
-                "; ".join(c.problems) or "ok",
-            )
+            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _n(c.dlq_depth), _n(c.consumer_lag), slot)
+            table.add_row(*map(printable, (*cells, "; ".join(c.problems) or "ok")))
         console.print(table)
         for error in v.errors:
-            console.print(f"error: {error}", style="red")
+            console.print(f"error: {printable(error)}", style="red")
 
 
 def _n(value: int | None) -> str:

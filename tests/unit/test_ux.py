@@ -45,3 +45,18 @@ def test_shell_completion_offers_job_and_cluster_names(tmp_path: object, monkeyp
     assert complete("hephaestus reconcile --cluster ", REPO, monkeypatch) == ["kec", "lmsdwh", "platforms"]
     assert complete("hephaestus reconcile --cluster pl", REPO, monkeypatch) == ["platforms"]
     assert complete("hephaestus reconcile --cluster ", tmp_path, monkeypatch) == []  # no project file here
+
+
+def test_status_prints_a_clusters_markup_and_escapes_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """A connector's name or trace comes from the cluster: "[/]" in it crashed rich's markup
+    parser, and an ESC sequence would have reached the terminal. Both are shown as text now."""
+    from hephaestus.commands.status import _tables
+    from hephaestus.status.model import ClusterView, ConnectorView
+
+    broken = ConnectorView(
+        "c", "sink[/]x", "sink", "FAILED", ((0, "FAILED"),), problems=("task 0 FAILED: [bold]bad[/] \x1b[2Jvalue",)
+    )
+    _tables([ClusterView("c", "http://c", (broken,), errors=("lag unreadable \x1b[31m",))], False)
+    out = capsys.readouterr().out
+    assert "sink[/]x" in out and "[bold]bad[/]" in out
+    assert "\x1b" not in out and "\\x1b[2Jvalue" in out and "lag unreadable \\x1b[31m" in out
