@@ -255,12 +255,18 @@ def _publish(outcomes: list[Any], dry_run: bool, textfile: Path | None, pushgate
 def _progress() -> Any:
     """One line per finished connector on a terminal, so a long apply shows it is moving."""
     from rich.console import Console
+    from rich.text import Text
+
+    from hephaestus.terminal import printable
 
     console = Console(stderr=True, highlight=False)
 
     def show(result: Any, done: int, total: int) -> None:
-        mark = "[green]ok[/]" if result.ok else "[red]FAILED[/]"
-        console.print(f"[{done}/{total}] {mark} {result.action} {result.name}: {result.detail}", markup=True)
+        # The detail is Connect's (an error, a trace): text, never rich markup or a raw escape.
+        line = Text(f"[{done}/{total}] ")
+        line.append("ok" if result.ok else "FAILED", style="green" if result.ok else "red")
+        line.append(printable(f" {result.action} {result.name}: {result.detail}"))
+        console.print(line)
 
     return show
 

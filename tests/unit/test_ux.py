@@ -60,3 +60,17 @@ def test_status_prints_a_clusters_markup_and_escapes_as_text(capsys: pytest.Capt
     out = capsys.readouterr().out
     assert "sink[/]x" in out and "[bold]bad[/]" in out
     assert "\x1b" not in out and "\\x1b[2Jvalue" in out and "lag unreadable \\x1b[31m" in out
+
+
+def test_the_apply_progress_line_prints_connects_text_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """The twin of the status table: a detail with "[/]" made rich raise mid-apply."""
+    from types import SimpleNamespace
+
+    from hephaestus.commands.reconcile import _progress
+
+    show = _progress()
+    show(SimpleNamespace(ok=False, action="update", name="s[/]", detail="refused: [red]x[/] \x1b[2J"), 1, 2)
+    show(SimpleNamespace(ok=True, action="create", name="t", detail="RUNNING"), 2, 2)
+    err = capsys.readouterr().err
+    assert "[1/2] FAILED update s[/]: refused: [red]x[/] \\x1b[2J" in err and "\x1b" not in err
+    assert "[2/2] ok create t: RUNNING" in err
