@@ -123,7 +123,7 @@ class Redactor:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return  # not readable here (it lives on the Connect workers): patterns still apply
-        self.learn_config(dict(p for p in map(_property, text.splitlines()) if p))
+        self.learn_config(properties(text))
 
     def __call__(self, text: str) -> str:
         for value in self._ordered:
@@ -139,6 +139,11 @@ def _embedded(value: str) -> list[str]:
     if "=" not in value and ":" not in value:
         return []  # every pattern needs one of them: most values (names, numbers) end here
     return [m.group("secret") for p in _PATTERNS for m in p.finditer(value)]
+
+
+def properties(text: str) -> dict[str, str]:
+    """A Java properties file's `key=value` / `key: value` pairs (Connect's FileConfigProvider format)."""
+    return dict(p for p in map(_property, text.splitlines()) if p)
 
 
 def _property(line: str) -> tuple[str, str] | None:

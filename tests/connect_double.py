@@ -18,6 +18,7 @@ tests/stack/test_smoke.py):
   400 unless the connector is STOPPED, else 200 + message (partitions not named are kept).
 - `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs` (each with
   its `definition.type`); `GET /connector-plugins/C/config`: the ConfigKeyInfo list.
+- `GET /` (`RootResource`): `{"version", "commit", "kafka_cluster_id"}`.
 - `GET /health` (KIP-1017, Connect 3.9+, `HealthResource`): 200 `{"status": "healthy", …}` once
   the worker has started, 503 `{"status": "starting", …}` before (`starting` counts those).
 Errors are Connect's `{"error_code", "message"}` JSON.
@@ -69,6 +70,7 @@ class ConnectDouble:
         self.on_start: dict[str, list[str]] = {}  # name -> task state script after each start
         self.plugin_keys: dict[str, str] = {}  # config key -> ConfigDef type, for every plugin
         self.starting = 0  # GET /health answers 503 this many more times
+        self.kafka_cluster_id = "dbl-kafka-cluster-0"  # what GET / names
         self._lock = threading.Lock()
 
     # --- what tests read -------------------------------------------------------------
@@ -100,6 +102,10 @@ class ConnectDouble:
         m = request.method
         if parts == ["health"]:
             return self._health()
+        if parts == [""] and m == "GET":
+            return httpx.Response(
+                200, json={"version": "4.3.1", "commit": "0000000000000000", "kafka_cluster_id": self.kafka_cluster_id}
+            )
         if parts[0] == "connector-plugins" and parts[-1] == "validate":
             configs = [
                 {"definition": {"name": k, "type": t}, "value": {"name": k, "errors": []}}

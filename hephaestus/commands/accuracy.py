@@ -35,7 +35,7 @@ from hephaestus.commands.common import metrics_textfile_option, project_option, 
 @click.option(
     "--keys",
     "key_limit",
-    type=click.IntRange(0),
+    type=click.IntRange(0, 1_000_000),
     default=100,
     show_default=True,
     help="With --deep: keys listed per kind and table.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -125,9 +126,28 @@ pushgateway_option = click.option(
     "--pushgateway", envvar="HEPHAESTUS_PUSHGATEWAY", help="Push this run's metrics to this Prometheus Pushgateway."
 )
 
+
+class Finite(click.FloatRange):
+    """A number within bounds, and finite: click's FloatRange lets `nan` through (every
+    comparison with it is false) and `inf` where there is no maximum."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        found = float(super().convert(value, param, ctx))
+        if not math.isfinite(found):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return found
+
+
+DAY_S = 86_400.0
+SECONDS = Finite(0, DAY_S)  # a wait or a pause: at most a day
+COUNT = click.IntRange(0, 1_000_000)
+OFFSET = click.IntRange(0, 2**63 - 1)  # a Kafka offset (a signed 64-bit long)
+
 lock_timeout_option = click.option(
     "--lock-timeout",
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     default=None,
     metavar="SECONDS",
     help="Wait this long for another run holding the cluster's lock, then exit 1 naming it "

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, project_option
+from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, OFFSET, cluster_option, project_option
 
 _json_opt = click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 _connector_opt = click.option("--connector", required=True, help="The sink whose dead-letter queue to use.")
@@ -61,7 +61,7 @@ def _when(ms: int) -> str:
 @project_option
 @cluster_option
 @_connector_opt
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1_000_000), default=20, show_default=True)
 @_json_opt
 def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limit: int, output: str) -> None:
     """The parked records: Connect's error headers, key and value decoded, secrets masked."""
@@ -113,7 +113,7 @@ def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> A
 @project_option
 @cluster_option
 @_connector_opt
-@click.option("--until", type=click.IntRange(min=0), help="Replay up to this DLQ offset (inclusive).")
+@click.option("--until", type=OFFSET, help="Replay up to this DLQ offset (inclusive).")
 @click.option("--dry-run", is_flag=True, help="Count what would be replayed; send nothing.")
 def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, until: int | None, dry_run: bool) -> None:
     """Send parked records back to their original topic and partition (keys and headers kept),
@@ -144,7 +144,7 @@ def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, un
 @project_option
 @cluster_option
 @_connector_opt
-@click.option("--before", type=click.IntRange(min=0), required=True, help="Delete records below this offset.")
+@click.option("--before", type=OFFSET, required=True, help="Delete records below this offset.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def dlq_purge(project_file: Path, clusters: tuple[str, ...], connector: str, before: int, yes: bool) -> None:
     """Delete parked records below an offset (after `dlq replay`, or once judged worthless)."""

@@ -1,12 +1,13 @@
 """`hephaestus reconcile`: plan, review, approve, apply (Terraform's workflow for Connect).
 
-- `--dry-run` plans and changes nothing; `--out plan.json` saves that plan with fingerprints of
-  everything it was computed from.
-- `--plan plan.json` applies exactly that plan, or refuses (exit 2) naming what moved since.
+- `--dry-run` plans and changes nothing; `--out plan.json` seals that plan (its steps, what it
+  was computed from, the options) for `--plan`.
+- `--plan plan.json` executes exactly those steps once the seal and every precondition hold,
+  or nothing (a stale plan exits 2; an edited, truncated or foreign one exits 1).
 - Otherwise, on a terminal the plan is shown and applied only after `yes`; without a terminal
   `--auto-approve` is required (the jobs of Helm hooks and cron pass it: they are automation).
-  The plan approved is held like a saved one: if anything moved between showing and applying,
-  nothing is applied.
+  The plan shown is sealed in memory and applied as a saved one is: if anything moved between
+  showing and applying, nothing is applied.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from typing import Any
 import click
 
 from hephaestus.commands.common import (
+    COUNT,
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
+    SECONDS,
     cluster_option,
     colour_wanted,
     lock_timeout_option,
@@ -30,7 +33,7 @@ from hephaestus.commands.common import (
     project_option,
     pushgateway_option,
 )
-from hephaestus.errors import HephaestusError
+from hephaestus.errors import HephaestusError, InputError
 
 
 @click.command()
@@ -42,8 +45,13 @@ from hephaestus.errors import HephaestusError
 @click.option("--force", is_flag=True, help="Apply a plan that deletes more than the policy allows.")
 @click.option(
     "--allow-destructive",
-    is_flag=True,
-    help="Apply destructive changes (a new slot, another target table, …; see the plan's risk column).",
+    "allow_destructive",
+    is_flag=False,
+    flag_value="all",
+    default=None,
+    metavar="[EFFECT,…]",
+    help="Apply destructive changes: all of them, or only these effects (resnapshot, slot-changed, …; "
+    "see the plan's effects).",
 )
 @click.option("--target", "targets", multiple=True, metavar="GLOB", help="Plan and apply only these connectors.")
 @click.option("--auto-approve", is_flag=True, help="Apply without asking (required without a terminal).")
@@ -51,28 +59,27 @@ from hephaestus.errors import HephaestusError
     "--out",
     "out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With --dry-run: save the plan here, for `--plan`.",
+    help="With --dry-run: seal the plan into this file, for `--plan` (never an input file).",
 )
 @click.option(
     "--plan",
     "plan_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Apply this saved plan exactly, or refuse if anything moved since.",
+    help="Apply this sealed plan exactly, or nothing if anything moved since.",
 )
 @click.option(
     "--batch-size",
-    type=click.IntRange(min=0),
+    type=COUNT,
     default=None,
     help="Write this many connectors at a time, each batch ready before the next (0: all).",
 )
-@click.option(
-    "--batch-interval", type=click.FloatRange(min=0), default=None, metavar="SECONDS", help="Pause between batches."
-)
+@click.option("--batch-interval", type=SECONDS, default=None, metavar="SECONDS", help="Pause between batches.")
 @click.option(
     "--max-failures",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1_000_000),
     default=None,
-    help="Stop the rollout after this many batches with a failure (default 1).",
+    help="Stop the rollout after this many batches with a failure (a wave is a batch without "
+    "--batch-size; default 1 with --batch-size, else never).",
 )
 @click.option(
     "--deploy-custom-sinks",
@@ -101,7 +108,7 @@ def reconcile(
     exit_code: bool,
     output: str,
     force: bool,
-    allow_destructive: bool,
+    allow_destructive: str | None,
     targets: tuple[str, ...],
     auto_approve: bool,
     out: Path | None,
@@ -118,49 +125,94 @@ def reconcile(
 ) -> None:
     """Diff git's connectors against live Kafka Connect and converge (or just show, --dry-run).
 
-    Exit 0 ok; 1 a step failed, or a managed connector is FAILED/UNASSIGNED after an apply;
-    2 a refused plan (deletes over the policy, a destructive change, a stale saved plan), or
-    with --dry-run --exit-code drift or an unhealthy managed connector."""
+    Exit 0 ok; 1 a step failed, bad input, or an edited or foreign plan; 2 a refused plan
+    (deletes over the policy, a destructive change, a fleet rule, a stale saved plan), or with
+    --dry-run --exit-code drift or an unhealthy managed connector."""
     from hephaestus.project import load_project
+    from hephaestus.reconciler.sealed import Options
+    from hephaestus.safety.gate import allow_of
 
     project = load_project(project_file)
-    if out and not dry_run:
-        raise HephaestusError("--out saves a plan: use it with --dry-run (then apply it with --plan)")
-    given = {
-        "force": force,
-        "allow_destructive": allow_destructive,
-        "targets": list(targets),
-        "deploy_custom": deploy_custom,
-        "clusters": list(clusters),
-    }
-    saved, expected = _given_or_saved(project, given, plan_file)
-    options = _options(project, saved, dry_run, drift_only, lock_timeout, batch_size, batch_interval, max_failures)
-    selected = project.select(tuple(saved["clusters"]))
-    hooks = _snapshot_hooks(project) if send_snapshot and not dry_run else None
-    if not dry_run and expected is None and not auto_approve:
-        expected = _approved(project, selected, options, output)
-        if expected is None:
-            sys.exit(EXIT_OK)  # nothing to do, and said so
-    outcomes = _run(project, selected, replace(options, expected=expected), hooks)
+    given = Options(clusters, targets, force, allow_destructive or "", deploy_custom, send_snapshot)
+    allow_of(given.allow_destructive)  # an unknown effect is an error before anything is read
+    seal = _sealed_plan(project, plan_file, given, out)
+    scope = seal.options if seal is not None else given
+    selected = project.select(scope.clusters)
+    if out:
+        _check_out(out, project, dry_run)
+    options = _options(
+        project, scope, seal, dry_run, drift_only, lock_timeout, batch_size, batch_interval, max_failures
+    )
+    hooks = _snapshot_hooks(project) if scope.send_snapshot and not dry_run else None
+    if not dry_run and seal is None and not auto_approve:
+        options = replace(options, sealed=_approved(project, selected, options, scope, output))
+    outcomes = _run(project, selected, options, hooks)
     _publish(outcomes, dry_run, metrics_textfile, pushgateway)
     _render(outcomes, output)
     if out:
-        from hephaestus.reconciler.saved import save
-
-        plan_id = save(out, project, outcomes, saved, selected)
-        click.echo(f"\nPlan `{plan_id}` saved to {out}: apply it with `hephaestus reconcile --plan {out}`.")
+        _save(out, project, outcomes, scope, selected)
     sys.exit(_exit(outcomes, dry_run, exit_code))
 
 
-def _given_or_saved(project: Any, given: dict[str, Any], plan_file: Path | None) -> tuple[dict[str, Any], Any]:
-    """The options given, or those of the saved plan and what it expects to find live."""
-    if not plan_file:
-        return given, None
-    from hephaestus.reconciler.saved import load
+# Options whose value decides what a plan covers: fixed by a sealed plan.
+_SCOPE = {
+    "clusters": "--cluster",
+    "targets": "--target",
+    "force": "--force",
+    "allow_destructive": "--allow-destructive",
+    "deploy_custom": "--deploy-custom-sinks",
+    "send_snapshot": "--send-incremental-snapshot",
+}
 
-    loaded = load(plan_file, project)  # StalePlan (exit 2) when git or the project moved
-    click.echo(f"applying plan {loaded.id} ({plan_file})", err=True)
-    return loaded.options, loaded.expected
+
+def _sealed_plan(project: Any, plan_file: Path | None, given: Any, out: Path | None) -> Any:
+    """The sealed plan of --plan, checked (seal, signature, shape, files); its options rule."""
+    if not plan_file:
+        return None
+    if out:
+        raise InputError("--out", "a sealed plan is applied as it is: --out makes a new one (with --dry-run)")
+    changed = [flag for key, flag in _SCOPE.items() if given.as_dict()[key] not in ((), [], False, "")]
+    if changed:
+        raise InputError(changed[0], f"the plan fixes what it covers: {', '.join(changed)} cannot be given with --plan")
+    from hephaestus.reconciler.sealed import load
+
+    sealed = load(plan_file, project)
+    click.echo(f"applying plan {sealed.id} ({plan_file})", err=True)
+    return sealed
+
+
+def _check_out(out: Path, project: Any, dry_run: bool) -> None:
+    """--out seals a dry run's plan; it never overwrites an input, nor a file that is no plan."""
+    if not dry_run:
+        raise InputError("--out", "--out saves a plan: use it with --dry-run (then apply it with --plan)")
+    target = out.resolve()
+    inputs = {
+        Path(project.file).resolve(),
+        *(c.secrets_file.resolve() for c in project.clusters.values() if c.secrets_file),
+    }
+    if project.audit_log:
+        inputs.add(project.audit_log.resolve())
+    folders = [c.connectors.resolve() for c in project.clusters.values()] + [(project.base / ".hephaestus").resolve()]
+    if target in inputs or any(f == target or f in target.parents for f in folders):
+        raise InputError(str(out), "--out would overwrite an input of hephaestus: name a file of its own")
+    if target.exists() and not _is_plan(target):
+        raise InputError(str(out), "--out would overwrite a file that is not a hephaestus plan")
+
+
+def _is_plan(path: Path) -> bool:
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"hephaestus_plan"' in head
+
+
+def _save(out: Path, project: Any, outcomes: list[Any], scope: Any, selected: Any) -> None:
+    from hephaestus.reconciler.sealed import build, write
+
+    sealed = build(project, outcomes, scope, selected)
+    write(out, sealed)
+    click.echo(f"\nPlan `{sealed.id}` sealed into {out}: apply it with `hephaestus reconcile --plan {out}`.")
 
 
 def _snapshot_hooks(project: Any) -> Any:
@@ -171,7 +223,8 @@ def _snapshot_hooks(project: Any) -> Any:
 
 def _options(
     project: Any,
-    saved: dict[str, Any],
+    scope: Any,
+    seal: Any,
     dry_run: bool,
     drift_only: bool,
     lock_timeout: float | None,
@@ -181,6 +234,7 @@ def _options(
 ) -> Any:
     from hephaestus.lock import timeout_of
     from hephaestus.reconciler.run import RunOptions, apply_options_of
+    from hephaestus.safety.gate import allow_of
 
     applying = apply_options_of(project, _progress() if sys.stderr.isatty() else None)
     applying = replace(
@@ -191,14 +245,15 @@ def _options(
     )
     return RunOptions(
         dry_run=dry_run,
-        force=saved["force"],
-        deploy_custom=saved["deploy_custom"],
+        force=scope.force,
+        deploy_custom=scope.deploy_custom,
         apply=applying,
         drift_only=drift_only,
         unassigned_grace_s=project.policy.get("unassigned_grace_s", 60.0),
         lock_timeout_s=timeout_of(project, lock_timeout),
-        allow_destructive=saved["allow_destructive"],
-        targets=tuple(saved["targets"]),
+        allow=allow_of(scope.allow_destructive),
+        targets=tuple(scope.targets),
+        sealed=seal,
     )
 
 
@@ -208,29 +263,27 @@ def _run(project: Any, clusters: Any, options: Any, hooks: Any) -> list[Any]:
     return run_reconcile(project, clusters, options, hooks=hooks)
 
 
-def _approved(project: Any, clusters: Any, options: Any, output: str) -> Any:
-    """Show the plan and ask for `yes` (Terraform's prompt); what was shown is what may apply.
-    None when there is nothing to apply (the plan shown says why)."""
+def _approved(project: Any, clusters: Any, options: Any, scope: Any, output: str) -> Any:
+    """Show the plan and ask for `yes` (Terraform's prompt); what was shown is sealed and is
+    what may apply. Exits when there is nothing to apply (the plan shown says why)."""
     if not sys.stdin.isatty():
         raise HephaestusError(
             "reconcile would apply changes without a terminal to confirm them: pass "
             "--auto-approve (the `job run` jobs do), or review with --dry-run --out and "
             "apply with --plan"
         )
-    from hephaestus.reconciler.saved import Expected, steps_hash
+    from hephaestus.reconciler.sealed import build
 
     preview = _run(project, clusters, replace(options, dry_run=True), None)
     _render(preview, output)
     if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in preview):
-        if any(o.refused or o.failed for o in preview):
-            sys.exit(_exit(preview, True, False))
-        return None
+        sys.exit(_exit(preview, True, False) if any(o.refused or o.failed for o in preview) else EXIT_OK)
     answer = click.prompt(
         "\nDo you want to perform these actions? Only 'yes' will be accepted", default="", show_default=False
     )
     if answer.strip() != "yes":
         raise HephaestusError("apply cancelled: nothing was changed")
-    return {o.cluster: Expected(dict(o.live_hashes), steps_hash(o.plan)) for o in preview if o.plan}
+    return build(project, preview, scope, clusters)
 
 
 def _render(outcomes: list[Any], output: str) -> None:

@@ -11,9 +11,11 @@ from typing import Any
 import click
 
 from hephaestus.commands.common import (
+    DAY_S,
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
+    Finite,
     cluster_option,
     metrics_textfile_option,
     project_option,
@@ -104,7 +106,7 @@ def _n(value: int | None) -> str:
 @click.option("--address", default="0.0.0.0", show_default=True, help="Interface to listen on.")
 @click.option(
     "--interval",
-    type=click.FloatRange(min=1),
+    type=Finite(1, DAY_S),
     default=60,
     show_default=True,
     help="Seconds between two checks of the fleet (scrapes read the last check).",

@@ -156,6 +156,20 @@ class ConnectClient:
             REDACTOR.learn_config(c.config)  # literal secrets live configs hold, masked from now on
         return found
 
+    def glance(self) -> dict[str, LiveConnector]:
+        """The fleet in one listing, asked once (no retry, no wait for a starting worker): for a
+        look at a cluster a run does not change, where no answer is a warning, not a wait."""
+        req = Request("GET", "/connectors", params=(("expand", "info"), ("expand", "status")))
+        found = self._shaped(req, parse.fleet, once=True)
+        for c in found.values():
+            REDACTOR.learn_config(c.config)
+        return found
+
+    def kafka_cluster_id(self) -> str:
+        """The Kafka cluster behind this Connect cluster (`GET /`): its identity in a sealed plan
+        and in the fleet's rules (two Connect clusters on one Kafka share its topics)."""
+        return self._shaped(Request("GET", "/"), parse.kafka_cluster_id)
+
     def secret_keys(self, connector_class: str) -> frozenset[str]:
         """The keys the live plugin types PASSWORD (`GET /connector-plugins/{class}/config`),
         once per class per client; taught to the redactor. Empty when the plugin is unknown."""
@@ -355,8 +369,8 @@ class ConnectClient:
 
     # --- answers -----------------------------------------------------------------------
 
-    def _shaped(self, req: Request, shape: Callable[[Any], T]) -> T:
-        response = self._edge.call(req)
+    def _shaped(self, req: Request, shape: Callable[[Any], T], once: bool = False) -> T:
+        response = self._edge.call(req, once)
         answer = response.json() if response is not None and response.content else None
         try:
             return shape(answer)

@@ -127,13 +127,15 @@ class Edge:
         self.writes = 0
         self._count_lock = threading.Lock()
 
-    def call(self, req: Request) -> httpx.Response | None:
-        """The checked answer; None when an earlier ambiguous attempt proved applied."""
+    def call(self, req: Request, once: bool = False) -> httpx.Response | None:
+        """The checked answer; None when an earlier ambiguous attempt proved applied. `once`:
+        a read that may fail rather than wait (no retry)."""
         if self.breaker.open:
             raise ClusterUnreachable("no answer for longer than the retry budget", self.where(req))
         attempts = _Attempts()
+        retry = RetryPolicy.immediate(1) if once else self.retry
         try:
-            for attempt in self.retry.retrying(_transient):
+            for attempt in retry.retrying(_transient):
                 with attempt:
                     return self._attempt(req, attempts)
         except ConnectError as exc:

@@ -41,6 +41,15 @@ def document(body: Any) -> dict[str, Any]:
     return {} if body is None else _obj(body, "answer")
 
 
+def kafka_cluster_id(body: Any) -> str:
+    """`GET /` (`RootResource`'s ServerInfo: version, commit, kafka_cluster_id): the Kafka
+    cluster this Connect cluster stores its configs and offsets in."""
+    found = _obj(body, "answer").get("kafka_cluster_id")
+    if not isinstance(found, str) or not found:
+        raise MalformedAnswer("expected a string at kafka_cluster_id")
+    return found
+
+
 def config(body: Any, where: str = "config") -> dict[str, str]:
     # Connect stores strings; a null value (possible through the REST API) carries nothing
     # a desired config could match, so it is dropped rather than turned into "None".

@@ -12,16 +12,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from hephaestus.classes import POSTGRES_SOURCE as SOURCE
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.errors import ClusterUnreachable, OutcomeUnknown
 from hephaestus.connect.ready import UNREACHABLE, ReadyOptions, Target, Verdict, wait_ready
+from hephaestus.errors import HephaestusError
 from hephaestus.reconciler import moves
 from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.waves import batches as cut
-from hephaestus.reconciler.waves import waves
+from hephaestus.reconciler.waves import reads, topic_prefix, waves
+from hephaestus.safety.gate import Cleared
 
 Invalid = dict[str, dict[str, tuple[str, ...]]]
 
@@ -46,8 +50,25 @@ class ApplyOptions:
     # is left untouched (reported "not applied").
     batch_size: int = 0
     batch_interval_s: float = 0.0
-    max_failures: int = 1
+    # None: one failure stops the rest only when the rollout is batched (then 1); a number
+    # counts failed batches, and a wave is one batch when there is no batch size.
+    max_failures: int | None = None
     sleep: Callable[[float], None] = time.sleep
+    claims: Claims | None = None  # the ownership record: a delete releases its claim first
+
+    @property
+    def stop_after(self) -> int | None:
+        return self.max_failures if self.max_failures is not None else (1 if self.batch_size else None)
+
+
+class Claims(Protocol):
+    """The ownership record as apply sees it: a connector is released *before* it is deleted
+    (or renamed away), so a record that cannot be written stops the delete instead of leaving
+    a claim behind that a later run would act on; a delete Connect refused is claimed again."""
+
+    def release(self, name: str) -> None: ...
+
+    def reclaim(self, name: str) -> None: ...
 
 
 def validate_all(client: ConnectClient, plan: Plan, concurrency: int) -> Invalid:
@@ -66,11 +87,17 @@ def _validate(client: ConnectClient, step: Step) -> dict[str, tuple[str, ...]]:
     return dict(result.errors) if result.error_count else {}
 
 
-def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: Journal) -> tuple[StepResult, ...]:
-    """The writes wave by wave (deletes, sources and what reads none of them, the sinks of
-    planned sources), each wave in batches; a batch's writes go concurrently and then one wait
-    for all of them; the outcome of each step goes to the journal."""
+def execute(
+    client: ConnectClient, plan: Plan, options: ApplyOptions, journal: Journal, cleared: Cleared
+) -> tuple[StepResult, ...]:
+    """The writes the gate cleared, wave by wave (deletes, sources and what reads none of
+    them, the sinks of planned sources), each wave in batches; a batch's writes go concurrently
+    and then one wait for all of them; the outcome of each step goes to the journal. A sink
+    whose source failed in this run is not written; after `stop_after` failed batches the
+    rest is left untouched."""
     steps = plan.writes
+    if cleared.cluster != plan.cluster or not {s.name for s in steps} <= cleared.names():
+        raise HephaestusError(f"cluster {plan.cluster}: writes the gate did not clear (a bug): nothing applied")
     done = iter(range(1, len(steps) + 1))  # next() on a shared iterator is atomic under the GIL
 
     def report(result: StepResult) -> StepResult:
@@ -78,19 +105,33 @@ def execute(client: ConnectClient, plan: Plan, options: ApplyOptions, journal: J
             options.progress(result, next(done), len(steps))
         return result
 
-    batches = [b for w in waves(steps) for b in cut(w, options.batch_size)]
     results: dict[str, StepResult] = {}
     failed_batches = 0
-    for i, batch in enumerate(batches):
-        if options.batch_size and failed_batches >= options.max_failures:
-            results.update({s.name: report(_aborted(s, failed_batches)) for s in batch})
-            continue
-        if i and options.batch_interval_s:
+    for i, batch in enumerate(b for w in waves(steps) for b in cut(w, options.batch_size)):
+        stop = options.stop_after is not None and failed_batches >= options.stop_after
+        held = {s.name: report(_aborted(s, failed_batches)) for s in batch if stop}
+        held |= {s.name: report(orphan) for s in batch if not stop and (orphan := _orphaned(s, steps, results))}
+        results.update(held)
+        todo = [s for s in batch if s.name not in held]
+        if i and todo and options.batch_interval_s:
             options.sleep(options.batch_interval_s)
-        got = _batch(client, batch, options, journal, report)
+        got = _batch(client, todo, options, journal, report) if todo else {}
         results.update(got)
         failed_batches += any(not r.ok for r in got.values())
     return tuple(results[s.name] for s in steps)
+
+
+def _orphaned(step: Step, steps: tuple[Step, ...], results: dict[str, StepResult]) -> StepResult | None:
+    """A sink's create, rename or topic change whose source failed in this run: not written."""
+    if step.action not in ("create", "rename", "update") or step.connector_class == SOURCE:
+        return None
+    if step.action == "update" and not any(c.key in ("topics", "topics.regex") for c in step.changes):
+        return None
+    failed = [s for s in steps if s.connector_class == SOURCE and s.name in results and not results[s.name].ok]
+    source = next((s for s in failed if reads(step, [topic_prefix(s.config)])), None)
+    if source is None:
+        return None
+    return StepResult(step.name, step.action, False, f"not applied: its source {source.name} failed in this run")
 
 
 def _batch(
@@ -169,6 +210,19 @@ def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Jo
         journal.intent(step)
     except AuditUnavailable as exc:
         return StepResult(step.name, step.action, False, f"not applied: {exc}")
+    leaving = step.renamed_from if step.action == "rename" else step.name if step.action == "delete" else ""
+    if leaving and options.claims is not None:
+        try:
+            options.claims.release(leaving)
+        except HephaestusError as exc:
+            return StepResult(step.name, step.action, False, f"not applied: {exc}")
+    result = _sent(client, step, options)
+    if leaving and options.claims is not None and not result.ok and not result.detail.startswith("unknown"):
+        options.claims.reclaim(leaving)  # Connect said no: it is still there, still ours
+    return result
+
+
+def _sent(client: ConnectClient, step: Step, options: ApplyOptions) -> StepResult:
     try:
         detail = _send(client, step, options)
     except ClusterUnreachable:

@@ -10,6 +10,7 @@ from typing import Any
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.project import Cluster
 from hephaestus.reconciler.plan import Desired
+from hephaestus.safety.gate import Allow, allow_of
 from hephaestus.yamlsrc import CLIP, clip, format_path, load_json
 
 GENERATED = ("source", "sink")
@@ -72,13 +73,24 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
     name = _render(doc["name"], helm_values, path, ["name"])
     rendered = {k: _render(v, helm_values, path, ["config", k]) for k, v in config.items()}
     _check_name(path, doc["name"], name, rendered.get("name"))
-    allow = doc.get("allow_destructive", False)
-    if not isinstance(allow, bool):
-        raise InputError(str(path), f"must be true or false, got {clip(json.dumps(allow))}", field="allow_destructive")
+    allow = _allow(path, doc.get("allow_destructive", False))
     state = doc.get("state", "")
     if state not in ("", "running", "paused", "stopped"):
         raise InputError(str(path), f"must be running, paused or stopped, got {clip(json.dumps(state))}", field="state")
     return Desired(name, rendered, str(path), _renamed_from(path, doc, name), allow, state.upper())
+
+
+def _allow(path: Path, given: Any) -> Allow:
+    """`true` (every destructive effect of this connector's changes) or a list of effect codes."""
+    if isinstance(given, list) and all(isinstance(c, str) for c in given):
+        return allow_of(given, str(path), "allow_destructive")
+    if not isinstance(given, bool):
+        raise InputError(
+            str(path),
+            f"must be true, false or a list of effects, got {clip(json.dumps(given))}",
+            field="allow_destructive",
+        )
+    return allow_of(given)
 
 
 def _renamed_from(path: Path, doc: dict[str, Any], name: str) -> str:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from hephaestus.safety.gate import Allow
 from hephaestus.secrets import mask_config
 
 
@@ -19,7 +20,7 @@ class Desired:
     config: Mapping[str, str] = field(hash=False)
     origin: str = ""
     renamed_from: str = ""  # the live connector this one takes over (offsets and all)
-    allow_destructive: bool = False  # the file's `allow_destructive: true`: its destructive changes may go
+    allow: Allow = Allow()  # the file's `allow_destructive` (true, or effect codes): what of it may go
     state: str = ""  # the file's `state` (RUNNING, PAUSED, STOPPED): converged by pause/resume/stop
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 
-from hephaestus.reconciler.model import comparable, config_hash
+from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Plan
 
 
@@ -17,6 +16,18 @@ class StepResult:
     ok: bool
     detail: str = ""  # final state, or why it failed
     wrote: bool = False  # Connect confirmed the write (ready or not): what ownership follows
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What one cluster's plan was computed from, on the live side: a sealed plan holds its
+    fingerprints as the preconditions an apply checks."""
+
+    url: str  # normalised, without credentials
+    kafka: str | None  # Connect's kafka_cluster_id
+    live: Mapping[str, Live] = field(hash=False)  # the connectors in scope (select, --target)
+    owned: frozenset[str] = frozenset()
+    published: Mapping[str, object] = field(default_factory=dict, hash=False)  # "db/pub" -> what was read
 
 
 @dataclass(frozen=True)
@@ -32,14 +43,7 @@ class ClusterOutcome:
     prepared: tuple[StepResult, ...] = ()  # database steps before the writes (publication changes)
     requests: int = 0  # HTTP requests this run sent to the cluster (writes: non-GET, not validate)
     writes: int = 0
-    # The live configs the plan was computed from, fingerprinted only when a saved or shown
-    # plan needs them (hashing 5,000 masked configs is a third of a no-op plan's own time).
-    live: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False, repr=False)
-    ignore_keys: frozenset[str] = frozenset()
-
-    @cached_property
-    def live_hashes(self) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted((n, config_hash(comparable(c, self.ignore_keys)) or "") for n, c in self.live.items()))
+    basis: Basis | None = field(default=None, compare=False, repr=False)  # what the plan was computed from
 
     @property
     def failed(self) -> bool:

@@ -13,7 +13,10 @@ from typing import Literal
 from hephaestus.classes import JDBC_SINK_CLASSES
 from hephaestus.reconciler import publications, renames
 from hephaestus.reconciler.model import Desired, Live, comparable
-from hephaestus.reconciler.risk import Risk, assess
+from hephaestus.safety import effects
+from hephaestus.safety.effects import Effect
+from hephaestus.safety.gate import Allow
+from hephaestus.safety.values import NO_RESOLVER, Resolver
 
 __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
 
@@ -43,9 +46,17 @@ class Step:
     live_state: str = ""  # the state Connect reported before the run (an update keeps it)
     renamed_from: str = ""  # a rename: the live connector whose offsets this one takes over
     target_state: str = ""  # git's `state` (RUNNING/PAUSED/STOPPED): what the step leaves it in
-    # Derived from the rest (reconciler.risk), so left out of equality.
-    risk: Risk = field(default="", compare=False)  # create, delete, restart (every update), destructive
-    risk_reasons: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # (key, why) if destructive
+    # What it does to data (safety.effects; the fleet's rules add theirs): derived, so left
+    # out of equality.
+    effects: tuple[Effect, ...] = field(default=(), compare=False)
+
+    @property
+    def risk(self) -> str:
+        """The class shown beside the step: destructive (an effect the gate holds), create,
+        delete, restart (every config write restarts the connector), or none."""
+        if any(e.destructive for e in self.effects):
+            return "destructive"
+        return {"create": "create", "delete": "delete", "update": "restart", "rename": "restart"}.get(self.action, "")
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,9 @@ class Policy:
     max_deletes: int = 10
     max_delete_share: float = 0.5
     force: bool = False
-    allow_destructive: bool = False  # --allow-destructive: every destructive step may go
+    allow: Allow = Allow()  # --allow-destructive[=CODE,…]
+    # Resolves `${file:…}` placeholders where the workers' secrets file is readable here.
+    resolve: Resolver = field(default=NO_RESOLVER, compare=False)
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,7 @@ class Unhealthy:
 class Plan:
     cluster: str
     steps: tuple[Step, ...]
-    refused: str = ""  # why the plan must not be applied (without --force)
+    refused: str = ""  # why the gate refused it (safety.gate: effects, fleet rules, delete policy)
     health: tuple[Unhealthy, ...] = ()  # managed connectors not running as they should
     adopt: tuple[str, ...] = ()  # in git and live but not yet owned: recorded as owned by an apply
     warnings: tuple[str, ...] = ()
@@ -110,58 +123,54 @@ class Scope:
 def plan(
     cluster: str, desired: Mapping[str, Desired], live: Mapping[str, Live], policy: Policy, scope: Scope = Scope()
 ) -> Plan:
+    """Every connector's step with its own effects (the fleet's rules and the gate come after,
+    over every cluster: `reconciler.gating`)."""
     found = renames.find(desired, live, scope.owned, policy.ignore_keys)
-    olds = set(found.pairs.values())
-    steps = [
-        _desired_step(d, live.get(name), policy, live[found.pairs[name]] if name in found.pairs else None)
-        for name, d in sorted(desired.items())
-    ]
+    olds = set(found.pairs.values()) | set(found.blocked.values())
+    steps = [_desired_step(d, live.get(name), policy, _old(name, found, live)) for name, d in desired.items()]
     steps += [
         _absent_step(lv, lv.name in scope.held, lv.name in scope.owned)
-        for name, lv in sorted(live.items())
+        for name, lv in live.items()
         if name not in desired and name not in olds
     ]
-    steps = sorted((_assessed(s, live) for s in steps), key=lambda s: s.name)
-    adopt = tuple(sorted(n for n in desired if n in live and n not in scope.owned))
-    refused = "; ".join(found.refused) or "; ".join(
-        r
-        for r in (_refusal(steps, desired, live, scope.owned, policy), _destructive_refusal(steps, desired, policy))
-        if r
-    )
-    return Plan(cluster, tuple(steps), refused, adopt=adopt, warnings=(*scope.warnings, *found.warnings))
+    judged = [_with_effects(s, live, policy.resolve) for s in sorted(steps, key=lambda s: s.name)]
+    adopt = tuple(sorted(n for n in desired if n in live and n not in scope.owned and n not in found.blocked))
+    return Plan(cluster, tuple(judged), adopt=adopt, warnings=(*scope.warnings, *found.warnings))
 
 
-def _assessed(step: Step, live: Mapping[str, Live]) -> Step:
-    if step.action == "unchanged":  # nothing to risk (most of a fleet, most days)
+def _old(name: str, found: renames.Renames, live: Mapping[str, Live]) -> Live | None:
+    old = found.pairs.get(name) or found.blocked.get(name)
+    return live[old] if old else None
+
+
+def _with_effects(step: Step, live: Mapping[str, Live], resolve: Resolver) -> Step:
+    if step.action not in WRITES:
         return step
-    before = live.get(step.renamed_from or step.name)
-    found = assess(
-        step.action,
-        step.connector_class,
-        before.config if before else {},
-        step.config,
-        tuple(c.key for c in step.changes),
-    )
-    return replace(step, risk=found.risk, risk_reasons=found.reasons)
+    return replace(step, effects=step_effects(step, live, resolve))
 
 
-def _destructive_refusal(steps: list[Step], desired: Mapping[str, Desired], policy: Policy) -> str:
-    """Destructive steps go only with --allow-destructive or the file's `allow_destructive`."""
-    held = [
-        s
-        for s in steps
-        if s.risk == "destructive"
-        and not policy.allow_destructive
-        and not (s.name in desired and desired[s.name].allow_destructive)
-    ]
-    if not held:
-        return ""
-    first = held[0]
-    more = f" and {len(held) - 1} more" if len(held) > 1 else ""
-    return (
-        f"destructive change to {first.name} ({first.risk_reasons[0][0]}: {first.risk_reasons[0][1]}){more}; "
-        "rerun with --allow-destructive, or set allow_destructive: true in its file"
-    )
+def step_effects(step: Step, live: Mapping[str, Live], resolve: Resolver) -> tuple[Effect, ...]:
+    """What one write does to data, from the live connector(s) it acts on (safety.effects)."""
+    current = live.get(step.name)
+    if step.action == "create":
+        return ()
+    if step.action == "delete":
+        return effects.of_delete(current.config) if current else ()
+    if step.action == "rename":
+        old = live.get(step.renamed_from)
+        found = effects.of_rename(old.config, step.config, resolve) if old else ()
+        return found + (_overwrite(step) if current else ())
+    if current is None:
+        return ()  # gone since: a sealed plan's preconditions say so
+    found = effects.of_update(current.config, step.config, resolve) if step.action == "update" else ()
+    if step.target_state and step.target_state != current.state and current.state in TARGET_STATES:
+        found += effects.of_state(step.config, current.state, step.target_state, resolve)
+    return found
+
+
+def _overwrite(step: Step) -> tuple[Effect, ...]:
+    why = f"{step.name} already runs and this deployment does not own it: a rename never overwrites it"
+    return (Effect("not-owned", why, invariant=True),)
 
 
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange, ...]:
@@ -169,21 +178,12 @@ def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange
     return tuple(KeyChange(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k))
 
 
-def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | None = None) -> Step:
+def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | None) -> Step:
     cls = d.config.get("connector.class", "")
     if old is not None:  # a rename: the new name takes over the old one's offsets
         changes = diff(comparable(old.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
-        return Step(
-            "rename",
-            d.name,
-            d.config,
-            changes,
-            f"from {old.name}, offsets kept",
-            cls,
-            d.origin,
-            old.state,
-            renamed_from=old.name,
-        )
+        reason = f"from {old.name}, offsets kept"
+        return Step("rename", d.name, d.config, changes, reason, cls, d.origin, old.state, renamed_from=old.name)
     if current is None:
         return Step("create", d.name, d.config, connector_class=cls, origin=d.origin, target_state=d.state)
     changes = diff(comparable(current.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
@@ -207,7 +207,13 @@ def _absent_step(lv: Live, held: bool, owned: bool) -> Step:
     if is_ksqldb_managed(lv.name):
         return Step("unmanaged", lv.name, reason="ksqlDB-managed (ALL-CAPS name)", connector_class=cls)
     if cls in JDBC_SINK_CLASSES and owned:
-        return Step("delete", lv.name, reason="JDBC sink absent from git", connector_class=cls)
+        return Step(
+            "delete",
+            lv.name,
+            reason="JDBC sink absent from git",
+            connector_class=cls,
+            effects=effects.of_delete(lv.config),
+        )
     if cls in JDBC_SINK_CLASSES:
         return Step(
             "unmanaged",
@@ -227,31 +233,3 @@ def _absent_step(lv: Live, held: bool, owned: bool) -> Step:
 
 def is_ksqldb_managed(name: str) -> bool:
     return any(c.isalpha() for c in name) and name == name.upper()
-
-
-def _refusal(
-    steps: list[Step], desired: Mapping[str, Desired], live: Mapping[str, Live], owned: frozenset[str], policy: Policy
-) -> str:
-    """Deletes are counted against the owned sinks, never the whole live fleet; a sink kind
-    gone from git (an emptied or missing folder) is refused whatever the counts."""
-    deletes = sum(1 for s in steps if s.action == "delete")
-    if policy.force or deletes == 0:
-        return ""
-    owned_sinks = sum(1 for n, lv in live.items() if n in owned and _is_sink(lv.config))
-    if not any(_is_sink(d.config) for d in desired.values()):
-        return (
-            f"git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
-            f"{owned_sinks} owned sinks run: deleting {deletes} of them needs --force"
-        )
-    if deletes > policy.max_deletes:
-        return f"would delete {deletes} connectors (more than {policy.max_deletes}); rerun with --force"
-    if deletes / owned_sinks > policy.max_delete_share:
-        return (
-            f"would delete {deletes} of {owned_sinks} owned sinks "
-            f"(more than {policy.max_delete_share:.0%}); rerun with --force"
-        )
-    return ""
-
-
-def _is_sink(config: Mapping[str, str]) -> bool:
-    return config.get("connector.class") in JDBC_SINK_CLASSES

@@ -3,27 +3,28 @@ connector, offsets and all. Pure.
 
 A pair is explicit (`renamed_from` in the connector file) or inferred: the only owned live
 connector absent from git whose config equals the new one's (name and ignorable keys aside),
-matched by no other new name. Anything ambiguous is not paired and is said so.
+matched by no other new name. Anything ambiguous is not paired and is said so. What a rename
+does to data (a source's slot and topics, a slot dropped on stop) is judged by its effects
+(`safety.effects.of_rename`) at the one gate, as for any step.
+
+An explicit rename whose new name already runs, not owned by this deployment, is `blocked`: a
+rename never overwrites a connector it does not own (the gate refuses it; the old one is kept).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hephaestus.reconciler.model import Desired, Live, comparable
-
-# The keys that tie a Debezium PostgreSQL source to its slot and its topics: a rename that
-# changes them would start a second stream, not continue the first.
-SOURCE_IDENTITY = ("slot.name", "topic.prefix")
 
 
 @dataclass(frozen=True)
 class Renames:
     pairs: Mapping[str, str]  # new name -> old name
-    refused: tuple[str, ...] = ()  # renames that would lose a source's place in its stream
     warnings: tuple[str, ...] = ()
+    blocked: Mapping[str, str] = field(default_factory=dict)  # new name (live, not owned) -> old name
 
 
 def find(
@@ -38,8 +39,12 @@ def find(
         ignore,
     )
     pairs.update(inferred)
-    refused = tuple(r for n, o in sorted(pairs.items()) if (r := _source_refusal(n, new[n], gone[o])))
-    return Renames(pairs, refused, (*warnings, *more))
+    blocked = {
+        n: d.renamed_from
+        for n, d in sorted(desired.items())
+        if n in live and n not in owned and d.renamed_from in gone and d.renamed_from not in pairs.values()
+    }
+    return Renames(pairs, (*warnings, *more), blocked)
 
 
 def _explicit(new: Mapping[str, Desired], gone: Mapping[str, Live]) -> tuple[dict[str, str], list[str]]:
@@ -73,20 +78,3 @@ def _inferred(
         if o and n not in pairs
     ]
     return pairs, warnings
-
-
-def _source_refusal(name: str, d: Desired, old: Live) -> str:
-    if old.type != "source":
-        return ""
-    changed = [k for k in SOURCE_IDENTITY if old.config.get(k) != d.config.get(k)]
-    if changed:
-        return (
-            f"rename {old.name} -> {name} refused: a source keeps its {' and '.join(changed)} "
-            "across a rename (else it starts a new slot or topics and loses its place)"
-        )
-    if str(old.config.get("slot.drop.on.stop")).strip().lower() == "true":
-        return (
-            f"rename {old.name} -> {name} refused: slot.drop.on.stop=true drops the slot when the "
-            "old connector stops, and with it every change not yet read"
-        )
-    return ""

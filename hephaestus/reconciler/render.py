@@ -67,7 +67,7 @@ def _step_lines(step: Step) -> list[str]:
         head += f"  ({step.reason})"
     if step.risk == "destructive":
         head += "  [DESTRUCTIVE]"
-    why = [f"    ! {key}: {reason}" for key, reason in step.risk_reasons]
+    why = [f"    {'!' if e.destructive else '·'} {e.describe()}" for e in step.effects]
     return [head] + why + [f"    {_change_line(ch)}" for ch in step.changes]
 
 
@@ -152,7 +152,9 @@ def _step_dict(s: Step) -> dict[str, Any]:
         "origin": s.origin or None,
         "renamed_from": s.renamed_from or None,
         "risk": s.risk or None,
-        "risk_reasons": [{"key": k, "reason": r} for k, r in s.risk_reasons],
+        "effects": [
+            {"effect": e.code, "why": e.why, "destructive": e.destructive, "fleet_rule": e.invariant} for e in s.effects
+        ],
         "changes": [
             {"key": c.key, "before": _shown(c.key, c.before), "after": _shown(c.key, c.after)} for c in s.changes
         ],
@@ -223,6 +225,9 @@ def _md_risk(s: Step) -> str:
 
 def _md_details(s: Step) -> str:
     parts = [md_text(s.reason)] if s.reason else []
-    parts += [f"**{md_code(k)}**: {md_text(r)}" for k, r in s.risk_reasons]
+    parts += [
+        f"{'**' if e.destructive else ''}{md_code(e.code)}{'**' if e.destructive else ''}: {md_text(e.why)}"
+        for e in s.effects
+    ]
     parts += [md_code(_change_line(c).strip()) for c in s.changes]
     return "<br>".join(parts)

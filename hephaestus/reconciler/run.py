@@ -1,35 +1,40 @@
-"""One reconcile run over the project's clusters, concurrently (edge: orchestrates I/O).
+"""One reconcile run over the project's clusters (edge: orchestrates I/O).
 
-Inputs for every cluster are loaded and validated before any cluster is touched.
+1. **Inputs.** Every connector file of the selected clusters is loaded and validated before any
+   cluster is touched (the other clusters' files too, for the fleet's rules: best effort).
+2. **Read**, under the selected clusters' lock when applying: every cluster of the project, at
+   once (its listing, its Kafka identity, what this deployment owns there).
+3. **Plan** each selected cluster from git, or take a sealed plan's steps once its identity
+   and preconditions hold (`reconciler.planning`).
+4. **Judge** every step of every cluster at the one gate (`reconciler.gating`).
+5. **Apply** each cluster the gate cleared, concurrently (`reconciler.apply`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import nullcontext
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from hephaestus import ownership
 from hephaestus.clients import ClientFactory, connect_client
-from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.ready import ReadyOptions
-from hephaestus.errors import HephaestusError
+from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock, new_run_id
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, health, pubdb, publications
-from hephaestus.reconciler.audit import Journal, journal_for
+from hephaestus.reconciler import apply, gating, pubdb, sealed
+from hephaestus.reconciler.audit import journal_for
 from hephaestus.reconciler.desired import held_back, load_desired
-from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS
+from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
-from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, is_ksqldb_managed, plan
-from hephaestus.reconciler.saved import Expected, stale
-from hephaestus.secrets import REDACTOR
-
-T = TypeVar("T")
+from hephaestus.reconciler.plan import Plan, Policy
+from hephaestus.reconciler.planning import Read, Wanted, planned, targeted
+from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
+from hephaestus.safety.values import Resolver
 
 
 class Hooks(Protocol):
@@ -51,19 +56,21 @@ class RunOptions:
     drift_only: bool = False  # leave the health of managed connectors out of the report
     unassigned_grace_s: float = 60.0
     lock_timeout_s: float = DEFAULT_TIMEOUT_S
-    allow_destructive: bool = False
+    allow: Allow = Allow()  # --allow-destructive[=CODE,…]
     targets: tuple[str, ...] = ()  # --target globs: plan and apply only these connectors
-    expected: Mapping[str, Expected] | None = None  # a saved (or just shown) plan to hold the run to
+    sealed: sealed.Sealed | None = None  # a sealed plan (saved, or shown and approved): its steps, exactly
 
 
-def policy_of(project: Project, force: bool, allow_destructive: bool = False) -> Policy:
+def policy_of(project: Project, force: bool, allow: Allow = Allow()) -> Policy:
     p = project.policy
+    files = [c.secrets_file for c in project.clusters.values() if c.secrets_file is not None]
     return Policy(
         frozenset((*DEFAULT_IGNORE_KEYS, *p.get("ignore_keys", ()))),
         p.get("max_deletes", 10),
         p.get("max_delete_share", 0.5),
         force,
-        allow_destructive,
+        allow,
+        Resolver(files),
     )
 
 
@@ -78,8 +85,11 @@ def apply_options_of(project: Project, progress: apply.Progress | None = None) -
         initial_state=p.get("initial_state", "RUNNING"),
         batch_size=p.get("batch_size", 0),
         batch_interval_s=p.get("batch_interval_s", 0.0),
-        max_failures=p.get("max_failures", 1),
+        max_failures=p.get("max_failures"),
     )
+
+
+Inputs = tuple[dict[str, dict[str, Desired]], dict[str, frozenset[str]], list[str]]
 
 
 def reconcile(
@@ -89,179 +99,255 @@ def reconcile(
     client_factory: ClientFactory = connect_client,
     hooks: Hooks | None = None,
 ) -> list[ClusterOutcome]:
+    policy = policy_of(project, options.force, options.allow)
+    run_id = new_run_id()
+    every = list(project.clusters.values())
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="git") as loader:
         # git's files load while a dry run's listings travel (a read; an apply reads only under its lock)
-        inputs = loader.submit(_inputs, clusters, options)
+        inputs = loader.submit(_inputs, every, clusters, options)
         if not options.dry_run:
             inputs.result()  # every input checked before a lock is taken or a cluster touched
-        return _run(project, clusters, options, client_factory, hooks, inputs)
-
-
-def _inputs(
-    clusters: Sequence[Cluster], options: RunOptions
-) -> tuple[dict[str, dict[str, Desired]], dict[str, frozenset[str]]]:
-    desired = {c.name: _targeted(load_desired(c, options.deploy_custom), options.targets) for c in clusters}
-    return desired, {c.name: held_back(c, options.deploy_custom) for c in clusters}
-
-
-def _run(
-    project: Project,
-    clusters: Sequence[Cluster],
-    options: RunOptions,
-    client_factory: ClientFactory,
-    hooks: Hooks | None,
-    inputs: Future[tuple[dict[str, dict[str, Desired]], dict[str, frozenset[str]]]],
-) -> list[ClusterOutcome]:
-    policy = policy_of(project, options.force, options.allow_destructive)
-    run_id = new_run_id()
-    store = ownership.store_for(project)
-
-    def one(cluster: Cluster) -> ClusterOutcome:
-        with client_factory(cluster) as client:
-            early = _early(client) if options.dry_run else None
-            desired, held = inputs.result()
-            ctx = _Ctx(project, cluster, policy, options, run_id, store, hooks)
-            out = _cluster(client, ctx, desired[cluster.name], held[cluster.name], early)
-            if hooks and out.applied and out.plan:
-                out = replace(out, followups=hooks.after(cluster, out.plan, out.results))
-            out = replace(out, requests=client.requests, writes=client.writes)
+        lock = (
+            nullcontext()
+            if options.dry_run
+            else connect_lock(project, clusters, "reconcile", options.lock_timeout_s, run_id)
+        )
+        with lock, ExitStack() as stack, ThreadPoolExecutor(max_workers=max(1, len(every))) as pool:
+            clients = _clients(stack, clusters, client_factory)
+            store = ownership.store_for(project)
+            reads = {r.cluster.name: r for r in pool.map(lambda c: _read(clients, c, store, project), clusters)}
+            desired, held, unloaded = inputs.result()
+            _check_targets(options.targets, clusters, reads, desired)
+            run = _Run(project, options, policy, run_id, store, hooks)
+            outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
+            others = [c for c in every if c.name not in reads] if _claims(outs) else []
+            glances = _clients(stack, others, client_factory)
+            reads |= {r.cluster.name: r for r in pool.map(lambda c: _glance(glances, c), others)}
+            outs, verdict = run.judged(outs, reads, desired, unloaded)
+            outs = list(pool.map(lambda o: run.finish(clients.get(o.cluster), o, verdict), outs))
+    for out in outs:
         _notify(project, out)
-        return out
-
-    # A dry run writes nothing, so it needs no lock (and never waits behind an apply).
-    lock = (
-        nullcontext()
-        if options.dry_run
-        else connect_lock(project, clusters, "reconcile", options.lock_timeout_s, run_id)
-    )
-    with lock, ThreadPoolExecutor(max_workers=max(1, len(clusters))) as pool:
-        return list(pool.map(one, clusters))
+    return outs
 
 
-def _early(client: ConnectClient) -> dict[str, LiveConnector] | ConnectError:
+def _inputs(every: Sequence[Cluster], chosen: Sequence[Cluster], options: RunOptions) -> Inputs:
+    """git's connectors: every selected cluster's checked (any error stops the run); the
+    others' read for the fleet's rules, a cluster whose files do not load left out by name."""
+    names = {c.name for c in chosen}
+    desired = {c.name: targeted(load_desired(c, options.deploy_custom), options.targets) for c in chosen}
+    held = {c.name: held_back(c, options.deploy_custom) for c in chosen}
+    unloaded = []
+    for c in every:
+        if c.name in names:
+            continue
+        try:
+            desired[c.name] = load_desired(c, False)
+        except (InputError, InputErrors) as exc:
+            unloaded.append(f"{c.name} ({str(exc).splitlines()[0]})")
+    return desired, held, unloaded
+
+
+def _clients(stack: ExitStack, every: Sequence[Cluster], factory: ClientFactory) -> dict[str, ConnectClient]:
+    out = {}
+    for c in every:
+        try:
+            out[c.name] = stack.enter_context(factory(c))
+        except HephaestusError:  # another cluster's credentials are not set here: read as unreadable
+            continue
+    return out
+
+
+def _read(clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownership.Store, project: Project) -> Read:
+    """A selected cluster: its listing (waiting for a starting worker, retrying what is
+    transient), its Kafka identity, what this deployment owns there."""
+    client = clients.get(cluster.name)
+    if client is None:
+        return Read(cluster, error="no client (its credentials are not set here)")
     try:
-        return client.fleet()
+        fleet = client.fleet()
+        owned = frozenset(store.owned(project.name, cluster.name))
+    except (ConnectError, ownership.OwnershipUnavailable) as exc:
+        return Read(cluster, error=str(exc))
+    return Read(cluster, fleet, _kafka(client), owned)
+
+
+def _glance(clients: Mapping[str, ConnectClient], cluster: Cluster) -> Read:
+    """Another cluster of the project, for the fleet's rules only: one listing, asked once."""
+    client = clients.get(cluster.name)
+    if client is None:
+        return Read(cluster, error="no client (its credentials are not set here)")
+    try:
+        return Read(cluster, client.glance(), _kafka(client))
     except ConnectError as exc:
-        return exc
+        return Read(cluster, error=str(exc))
+
+
+def _kafka(client: ConnectClient) -> str | None:
+    try:
+        return client.kafka_cluster_id()
+    except ConnectError:
+        return None  # a proxy that hides GET /: the fleet's rules take it as any Kafka
+
+
+def _claims(outs: Sequence[ClusterOutcome]) -> bool:
+    """Whether a plan writes something that could make a second writer (a create, a rename, a
+    config change): only then are the project's other clusters read."""
+    return any(s.action in ("create", "rename", "update") for o in outs if o.plan for s in o.plan.writes)
+
+
+def _check_targets(
+    globs: Sequence[str],
+    clusters: Sequence[Cluster],
+    reads: Mapping[str, Read],
+    desired: Mapping[str, Mapping[str, Desired]],
+) -> None:
+    """A --target that names nothing in git or live (in any selected cluster's select) is a mistake."""
+    names = {n for c in clusters for n in desired.get(c.name, {})}
+    names |= {n for c in clusters for n in (reads[c.name].fleet or {}) if c.selects(n)}
+    if any(reads[c.name].fleet is None for c in clusters):
+        return  # a cluster could not be read: its error is the report
+    empty = [g for g in globs if not targeted(dict.fromkeys(names), [g])]
+    if empty:
+        raise InputError("--target", f"{empty[0]!r} matches no connector in git or live on the selected clusters")
 
 
 @dataclass(frozen=True)
-class _Ctx:
+class _Run:
     project: Project
-    cluster: Cluster
-    policy: Policy
     options: RunOptions
+    policy: Policy
     run_id: str
     store: ownership.Store
     hooks: Hooks | None
 
+    def wanted(
+        self, name: str, desired: Mapping[str, Mapping[str, Desired]], held: Mapping[str, frozenset[str]]
+    ) -> Wanted:
+        o = self.options
+        return Wanted(desired[name], held[name], o.targets, o.drift_only, o.dry_run, o.unassigned_grace_s)
 
-def _cluster(
-    client: ConnectClient,
-    ctx: _Ctx,
-    desired: dict[str, Desired],
-    held: frozenset[str],
-    early: dict[str, LiveConnector] | ConnectError | None = None,
-) -> ClusterOutcome:
-    """Plan one cluster; unless a dry run, or refused, or an input is invalid: apply it."""
-    base, live = _planned(client, ctx, desired, held, early)
-    p = base.plan
-    if p is None or ctx.options.dry_run or p.refused or base.invalid:
-        return base
-    if p.in_sync:  # adopting what git declares writes the record only, never Connect
-        return replace(base, error=_record_ownership(ctx, p, ()))
-    invalid = apply.validate_all(client, p, ctx.options.apply.concurrency)
-    if invalid:
-        return replace(base, invalid=invalid)
-    return _applied(client, ctx, base, p, live)
+    def planned(
+        self,
+        client: ConnectClient | None,
+        read: Read,
+        desired: Mapping[str, Mapping[str, Desired]],
+        held: Mapping[str, frozenset[str]],
+    ) -> ClusterOutcome:
+        if client is None or read.error:
+            return ClusterOutcome(read.cluster.name, read.cluster.url, None, error=read.error or "no client")
+        wanted = self.wanted(read.cluster.name, desired, held)
+        return planned(client, self.project, read, wanted, self.policy, self.options.sealed)
 
+    def judged(
+        self,
+        outs: list[ClusterOutcome],
+        reads: Mapping[str, Read],
+        desired: Mapping[str, Mapping[str, Desired]],
+        unloaded: list[str],
+    ) -> tuple[list[ClusterOutcome], Verdict]:
+        """Every plan at the one gate, with the whole project's fleet; a refusal set on its plan."""
+        views = [_view(reads[n], desired.get(n, {}), next((o for o in outs if o.cluster == n), None)) for n in reads]
+        plans, verdict = gating.judged(views, self.policy)
+        blind = [f"{r.cluster.name} ({r.error})" for r in reads.values() if r.fleet is None] + unloaded
+        return [_judged(o, plans.get(o.cluster), blind, self.options.sealed) for o in outs], verdict
 
-def _planned(
-    client: ConnectClient,
-    ctx: _Ctx,
-    desired: dict[str, Desired],
-    held: frozenset[str],
-    early: dict[str, LiveConnector] | ConnectError | None,
-) -> tuple[ClusterOutcome, dict[str, Live]]:
-    """The cluster read (its fleet and what this deployment owns there) and planned; a plan
-    held to a saved or shown one is refused if anything moved since."""
-    cluster = ctx.cluster
-    try:
-        if isinstance(early, ConnectError):
-            raise early
-        fleet = early if early is not None else client.fleet()
-        claims = ctx.store.owned(ctx.project.name, cluster.name)
-    except (ConnectError, ownership.OwnershipUnavailable) as exc:
-        return ClusterOutcome(cluster.name, cluster.url, None, error=str(exc)), {}
-    # Connectors outside `select` belong to another deployment sharing the cluster: never
-    # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
-    mine = _targeted({n: c for n, c in fleet.items() if cluster.selects(n)}, ctx.options.targets)
-    live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
-    owned = frozenset(n for n in claims if n in live)
-    scope = Scope(owned, held, _strangers(cluster, desired, held, live, owned))
-    p = _with_health(client, plan(cluster.name, desired, live, ctx.policy, scope), desired, mine, ctx.options)
-    _learn_secrets(client, p, desired, live)
-    p, problems = _publications(ctx.project, p, desired, live)
-    configs = {n: lv.config for n, lv in live.items()}
-    base = ClusterOutcome(
-        cluster.name, cluster.url, p, invalid=problems, live=configs, ignore_keys=ctx.policy.ignore_keys
-    )
-    expected = (ctx.options.expected or {}).get(cluster.name)
-    if expected is not None:
-        base = replace(base, plan=replace(p, refused=stale(expected, dict(base.live_hashes), p) or p.refused))
-    return base, live
+    def finish(self, client: ConnectClient | None, base: ClusterOutcome, verdict: Verdict) -> ClusterOutcome:
+        """Unless a dry run, refused or invalid: validate all, then apply what the gate cleared."""
+        p = base.plan
+        out = base
+        if client is not None and p is not None and not (self.options.dry_run or p.refused or base.invalid):
+            out = self._applied(client, base, p, clear(verdict, p.cluster))
+        if client is None:
+            return out
+        return replace(out, requests=client.requests, writes=client.writes)
 
+    def _applied(self, client: ConnectClient, base: ClusterOutcome, p: Plan, cleared: Cleared) -> ClusterOutcome:
+        cluster = self.project.clusters[base.cluster]
+        if p.in_sync:  # adopting what git declares writes the record only, never Connect
+            return replace(base, error=self._record(cluster, p, ()))
+        invalid = apply.validate_all(client, p, self.options.apply.concurrency)
+        if invalid:
+            return replace(base, invalid=invalid)
+        out = self._written(client, cluster, base, p, cleared)
+        if self.hooks and out.applied:
+            out = replace(out, followups=self.hooks.after(cluster, p, out.results))
+        return out
 
-def _applied(client: ConnectClient, ctx: _Ctx, base: ClusterOutcome, p: Plan, live: dict[str, Live]) -> ClusterOutcome:
-    """Under the audit journal: the prepare hooks, the publication changes, then Connect; a
-    failure before Connect is written to leaves it untouched ("nothing applied")."""
-    try:
-        journal = _journal(ctx, live)
-    except HephaestusError as exc:  # the audit database is not in the project file
-        return replace(base, error=f"nothing applied: {exc}")
-    with journal:
+    def _written(
+        self, client: ConnectClient, cluster: Cluster, base: ClusterOutcome, p: Plan, cleared: Cleared
+    ) -> ClusterOutcome:
+        """Under the audit journal: the prepare hooks, the publication changes, then Connect; a
+        failure before Connect is written to leaves it untouched ("nothing applied")."""
+        live = base.basis.live if base.basis else {}
         try:
-            journal.check()
-            if ctx.hooks:
-                ctx.hooks.prepare(ctx.cluster, p)
-        except HephaestusError as exc:  # an unwritable audit log, a source not ready for a snapshot …
+            journal = journal_for(self.project, cluster.name, self.run_id, {n: c.config for n, c in live.items()})
+        except HephaestusError as exc:  # the audit database is not in the project file
             return replace(base, error=f"nothing applied: {exc}")
-        prepared = _alter_publications(ctx.project, p)
-        if not all(r.ok for r in prepared):
-            return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
-        results = apply.execute(client, p, ctx.options.apply, journal)
-        errors = [apply.record_outcomes(journal, p, results), _record_ownership(ctx, p, results)]
-    return replace(base, applied=True, prepared=prepared, results=results, error="; ".join(e for e in errors if e))
+        with journal:
+            try:
+                journal.check()
+                if self.hooks:
+                    self.hooks.prepare(cluster, p)
+            except HephaestusError as exc:  # an unwritable audit log, a source not ready for a snapshot …
+                return replace(base, error=f"nothing applied: {exc}")
+            prepared = _alter_publications(self.project, p)
+            if not all(r.ok for r in prepared):
+                return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
+            options = replace(self.options.apply, claims=_Claims(self.store, self.project, cluster, self.run_id))
+            results = apply.execute(client, p, options, journal, cleared)
+            errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results)]
+        return replace(base, applied=True, prepared=prepared, results=results, error="; ".join(e for e in errors if e))
 
-
-def _targeted(found: Mapping[str, T], globs: Sequence[str]) -> dict[str, T]:
-    return {n: v for n, v in found.items() if not globs or any(fnmatchcase(n, g) for g in globs)}
-
-
-def _publications(
-    project: Project, p: Plan, desired: dict[str, Desired], live: dict[str, Live]
-) -> tuple[Plan, publications.Problems]:
-    """The plan with the publication changes its sources need, read from each source database
-    the project names (one it does not name is left alone, with a warning)."""
-    found = publications.sources(desired, live)
-    state: dict[tuple[str, str], publications.Published] = {}
-    warnings: list[str] = []
-    problems: publications.Problems = {}
-    for database, pub in sorted({(s.database, s.publication) for s in found}):
-        users = [s.connector for s in found if (s.database, s.publication) == (database, pub)]
-        named = {t for s in found if s.connector in users for t in (*s.tables, s.signal_table) if t}
-        if database not in project.databases:
-            warnings.append(
-                f"publication {pub} of database {database} not checked ({', '.join(users)}): "
-                f"add {database} to the project's databases for publication upkeep"
-            )
-            continue
+    def _record(self, cluster: Cluster, p: Plan, results: tuple[StepResult, ...]) -> str:
+        """What this run created, renamed or adopted is now owned (what it deleted or renamed
+        away was released before the write). Recorded after Connect confirmed each write (a
+        crash before this leaves a connector unowned: never deleted by mistake, adopted by
+        the next apply)."""
+        wrote = {r.name for r in results if r.wrote}
+        how = {"create": "created", "rename": "renamed"}  # an update of an unowned one is in p.adopt
+        claims = [(s.name, how[s.action]) for s in p.writes if s.action in how and s.name in wrote]
+        claims += [(n, "adopted") for n in p.adopt]
+        scope = ownership.scope_of(cluster.select)
         try:
-            state[(database, pub)] = pubdb.read(project.dsn(database, "publication upkeep"), database, pub, named)
-        except HephaestusError as exc:
-            problems.update({u: {"publication.name": (f"cannot read publication {pub}: {exc}",)} for u in users})
-    changes, wrong = publications.upkeep(found, state)
-    return replace(p, publications=changes, warnings=(*p.warnings, *warnings)), {**problems, **wrong}
+            for kind in sorted({h for _, h in claims}):
+                names = [n for n, h in claims if h == kind]
+                self.store.claim(self.project.name, cluster.name, ownership.claims_of(names, scope, kind, self.run_id))
+        except ownership.OwnershipUnavailable as exc:
+            return f"applied, but the ownership record was not updated: {exc}"
+        return ""
+
+
+def _view(read: Read, desired: Mapping[str, Desired], out: ClusterOutcome | None) -> gating.Cluster:
+    live = {n: c.config for n, c in (read.fleet or {}).items()}
+    owned = out.basis.owned if out is not None and out.basis is not None else frozenset()
+    return gating.Cluster(read.cluster.name, live, desired, owned, read.kafka, out.plan if out is not None else None)
+
+
+def _judged(o: ClusterOutcome, p: Plan | None, blind: list[str], seal: sealed.Sealed | None) -> ClusterOutcome:
+    if p is None or o.plan is None:
+        return o
+    refused = o.plan.refused or (sealed.effects_moved(seal, o.cluster, p) if seal else "") or p.refused
+    warn = (f"the fleet's rules did not see {', '.join(blind)}: its connectors were not checked for second writers",)
+    return replace(o, plan=replace(p, refused=refused, warnings=(*p.warnings, *(warn if blind else ()))))
+
+
+class _Claims:
+    """The ownership record as apply releases and re-claims it (apply.Claims)."""
+
+    def __init__(self, store: ownership.Store, project: Project, cluster: Cluster, run_id: str) -> None:
+        self.store, self.project, self.cluster, self.run_id = store, project, cluster, run_id
+
+    def release(self, name: str) -> None:
+        self.store.release(self.project.name, self.cluster.name, [name])
+
+    def reclaim(self, name: str) -> None:
+        scope = ownership.scope_of(self.cluster.select)
+        try:
+            self.store.claim(
+                self.project.name, self.cluster.name, ownership.claims_of([name], scope, "kept", self.run_id)
+            )
+        except ownership.OwnershipUnavailable:
+            pass  # left unowned: never deleted by mistake; shown as unmanaged until imported
 
 
 def _alter_publications(project: Project, p: Plan) -> tuple[StepResult, ...]:
@@ -274,87 +360,6 @@ def _alter_publications(project: Project, p: Plan) -> tuple[StepResult, ...]:
             return (*done, StepResult(ch.name, "publication", False, str(exc)))
         done.append(StepResult(ch.name, "publication", True, ch.describe().split(": ", 1)[1], wrote=True))
     return tuple(done)
-
-
-def _journal(ctx: _Ctx, live: dict[str, Live]) -> Journal:
-    return journal_for(ctx.project, ctx.cluster.name, ctx.run_id, {n: c.config for n, c in live.items()})
-
-
-def _strangers(
-    cluster: Cluster, desired: dict[str, Desired], held: frozenset[str], live: dict[str, Live], owned: frozenset[str]
-) -> tuple[str, ...]:
-    """A cluster without `select` whose fleet holds connectors neither in git nor owned (nor
-    ksqlDB's) may be shared with another deployment: say so, once, in the plan."""
-    if cluster.select:
-        return ()
-    found = sorted(
-        n for n in live if n not in desired and n not in held and n not in owned and not is_ksqldb_managed(n)
-    )
-    if not found:
-        return ()
-    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-    return (
-        f"cluster {cluster.name} has no `select` and {len(found)} live connectors are neither in git "
-        f"nor owned ({shown}): if another deployment shares this cluster, give this one a select",
-    )
-
-
-def _record_ownership(ctx: _Ctx, p: Plan, results: tuple[StepResult, ...]) -> str:
-    """What this run created, wrote, renamed or adopted is now owned; what it deleted or
-    renamed away is not. Recorded after Connect confirmed each write (a crash before this
-    leaves a connector unowned: never deleted by mistake, adopted by the next apply)."""
-    wrote = {r.name: r for r in results if r.wrote}
-    how = {"create": "created", "rename": "renamed"}  # an update of an unowned one is in p.adopt
-    claims = [(s.name, how[s.action]) for s in p.writes if s.action in how and s.name in wrote]
-    claims += [(n, "adopted") for n in p.adopt]
-    released = [s.name for s in p.writes if s.action == "delete" and s.name in wrote]
-    released += [s.renamed_from for s in p.writes if s.action == "rename" and s.name in wrote]
-    if not claims and not released:
-        return ""
-    scope = ownership.scope_of(ctx.cluster.select)
-    try:
-        for kind in sorted({h for _, h in claims}):
-            ctx.store.claim(
-                ctx.project.name,
-                ctx.cluster.name,
-                ownership.claims_of([n for n, h in claims if h == kind], scope, kind, ctx.run_id),
-            )
-        ctx.store.release(ctx.project.name, ctx.cluster.name, released)
-    except ownership.OwnershipUnavailable as exc:
-        return f"applied, but the ownership record was not updated: {exc}"
-    return ""
-
-
-def _learn_secrets(client: ConnectClient, p: Plan, desired: dict[str, Desired], live: dict[str, Live]) -> None:
-    """Teach the redactor what this plan may show: ask the live plugins which keys are
-    PASSWORD-typed (once per class, and only for classes with a diff or an unhealthy
-    connector whose trace is shown: a no-op stays one listing), then every secret value of
-    the desired configs, and of the live ones again only if a plugin named new secret keys
-    (fleet() learnt them under the keys known then). Name patterns still apply when a plugin
-    cannot be asked."""
-    unhealthy = {u.name for u in p.health}
-    shown = {s.connector_class for s in p.steps if (s.changes or s.name in unhealthy) and s.connector_class}
-    keys_before = REDACTOR.key_count
-    for cls in sorted(shown):
-        try:
-            client.secret_keys(cls)
-        except ConnectError:
-            continue
-    relearn = REDACTOR.key_count != keys_before
-    for config in (*(d.config for d in desired.values()), *(lv.config for lv in live.values() if relearn)):
-        REDACTOR.learn_config(config)
-
-
-def _with_health(
-    client: ConnectClient, p: Plan, desired: dict[str, Desired], mine: dict[str, LiveConnector], options: RunOptions
-) -> Plan:
-    """The plan with the health of the managed connectors it does not write (those written
-    are judged by readiness after the write)."""
-    if options.drift_only:
-        return p
-    kept = {n: d for n, d in desired.items() if options.dry_run or n not in {s.name for s in p.writes}}
-    statuses = health.past_grace(client, kept, {n: c.status for n, c in mine.items()}, options.unassigned_grace_s)
-    return replace(p, health=health.findings(kept, statuses, options.unassigned_grace_s))
 
 
 def _notify(project: Project, out: ClusterOutcome) -> None:

@@ -24,7 +24,7 @@ def topic_prefix(cfg: Mapping[str, str]) -> str:
     return f"{prefix}." if prefix else ""
 
 
-def _reads(sink: Step, prefixes: Sequence[str]) -> bool:
+def reads(sink: Step, prefixes: Sequence[str]) -> bool:
     if sink.config.get("topics.regex"):
         return bool(prefixes)
     topics = [t.strip() for t in sink.config.get("topics", "").split(",") if t.strip()]
@@ -37,7 +37,7 @@ def waves(writes: Sequence[Step]) -> list[list[Step]]:
     rest = [s for s in writes if s.action != "delete"]
     sources = [s for s in rest if s.connector_class == SOURCE]
     prefixes = [topic_prefix(s.config) for s in sources]
-    dependent = [s for s in rest if s not in sources and _reads(s, prefixes)]
+    dependent = [s for s in rest if s not in sources and reads(s, prefixes)]
     first = [s for s in rest if s not in dependent]
     return [w for w in (deletes, first, dependent) if w]
 

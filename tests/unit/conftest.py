@@ -7,11 +7,18 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from hephaestus.cli import run
 from tests.connect_double import ConnectDouble, serve
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope
+    from hephaestus.safety.gate import Cleared
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,3 +98,29 @@ def served() -> Iterator[tuple[ConnectDouble, str]]:
     double = ConnectDouble()
     with serve(double) as url:
         yield double, url
+
+
+def cleared(p: Plan) -> Cleared:
+    """The gate's pass for a plan a test built by hand (every destructive effect allowed; a
+    fleet rule still refuses): executors take nothing else."""
+    from hephaestus.reconciler.gating import items_of
+    from hephaestus.safety.gate import Allow, clear, judge
+
+    return clear(judge(items_of(p, {}), Allow(every=True)), p.cluster)
+
+
+def gated(
+    cluster: str,
+    desired: Mapping[str, Desired],
+    live: Mapping[str, Live],
+    policy: Policy,
+    scope: Scope | None = None,
+) -> Plan:
+    """plan() and then the one gate, as a run judges a single cluster."""
+    from hephaestus.reconciler import gating
+    from hephaestus.reconciler.plan import Scope, plan
+
+    scope = scope or Scope()
+    p = plan(cluster, desired, live, policy, scope)
+    view = gating.Cluster(cluster, {n: lv.config for n, lv in live.items()}, desired, scope.owned, None, p)
+    return gating.judged([view], policy)[0][cluster]

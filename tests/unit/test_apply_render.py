@@ -17,6 +17,7 @@ from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.plan import Desired, Live, Policy, plan
 from hephaestus.secrets import digest
 from tests.connect_double import ConnectDouble
+from tests.unit.conftest import cleared
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 
@@ -74,7 +75,7 @@ def test_one_failing_connector_does_not_stop_the_others() -> None:
     connect = ConnectClient(
         "http://connect", transport=httpx.MockTransport(ConnectDouble(broken)), retry=RetryPolicy.immediate(1)
     )
-    results = {r.name: r for r in execute(connect, p, options, Journal(None, "r", "c", {}))}
+    results = {r.name: r for r in execute(connect, p, options, Journal(None, "r", "c", {}), cleared(p))}
     assert results["a"].ok and results["c"].ok and results["a"].detail == "RUNNING"
     assert not results["broken"].ok and "boom" in results["broken"].detail
     assert sorted(name for name, _, _ in seen) == ["a", "broken", "c"]

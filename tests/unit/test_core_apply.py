@@ -28,6 +28,7 @@ from hephaestus.reconciler.audit import AuditUnavailable, Journal
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, Step, plan
 from tests.connect_double import ConnectDouble, Fault
+from tests.unit.conftest import cleared
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 OTHER = "com.example.OtherSink"
@@ -188,7 +189,7 @@ def test_concurrency_bounds_validation_and_writes(concurrency: int) -> None:
     assert validate_all(connect, p, concurrency) == {}
     assert (peak[0] == 1) is (concurrency == 1)
     peak[0] = 0
-    results = execute(connect, p, opts(concurrency=8, write_concurrency=concurrency), no_journal())
+    results = execute(connect, p, opts(concurrency=8, write_concurrency=concurrency), no_journal(), cleared(p))
     assert all(r.ok for r in results) and (peak[0] == 1) is (concurrency == 1)
 
 
@@ -210,7 +211,9 @@ def test_create_update_delete_each_reported_with_its_action_and_final_state() ->
     live = {n: Live(n, c.config, "sink", c.state) for n, c in double.connectors.items()}
     p = plan("c", desired, live, Policy(force=True), Scope(frozenset(live)))
     progress: list[tuple[StepResult, int, int]] = []
-    results = execute(client(double), p, opts(progress=lambda r, d, t: progress.append((r, d, t))), no_journal())
+    results = execute(
+        client(double), p, opts(progress=lambda r, d, t: progress.append((r, d, t))), no_journal(), cleared(p)
+    )
     assert results == (
         StepResult("new", "create", True, "RUNNING", True),
         StepResult("old", "delete", True, "deleted", True),
@@ -228,7 +231,7 @@ def test_create_update_delete_each_reported_with_its_action_and_final_state() ->
 
 def test_a_delete_of_a_connector_already_gone_is_ok() -> None:
     p = Plan("c", (Step("delete", "ghost", connector_class=SINK),))
-    assert execute(client(ConnectDouble()), p, opts(), no_journal()) == (
+    assert execute(client(ConnectDouble()), p, opts(), no_journal(), cleared(p)) == (
         StepResult("ghost", "delete", True, "already gone", True),
     )
 
@@ -238,7 +241,7 @@ def test_creates_start_in_the_initial_state_asked_for(initial: str) -> None:
     seen: list[tuple[str, str, Any]] = []
     double = ConnectDouble(bodies(seen))
     p = plan("c", {"a": Desired("a", cfg())}, {}, Policy())
-    assert execute(client(double), p, opts(initial_state=initial), no_journal()) == (
+    assert execute(client(double), p, opts(initial_state=initial), no_journal(), cleared(p)) == (
         StepResult("a", "create", True, initial, True),
     )
     assert ("POST", "/connectors", {"name": "a", "config": cfg(), "initial_state": initial}) in seen
@@ -249,7 +252,7 @@ def test_a_create_that_fails_after_starting_is_a_failure() -> None:
     double.on_start["a"] = ["RUNNING", "FAILED"]
     p = plan("c", {"a": Desired("a", cfg())}, {}, Policy())
     (result,) = execute(
-        client(double), p, opts(ready=ReadyOptions(timeout_s=1, stable_s=0.05, poll_s=0.001)), no_journal()
+        client(double), p, opts(ready=ReadyOptions(timeout_s=1, stable_s=0.05, poll_s=0.001)), no_journal(), cleared(p)
     )
     assert result == StepResult(
         "a",
@@ -299,7 +302,7 @@ def test_each_failure_of_a_write_is_reported_and_the_others_go_on() -> None:
     )
     desired = {n: Desired(n, cfg()) for n in ("dead", "maybe", "refused")}
     p = plan("c", desired, {}, Policy())
-    results = execute(cast(ConnectClient, stub), p, opts(), Recording())
+    results = execute(cast(ConnectClient, stub), p, opts(), Recording(), cleared(p))
     assert results == (
         StepResult("dead", "create", False, "unknown: cluster unreachable (not sent)"),
         StepResult("maybe", "create", False, "unknown: the write may have been applied"),
@@ -311,7 +314,7 @@ def test_no_journal_no_write() -> None:
     stub = Stub({})
     p = Plan("c", (Step("update", "a", cfg()), Step("delete", "b", connector_class=SINK)))
     journal = Recording(refuse=frozenset({"a"}))
-    results = execute(cast(ConnectClient, stub), p, opts(), journal)
+    results = execute(cast(ConnectClient, stub), p, opts(), journal, cleared(p))
     assert results == (
         StepResult("a", "update", False, "not applied: audit log x cannot be written: No space left on device"),
         StepResult("b", "delete", True, "deleted", True),
@@ -344,7 +347,7 @@ def test_journal_file_records_intent_then_outcome(tmp_path: Path) -> None:
     journal = Journal(log, "run1", "c", {})
     double = ConnectDouble()
     p = plan("c", {"a": Desired("a", cfg())}, {}, Policy())
-    results = execute(client(double), p, opts(), journal)
+    results = execute(client(double), p, opts(), journal, cleared(p))
     assert record_outcomes(journal, p, results) == ""
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["connector"], e["action"], e["outcome"], e["detail"]) for e in entries] == [

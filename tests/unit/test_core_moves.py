@@ -12,6 +12,7 @@ from hephaestus.reconciler.apply import execute
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, plan
 from tests.connect_double import ConnectDouble, error
+from tests.unit.conftest import cleared
 from tests.unit.test_core_apply import bodies, cfg, client, no_journal, opts
 
 OFFSETS = [
@@ -34,7 +35,7 @@ def rename(double: ConnectDouble, seen_state: str | None = None, **options: Any)
     }
     p = plan("c", {"new": Desired("new", cfg())}, live, Policy(), Scope(frozenset({"old"})))
     assert [(s.action, s.renamed_from) for s in p.steps] == [("rename", "old")]
-    return execute(client(double), p, opts(**options), no_journal())
+    return execute(client(double), p, opts(**options), no_journal(), cleared(p))
 
 
 def writes(seen: list[Any]) -> list[tuple[str, str, Any]]:

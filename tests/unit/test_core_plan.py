@@ -21,6 +21,7 @@ from hephaestus.reconciler.plan import (
     is_ksqldb_managed,
     plan,
 )
+from tests.unit.conftest import gated
 
 DBZ_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 CONF_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
@@ -193,18 +194,18 @@ def test_ksqldb_names(name: str, ksql: bool) -> None:
 
 def test_deleting_exactly_max_deletes_is_allowed() -> None:
     live = sinks(30)
-    assert plan("x", keep(live, 20), live, Policy(max_deletes=10), owning(live)).refused == ""
+    assert gated("x", keep(live, 20), live, Policy(max_deletes=10), owning(live)).refused == ""
     assert (
-        plan("x", keep(live, 19), live, Policy(max_deletes=10), owning(live)).refused
+        gated("x", keep(live, 19), live, Policy(max_deletes=10), owning(live)).refused
         == "would delete 11 connectors (more than 10); rerun with --force"
     )
 
 
 def test_deleting_exactly_the_share_is_allowed() -> None:
     live = sinks(4)
-    assert plan("x", keep(live, 2), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused == ""
+    assert gated("x", keep(live, 2), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused == ""
     assert (
-        plan("x", keep(live, 1), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused
+        gated("x", keep(live, 1), live, Policy(max_deletes=10, max_delete_share=0.5), owning(live)).refused
         == "would delete 3 of 4 owned sinks (more than 50%); rerun with --force"
     )
 
@@ -213,18 +214,18 @@ def test_the_share_counts_owned_sinks_not_the_live_fleet() -> None:
     """Before ownership: 10 sources + 10 sinks made the share 50 % and every sink went."""
     live = {**sinks(4), **{f"src{i}": Live(f"src{i}", cfg(SOURCE, topics=str(i)), "source") for i in range(10)}}
     desired = {**keep(sinks(4), 2), **{n: Desired(n, dict(lv.config)) for n, lv in live.items() if n.startswith("src")}}
-    p = plan("x", desired, live, Policy(max_delete_share=0.25), owning(live))
+    p = gated("x", desired, live, Policy(max_delete_share=0.25), owning(live))
     assert p.refused == "would delete 2 of 4 owned sinks (more than 25%); rerun with --force"
     theirs = {**sinks(4), **{f"x{i}": Live(f"x{i}", cfg(topics=f"x{i}"), "sink") for i in range(10)}}
-    p = plan("x", keep(theirs, 3), theirs, Policy(max_delete_share=0.25), owning(sinks(4)))
+    p = gated("x", keep(theirs, 3), theirs, Policy(max_delete_share=0.25), owning(sinks(4)))
     assert [s.name for s in p.of("delete")] == ["s03"] and p.refused == ""
 
 
 def test_a_single_delete_under_both_limits_is_allowed() -> None:
     live = sinks(4)
-    assert plan("x", keep(live, 3), live, Policy(max_deletes=1, max_delete_share=0.25), owning(live)).refused == ""
+    assert gated("x", keep(live, 3), live, Policy(max_deletes=1, max_delete_share=0.25), owning(live)).refused == ""
     assert (
-        plan("x", keep(live, 3), live, Policy(max_deletes=0, max_delete_share=0.25), owning(live)).refused
+        gated("x", keep(live, 3), live, Policy(max_deletes=0, max_delete_share=0.25), owning(live)).refused
         == "would delete 1 connectors (more than 0); rerun with --force"
     )
 
@@ -232,19 +233,19 @@ def test_a_single_delete_under_both_limits_is_allowed() -> None:
 def test_no_sink_in_git_refuses_any_delete_whatever_the_counts() -> None:
     live = sinks(2)
     sources = {"src": Desired("src", cfg(SOURCE))}
-    p = plan("x", sources, live, Policy(max_deletes=10, max_delete_share=1.0), owning(live))
+    p = gated("x", sources, live, Policy(max_deletes=10, max_delete_share=1.0), owning(live))
     assert p.refused == (
         "git has no JDBC sink for this cluster (its sink folder is empty or missing) while "
         "2 owned sinks run: deleting 2 of them needs --force"
     )
-    assert plan("x", sources, live, Policy(force=True), owning(live)).refused == ""
-    assert plan("x", sources, live, Policy(), Scope()).refused == ""  # nothing owned: nothing deleted
+    assert gated("x", sources, live, Policy(force=True), owning(live)).refused == ""
+    assert gated("x", sources, live, Policy(), Scope()).refused == ""  # nothing owned: nothing deleted
 
 
 def test_force_lifts_both_limits_and_nothing_to_delete_needs_no_limit() -> None:
-    assert plan("x", {}, sinks(30), Policy(force=True), owning(sinks(30))).refused == ""
+    assert gated("x", {}, sinks(30), Policy(force=True), owning(sinks(30))).refused == ""
     src = {"src": Live("src", cfg(SOURCE), "source")}
-    assert plan("x", {}, src, Policy(max_deletes=0), owning(src)).refused == ""
+    assert gated("x", {}, src, Policy(max_deletes=0), owning(src)).refused == ""
 
 
 def test_only_owned_sinks_are_deleted_and_git_names_not_owned_are_adopted() -> None:

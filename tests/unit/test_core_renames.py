@@ -4,6 +4,8 @@ and why (mutation-tested core)."""
 from __future__ import annotations
 
 from hephaestus.reconciler.plan import Desired, KeyChange, Live, Policy, Scope, Step, plan
+from hephaestus.safety.gate import allow_of
+from tests.unit.conftest import gated
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
@@ -73,52 +75,62 @@ def test_renamed_from_something_not_owned_or_gone_is_a_create_with_a_warning() -
     assert [s.action for s in done.steps] == ["unchanged"] and done.warnings == ()
 
 
-def test_a_source_rename_keeps_its_slot_and_prefix_or_is_refused() -> None:
+def test_a_source_rename_that_moves_its_slot_or_prefix_is_destructive() -> None:
+    """Judged by its effects at the gate: a new slot or prefix loses the stream's place."""
     live = {"old": Live("old", source(), "source")}
-    ok = plan(
+    owned = Scope(frozenset({"old"}))
+    ok = gated(
         "x",
-        {"new": Desired("new", source(**{"table.include.list": "a"}), renamed_from="old")},
+        {"new": Desired("new", source(**{"heartbeat.interval.ms": "5"}), renamed_from="old")},
         live,
         Policy(),
-        Scope(frozenset({"old"})),
+        owned,
     )
     assert [s.action for s in ok.steps] == ["rename"] and ok.refused == ""
-    for changed, key in ((source(slot="s2"), "slot.name"), (source(prefix="p2"), "topic.prefix")):
-        p = plan(
-            "x",
-            {"new": Desired("new", changed, renamed_from="old")},
-            live,
-            Policy(force=True),
-            Scope(frozenset({"old"})),
-        )
-        assert p.refused == (
-            f"rename old -> new refused: a source keeps its {key} across a rename (else it "
-            "starts a new slot or topics and loses its place)"
-        )
-    both = plan(
-        "x", {"new": Desired("new", source("s2", "p2"), renamed_from="old")}, live, Policy(), Scope(frozenset({"old"}))
-    )
-    assert "keeps its slot.name and topic.prefix" in both.refused
+    for changed, code in ((source(slot="s2"), "slot-changed"), (source(prefix="p2"), "topics-renamed")):
+        p = gated("x", {"new": Desired("new", changed, renamed_from="old")}, live, Policy(force=True), owned)
+        assert p.refused.startswith(f"destructive rename of new ({code}: ")
+        assert f"--allow-destructive={code}" in p.refused
+        codes = sorted({e.code for e in p.steps[0].effects})
+        assert code in codes
+        renamed = {"new": Desired("new", changed, renamed_from="old")}
+        assert gated("x", renamed, live, Policy(allow=allow_of(codes)), owned).refused == ""
+        assert gated(
+            "x", renamed, live, Policy(allow=allow_of([c for c in codes if c != code] or ["resnapshot"])), owned
+        ).refused
+    both = gated("x", {"new": Desired("new", source("s2", "p2"), renamed_from="old")}, live, Policy(), owned)
+    assert {"slot-changed", "topics-renamed", "offsets-lost", "resnapshot"} <= {e.code for e in both.steps[0].effects}
+    assert both.refused.endswith("more refused)")
 
 
-def test_a_source_that_drops_its_slot_on_stop_is_never_renamed() -> None:
+def test_a_source_that_drops_its_slot_on_stop_is_renamed_only_when_allowed() -> None:
     live = {"old": Live("old", source(**{"slot.drop.on.stop": " TRUE"}), "source")}
-    p = plan(
-        "x",
-        {"new": Desired("new", source(**{"slot.drop.on.stop": " TRUE"}))},
-        live,
-        Policy(force=True),
-        Scope(frozenset({"old"})),
-    )
-    assert p.refused == (
-        "rename old -> new refused: slot.drop.on.stop=true drops the slot when the old connector "
-        "stops, and with it every change not yet read"
+    desired = {"new": Desired("new", source(**{"slot.drop.on.stop": " TRUE"}))}
+    p = gated("x", desired, live, Policy(force=True), Scope(frozenset({"old"})))
+    assert p.steps[0].action == "rename"
+    assert p.refused.startswith(
+        "destructive rename of new (slot-dropped: slot.drop.on.stop=true: stopping the tasks drops the slot)"
     )
     for flag in ({"slot.drop.on.stop": "false"}, {}):
         kept = {"old": Live("old", source(**flag), "source")}
         assert (
-            plan("x", {"new": Desired("new", source(**flag))}, kept, Policy(), Scope(frozenset({"old"}))).refused == ""
+            gated("x", {"new": Desired("new", source(**flag))}, kept, Policy(), Scope(frozenset({"old"}))).refused == ""
         )
+
+
+def test_a_rename_never_overwrites_a_connector_it_does_not_own() -> None:
+    """renamed_from, but the new name runs and is another's: refused whatever is allowed, and
+    the old one is neither deleted nor stopped."""
+    live = {"old": Live("old", sink("a"), "sink"), "new": Live("new", sink("b"), "sink")}
+    desired = {"new": Desired("new", sink("a"), renamed_from="old")}
+    for policy in (Policy(), Policy(force=True, allow=allow_of(True))):
+        p = gated("x", desired, live, policy, Scope(frozenset({"old"})))
+        assert [(s.action, s.name) for s in p.steps] == [("rename", "new")] and p.adopt == ()
+        assert p.refused.startswith(
+            "rename new refused: not-owned: new already runs and this deployment does not own it"
+        )
+    mine = gated("x", desired, live, Policy(), Scope(frozenset({"old", "new"})))
+    assert [(s.action, s.name) for s in mine.steps] == [("update", "new"), ("delete", "old")]
 
 
 def test_a_sink_rename_is_not_checked_for_source_keys() -> None:
@@ -140,15 +152,12 @@ def test_an_explicit_pair_after_a_plain_create_is_still_taken() -> None:
     assert [(s.action, s.name) for s in p.steps] == [("create", "a_plain"), ("rename", "b_new")]
 
 
-def test_every_refused_rename_is_named() -> None:
+def test_every_refused_rename_is_counted() -> None:
     live = {"o1": Live("o1", source("s1"), "source"), "o2": Live("o2", source("s2"), "source")}
     desired = {
         "n1": Desired("n1", source("x1"), renamed_from="o1"),
         "n2": Desired("n2", source("x2"), renamed_from="o2"),
     }
-    p = plan("x", desired, live, Policy(force=True), Scope(frozenset(live)))
-    assert p.refused == (
-        "rename o1 -> n1 refused: a source keeps its slot.name across a rename (else it starts a "
-        "new slot or topics and loses its place); rename o2 -> n2 refused: a source keeps its "
-        "slot.name across a rename (else it starts a new slot or topics and loses its place)"
-    )
+    p = gated("x", desired, live, Policy(force=True), Scope(frozenset(live)))
+    assert p.refused.startswith("destructive rename of n1 (slot-changed: slot.name: ")
+    assert p.refused.endswith("(and 1 more refused)")

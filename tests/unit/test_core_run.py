@@ -179,7 +179,7 @@ def test_a_dry_run_plans_writes_nothing_and_takes_no_lock(tmp_path: Path, slack:
     (out,) = w.run(RunOptions(dry_run=True, apply=FAST))
     assert out.plan is not None and not out.applied and out.results == ()
     assert [(s.name, s.action) for s in out.plan.steps] == [("keep", "unchanged"), ("new", "create"), ("old", "delete")]
-    assert w.doubles["c"].writes() == [] and (out.requests, out.writes) == (2, 0)  # /health, the listing
+    assert w.doubles["c"].writes() == [] and (out.requests, out.writes) == (3, 0)  # /health, the listing, / (Kafka id)
     assert not (tmp_path / ".hephaestus" / "locks").exists() and w.audit() == [] and slack == []
     assert (tmp_path / ".hephaestus" / "ownership.json").read_text() == record
 
@@ -237,7 +237,8 @@ def test_in_sync_validates_and_writes_nothing(tmp_path: Path, slack: list[Any]) 
     w.doubles["c"].add("same", cfg())
     (out,) = w.run()
     assert not out.applied and out.plan is not None and out.plan.in_sync and out.plan.adopt == ("same",)
-    assert w.doubles["c"].log == [("GET", "/health"), ("GET", "/connectors")] and slack == [] and out.error == ""
+    assert w.doubles["c"].log == [("GET", "/health"), ("GET", "/connectors"), ("GET", "/")]
+    assert slack == [] and out.error == ""
     assert w.owned("c") == ["same"]  # adopted: the record only, no request to Connect
     (again,) = w.run()
     assert again.plan is not None and again.plan.adopt == () and w.doubles["c"].writes() == []

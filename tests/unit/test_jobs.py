@@ -63,8 +63,11 @@ def test_the_lmsdwh_upsert_reconciles_the_lmsdwh_cluster_only(two_clusters: tupl
     out = project.cli(
         "job", "run", "hephaestus_upsert_lmsdwh_kafka_connector", "--project", str(project.root / "hephaestus.yaml")
     )
-    assert out.code == 0, out.err  # platforms (nothing listening) was never asked
-    assert "dwh_sink" in double.connectors and "platforms" not in out.out
+    assert out.code == 0, out.err  # platforms (nothing listening) is not waited for, nor written to
+    assert "dwh_sink" in double.connectors and double.writes() == [("POST", "/connectors")]
+    # The fleet's rules look at every cluster of the project once, with no retry: one that
+    # does not answer is named in a warning, and the plan says what it could not check.
+    assert "the fleet's rules did not see platforms" in out.out
 
 
 def test_the_reference_validate_job_exits_2_on_drift(two_clusters: tuple[Project, ConnectDouble]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, diff, plan
+from tests.unit.conftest import gated
 
 DBZ_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 CONF_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
@@ -58,17 +59,17 @@ def test_deletes_only_jdbc_sinks() -> None:
 def test_delete_threshold_refuses_unless_forced() -> None:
     live = {f"s{i}": Live(f"s{i}", cfg(), "sink") for i in range(12)}
     desired = {f"s{i}": Desired(f"s{i}", cfg()) for i in range(12) if i >= 11}  # no new name: no rename
-    p = plan("x", desired, live, Policy(max_deletes=10), Scope(frozenset(live)))
+    p = gated("x", desired, live, Policy(max_deletes=10), Scope(frozenset(live)))
     assert "would delete 11 connectors" in p.refused
-    assert not plan("x", desired, live, Policy(max_deletes=10, force=True), Scope(frozenset(live))).refused
+    assert not gated("x", desired, live, Policy(max_deletes=10, force=True), Scope(frozenset(live))).refused
 
 
 def test_delete_share_refuses() -> None:
     live = {f"s{i}": Live(f"s{i}", cfg(), "sink") for i in range(4)}
     desired = {"s0": Desired("s0", cfg())}
-    p = plan("x", desired, live, Policy(max_deletes=10, max_delete_share=0.5), Scope(frozenset(live)))
+    p = gated("x", desired, live, Policy(max_deletes=10, max_delete_share=0.5), Scope(frozenset(live)))
     assert "3 of 4" in p.refused
-    small = plan(
+    small = gated(
         "x", {**desired, "s1": Desired("s1", cfg())}, live, Policy(max_delete_share=0.5), Scope(frozenset(live))
     )
     assert not small.refused

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from hephaestus.classes import POSTGRES_SOURCE as POSTGRES
 from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, Step, plan
-from hephaestus.reconciler.risk import POSTGRES, assess
 from hephaestus.reconciler.waves import batches, topic_prefix, waves
+from hephaestus.safety.gate import allow_of
 from tests.connect_double import ConnectDouble
-from tests.unit.conftest import Project
+from tests.unit.conftest import Project, gated
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 SRC = {
@@ -31,48 +32,47 @@ SNK = {
 
 
 @pytest.mark.parametrize(
-    "cls, before, change, risk, keys",
+    "before, change, risk, codes",
     [
-        (POSTGRES, SRC, {"slot.name": "s2"}, "destructive", ["slot.name"]),
-        (POSTGRES, SRC, {"topic.prefix": "b2"}, "destructive", ["topic.prefix"]),
-        (POSTGRES, SRC, {"snapshot.mode": "always"}, "destructive", ["snapshot.mode"]),
-        (POSTGRES, SRC, {"snapshot.mode": "no_data"}, "restart", []),
-        (POSTGRES, SRC, {"heartbeat.interval.ms": "5"}, "restart", []),
-        (SINK, SNK, {"topics": "local.manabie.bob.public.users"}, "destructive", ["topics"]),
-        (SINK, SNK, {"topics": SNK["topics"] + ",local.manabie.bob.public.y"}, "restart", []),
-        (SINK, SNK, {"primary.key.fields": "id,org"}, "destructive", ["primary.key.fields"]),
-        (SINK, SNK, {"collection.name.format": "other"}, "destructive", ["collection.name.format"]),
-        (SINK, SNK, {"delete.enabled": "true"}, "destructive", ["delete.enabled"]),
-        (SINK, SNK, {"batch.size": "10"}, "restart", []),
-        ("io.Other", {"connector.class": "io.Other", "slot.name": "a"}, {"slot.name": "b"}, "restart", []),
+        (SRC, {"slot.name": "s2"}, "destructive", ["slot-changed"]),
+        (SRC, {"topic.prefix": "b2"}, "destructive", ["offsets-lost", "resnapshot", "topics-renamed"]),
+        (SRC, {"snapshot.mode": "always"}, "destructive", ["resnapshot"]),
+        (SRC, {"snapshot.mode": "no_data"}, "restart", []),
+        (SRC, {"heartbeat.interval.ms": "5"}, "restart", []),
+        (SNK, {"topics": "local.manabie.bob.public.users"}, "destructive", ["topics-stopped"]),
+        (SNK, {"topics": SNK["topics"] + ",local.manabie.bob.public.y"}, "restart", []),
+        (SNK, {"primary.key.fields": "id,org"}, "destructive", ["keys-changed"]),
+        (SNK, {"collection.name.format": "other"}, "destructive", ["target-changed"]),
+        (SNK, {"delete.enabled": "true"}, "destructive", ["deletes-changed"]),
+        (SNK, {"batch.size": "10"}, "restart", []),
+        ({"connector.class": "io.Other", "slot.name": "a"}, {"slot.name": "b"}, "restart", []),
     ],
 )
-def test_the_risk_table(cls: str, before: dict[str, str], change: dict[str, str], risk: str, keys: list[str]) -> None:
+def test_the_risk_class_follows_the_effects(
+    before: dict[str, str], change: dict[str, str], risk: str, codes: list[str]
+) -> None:
     after = {**before, **change}
-    found = assess("update", cls, before, after, tuple(k for k in after if before.get(k) != after.get(k)))
-    assert found.risk == risk and [k for k, _ in found.reasons] == keys
-    assert all(why for _, why in found.reasons)
-    assert assess("create", cls, {}, after, ()).risk == "create" and assess("unchanged", cls, {}, {}, ()).risk == ""
+    p = plan("c", {"x": Desired("x", after)}, {"x": Live("x", before, "sink")}, Policy(), Scope(frozenset({"x"})))
+    (found,) = p.writes
+    assert found.risk == risk and sorted({e.code for e in found.effects}) == codes
+    assert all(e.why for e in found.effects)
 
 
-def test_a_rename_and_a_class_change_are_judged_by_what_ran_before() -> None:
-    renamed = assess("rename", POSTGRES, SRC, {**SRC, "slot.name": "s9"}, ("slot.name",))
-    assert renamed.risk == "destructive" and [k for k, _ in renamed.reasons] == ["slot.name"]
-    # the step's class is the new one; the table that applies is the running connector's
-    moved = assess("update", "io.Other", SRC, {**SRC, "connector.class": "io.Other"}, ("connector.class",))
-    assert moved.risk == "destructive" and [k for k, _ in moved.reasons] == ["connector.class"]
-
-
-def test_a_destructive_step_is_refused_unless_allowed_by_flag_or_file() -> None:
+def test_a_destructive_step_is_refused_unless_allowed_by_flag_code_or_file() -> None:
     live = {"src": Live("src", SRC, "source", "RUNNING")}
     moved = {"src": Desired("src", {**SRC, "slot.name": "s2"})}
-    refused = plan("c", moved, live, Policy(), Scope())
-    (step,) = refused.writes
-    assert step.risk == "destructive" and refused.refused.startswith("destructive change to src (slot.name: ")
-    assert "--allow-destructive" in refused.refused
-    assert plan("c", moved, live, Policy(allow_destructive=True), Scope()).refused == ""
-    allowed = {"src": Desired("src", {**SRC, "slot.name": "s2"}, allow_destructive=True)}
-    assert plan("c", allowed, live, Policy(), Scope()).refused == ""
+    owned = Scope(frozenset({"src"}))
+    refused = gated("c", moved, live, Policy(), owned)
+    (found,) = refused.writes
+    assert found.risk == "destructive" and refused.refused.startswith("destructive update of src (slot-changed: ")
+    assert "--allow-destructive=slot-changed" in refused.refused
+    assert gated("c", moved, live, Policy(allow=allow_of(True)), owned).refused == ""
+    assert gated("c", moved, live, Policy(allow=allow_of("slot-changed")), owned).refused == ""
+    assert gated("c", moved, live, Policy(allow=allow_of("resnapshot")), owned).refused != ""
+    allowed = {"src": Desired("src", {**SRC, "slot.name": "s2"}, allow=allow_of(True))}
+    assert gated("c", allowed, live, Policy(), owned).refused == ""
+    by_code = {"src": Desired("src", {**SRC, "slot.name": "s2"}, allow=allow_of(["slot-changed"]))}
+    assert gated("c", by_code, live, Policy(), owned).refused == ""
 
 
 def step(name: str, action: str, config: dict[str, str]) -> Step:
@@ -151,7 +151,7 @@ def test_what_was_approved_is_what_applies(
 
     monkeypatch.setattr("click.prompt", meanwhile)
     out = cli(project)
-    assert out.code == 2 and "stale plan: the live config of s0 changed" in out.out + out.err
+    assert out.code == 2 and "stale plan: the live config or state of s0 changed" in out.out + out.err
     assert double.writes() == []
 
 
@@ -162,8 +162,8 @@ def test_a_saved_plan_applies_as_saved_or_is_refused_naming_what_moved(
     saved = project.root / "plan.json"
     dry = cli(project, "--dry-run", "-o", "markdown", "--out", str(saved))
     doc = json.loads(saved.read_text())
-    assert dry.code == 0 and f"Plan `{doc['id']}` saved" in dry.out
-    assert [w["name"] for w in doc["clusters"]["c"]["writes"]] == ["s0", "s1"] and double.writes() == []
+    assert dry.code == 0 and f"Plan `{doc['id']}` sealed" in dry.out
+    assert [w["name"] for w in doc["body"]["clusters"]["c"]["steps"]] == ["s0", "s1"] and double.writes() == []
 
     (project.root / "connectors/c/sink/s1.json").write_text(
         json.dumps({"name": "s1", "config": {"connector.class": SINK, "topics": "t9"}})
@@ -174,8 +174,10 @@ def test_a_saved_plan_applies_as_saved_or_is_refused_naming_what_moved(
     cli(project, "--dry-run", "--out", str(saved))
     double.add("s0", {"connector.class": SINK, "topics": "t0", "x": "live edit"})
     live = cli(project, "--plan", str(saved))
-    assert live.code == 2 and "the live config of s0 changed since the plan" in live.out and double.writes() == []
+    assert live.code == 2 and "the live config or state of s0 changed since the plan" in live.out
+    assert double.writes() == []
 
+    double.connectors.clear()
     cli(project, "--dry-run", "--out", str(saved))
     applied = cli(project, "--plan", str(saved))
     assert applied.code == 0 and sorted(double.connectors) == ["s0", "s1"] and len(double.writes()) == 2

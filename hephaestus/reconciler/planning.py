@@ -1,0 +1,183 @@
+"""Planning one cluster from what was read (edge: health polls Connect, publications are read
+from the source databases): git's plan or a sealed plan's steps, with the health of the
+connectors it does not write, the publication changes its sources need, and what the plan
+was computed from (`Basis`: a sealed plan's preconditions)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
+from typing import TypeVar
+
+from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.errors import HephaestusError
+from hephaestus.project import Cluster, Project, normalised_url
+from hephaestus.reconciler import health, pubdb, publications, sealed
+from hephaestus.reconciler.model import Desired, Live, comparable
+from hephaestus.reconciler.outcome import Basis, ClusterOutcome
+from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, diff, is_ksqldb_managed, plan, step_effects
+from hephaestus.secrets import REDACTOR
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Read:
+    """One cluster as read at the start of a run."""
+
+    cluster: Cluster
+    fleet: Mapping[str, LiveConnector] | None = None
+    kafka: str | None = None
+    owned: frozenset[str] = frozenset()  # every name the ownership record gives this deployment
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What git wants of one cluster, and how the run looks at it."""
+
+    desired: Mapping[str, Desired]
+    held: frozenset[str]  # custom connectors this run leaves out
+    targets: tuple[str, ...]
+    drift_only: bool
+    dry_run: bool
+    unassigned_grace_s: float
+
+
+def targeted(found: Mapping[str, T], globs: Sequence[str]) -> dict[str, T]:
+    return {n: v for n, v in found.items() if not globs or any(fnmatchcase(n, g) for g in globs)}
+
+
+def planned(
+    client: ConnectClient, project: Project, read: Read, wanted: Wanted, policy: Policy, seal: sealed.Sealed | None
+) -> ClusterOutcome:
+    """The cluster planned (or its sealed steps taken), not yet judged by the gate."""
+    cluster = read.cluster
+    if read.error or read.fleet is None:
+        return ClusterOutcome(cluster.name, cluster.url, None, error=read.error)
+    # Connectors outside `select` belong to another deployment sharing the cluster: never
+    # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
+    mine = targeted({n: c for n, c in read.fleet.items() if cluster.selects(n)}, wanted.targets)
+    live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
+    owned = frozenset(n for n in read.owned if n in live)
+    basis = Basis(normalised_url(cluster.url), read.kafka, live, owned)
+    if seal is not None and (foreign := sealed.identity(seal, cluster.name, basis.url, read.kafka)):
+        return ClusterOutcome(cluster.name, cluster.url, None, error=foreign, basis=basis)
+    scope = Scope(owned, wanted.held, strangers(cluster, wanted.desired, wanted.held, live, owned))
+    if seal is None:
+        p = plan(cluster.name, wanted.desired, live, policy, scope)
+    else:
+        p = _sealed(seal, cluster, wanted, live, owned, policy)
+    p = with_health(client, p, wanted, mine)
+    learn_secrets(client, p, wanted.desired, live)
+    p, problems, published = with_publications(project, p, wanted.desired, live, keep=seal is not None)
+    basis = replace(basis, published=published)
+    if seal is not None:
+        p = replace(p, refused=sealed.stale(seal, cluster.name, p, basis))
+    return ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, basis=basis)
+
+
+def _sealed(
+    seal: sealed.Sealed, cluster: Cluster, wanted: Wanted, live: dict[str, Live], owned: frozenset[str], policy: Policy
+) -> Plan:
+    """A sealed plan's steps, as sealed; their changes and effects are judged again from the
+    live side (which the preconditions then hold equal to what the plan saw)."""
+    steps = [_with_changes(s, live, policy) for s in sealed.steps(seal, cluster.name, wanted.desired, live)]
+    return Plan(
+        cluster.name,
+        tuple(replace(s, effects=step_effects(s, live, policy.resolve)) for s in steps),
+        publications=sealed.publications(seal, cluster.name),
+        adopt=sealed.adopt(seal, cluster.name),
+    )
+
+
+def _with_changes(step: Step, live: Mapping[str, Live], policy: Policy) -> Step:
+    before = live.get(step.renamed_from or step.name)
+    if before is None or step.action == "delete":
+        return step
+    changes = diff(comparable(before.config, policy.ignore_keys), comparable(step.config, policy.ignore_keys))
+    return replace(step, changes=changes)
+
+
+def with_publications(
+    project: Project, p: Plan, desired: Mapping[str, Desired], live: Mapping[str, Live], keep: bool = False
+) -> tuple[Plan, publications.Problems, dict[str, object]]:
+    """The plan with the publication changes its sources need (`keep`: a sealed plan's own),
+    read from each source database the project names (one it does not name is left alone, with
+    a warning); and what was read, for the preconditions."""
+    found = publications.sources(desired, live)
+    state: dict[tuple[str, str], publications.Published] = {}
+    warnings: list[str] = []
+    problems: publications.Problems = {}
+    for database, pub in sorted({(s.database, s.publication) for s in found}):
+        users = [s.connector for s in found if (s.database, s.publication) == (database, pub)]
+        named = {t for s in found if s.connector in users for t in (*s.tables, s.signal_table) if t}
+        if database not in project.databases:
+            warnings.append(
+                f"publication {pub} of database {database} not checked ({', '.join(users)}): "
+                f"add {database} to the project's databases for publication upkeep"
+            )
+            continue
+        try:
+            state[(database, pub)] = pubdb.read(project.dsn(database, "publication upkeep"), database, pub, named)
+        except HephaestusError as exc:
+            problems.update({u: {"publication.name": (f"cannot read publication {pub}: {exc}",)} for u in users})
+    changes, wrong = publications.upkeep(found, state)
+    read: dict[str, object] = {f"{d}/{pub}": v for (d, pub), v in sorted(state.items())}
+    p = replace(p, publications=p.publications if keep else changes, warnings=(*p.warnings, *warnings))
+    return p, {**problems, **wrong}, read
+
+
+def strangers(
+    cluster: Cluster,
+    desired: Mapping[str, Desired],
+    held: frozenset[str],
+    live: Mapping[str, Live],
+    owned: frozenset[str],
+) -> tuple[str, ...]:
+    """A cluster without `select` whose fleet holds connectors neither in git nor owned (nor
+    ksqlDB's) may be shared with another deployment: say so, once, in the plan."""
+    if cluster.select:
+        return ()
+    found = sorted(
+        n for n in live if n not in desired and n not in held and n not in owned and not is_ksqldb_managed(n)
+    )
+    if not found:
+        return ()
+    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+    return (
+        f"cluster {cluster.name} has no `select` and {len(found)} live connectors are neither in git "
+        f"nor owned ({shown}): if another deployment shares this cluster, give this one a select",
+    )
+
+
+def learn_secrets(client: ConnectClient, p: Plan, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> None:
+    """Teach the redactor what this plan may show: ask the live plugins which keys are
+    PASSWORD-typed (once per class, and only for classes with a diff or an unhealthy
+    connector whose trace is shown: a no-op stays one listing), then every secret value of
+    the desired configs, and of the live ones again only if a plugin named new secret keys
+    (fleet() learnt them under the keys known then). Name patterns still apply when a plugin
+    cannot be asked."""
+    unhealthy = {u.name for u in p.health}
+    shown = {s.connector_class for s in p.steps if (s.changes or s.name in unhealthy) and s.connector_class}
+    keys_before = REDACTOR.key_count
+    for cls in sorted(shown):
+        try:
+            client.secret_keys(cls)
+        except ConnectError:
+            continue
+    relearn = REDACTOR.key_count != keys_before
+    for config in (*(d.config for d in desired.values()), *(lv.config for lv in live.values() if relearn)):
+        REDACTOR.learn_config(config)
+
+
+def with_health(client: ConnectClient, p: Plan, wanted: Wanted, mine: Mapping[str, LiveConnector]) -> Plan:
+    """The plan with the health of the managed connectors it does not write (those written
+    are judged by readiness after the write)."""
+    if wanted.drift_only:
+        return p
+    writes = {s.name for s in p.writes}
+    kept = {n: d for n, d in wanted.desired.items() if wanted.dry_run or n not in writes}
+    statuses = health.past_grace(client, kept, {n: c.status for n, c in mine.items()}, wanted.unassigned_grace_s)
+    return replace(p, health=health.findings(kept, statuses, wanted.unassigned_grace_s))
