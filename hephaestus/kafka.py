@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,3 +225,80 @@ def produce(
             + (f": {failed[0]}" if failed else "")
         )
     return len(records)
+
+
+Outgoing = tuple[Record, str, int]  # a record read, and the topic and partition it goes to
+
+
+def replay(
+    bootstrap: str,
+    transactional_id: str,
+    group: str,
+    records: Iterator[Outgoing],
+    chunk: int = 500,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Copy records, in transactions of `chunk`: each transaction writes its records (key, value,
+    the record's own headers, to the topic and partition given) and, in the same transaction,
+    moves `group`'s committed offsets past the records it read. A run killed or failing
+    half-way leaves every committed chunk sent once and every other one not at all (aborted,
+    invisible to read_committed consumers): a rerun starts after the last committed chunk. The
+    transactional id fences a second replay of the same records running at once."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "enable.idempotence": True,
+            "acks": "all",
+        }
+    )
+    group_of = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    sent = 0
+    try:
+        producer.init_transactions(TIMEOUT_S * 3)
+        for batch in _chunks(records, chunk):
+            _transaction(producer, group_of, group, batch)
+            sent += len(batch)
+            if progress:
+                progress(sent)
+    except KafkaException as exc:
+        raise HephaestusError(f"Kafka: replay stopped after {sent} record(s) committed: {_kafka_text(exc)}") from exc
+    finally:
+        group_of.close()
+    return sent
+
+
+def _transaction(producer: Any, group_of: Any, group: str, batch: list[Outgoing]) -> None:
+    from confluent_kafka import KafkaException, TopicPartition
+
+    producer.begin_transaction()
+    try:
+        for record, topic, partition in batch:
+            headers = [(k, v or b"") for k, v in record.headers]
+            producer.produce(topic, key=record.key, value=record.value, headers=headers, partition=partition)
+        read = {}
+        for record, _, _ in batch:
+            read[(record.topic, record.partition)] = record.offset + 1
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(read.items())]
+        producer.send_offsets_to_transaction(offsets, group_of.consumer_group_metadata(), TIMEOUT_S * 3)
+        producer.commit_transaction(TIMEOUT_S * 3)
+    except KafkaException:
+        producer.abort_transaction(TIMEOUT_S * 3)
+        raise
+
+
+def _chunks(records: Iterator[Outgoing], size: int) -> Iterator[list[Outgoing]]:
+    batch: list[Outgoing] = []
+    for r in records:
+        batch.append(r)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _kafka_text(exc: Exception) -> str:
+    return exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)

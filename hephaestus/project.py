@@ -14,7 +14,7 @@ import httpx
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
 from hephaestus.secrets import REDACTOR
-from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, packaged_validator, schema_errors_of
+from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
 log = logging.getLogger("hephaestus.project")
@@ -167,7 +167,7 @@ def load_project(path: Path) -> Project:
     if not path.exists():
         raise InputError(str(path), "project file not found (pass --project or create hephaestus.yaml)")
     doc = load_yaml(path)  # strict: a duplicate `policy:` is an error, not a silent replacement
-    errors = schema_errors_of(doc, packaged_validator("hephaestus", "project.schema.json"))
+    errors = non_finite(doc) or schema_errors_of(doc, packaged_validator("hephaestus", "project.schema.json"))
     if errors:
         raise InputErrors(errors)
     project = _build(doc, path.parent)

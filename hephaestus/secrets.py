@@ -38,13 +38,40 @@ _FILE_PLACEHOLDER = re.compile(r"\$\{file:(?P<path>/[^:}]+):[^}]*\}")
 _WORDS = r"password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret"
 # Credentials inside any text, whatever the key: `scheme://user:pw@host`, `?password=pw&`,
 # `password="pw"` (JAAS), `password: pw` / `password=pw` (DSNs, properties, traces).
-_PATTERNS = (
+_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?P<pre>[a-z][a-z0-9+.-]*://[^/@\s:]*:)(?P<secret>[^/@\s]+)(?=@)", re.IGNORECASE),
     re.compile(rf"(?P<pre>(?:[?&;]|\b)(?:{_WORDS})\s*=\s*\"?)(?P<secret>[^\"&;\s,)]+)", re.IGNORECASE),
     # Not after a dot: "for configuration connection.password: too weak" names a key in prose.
     re.compile(rf"(?P<pre>(?<![\w.])(?:{_WORDS})\"?\s*:\s*\"?)(?P<secret>[^\"\s,;&)}}]+)", re.IGNORECASE),
 )
-_NEEDS = ("@", "=", ":")  # a character each pattern cannot match without
+# Credentials by their shape alone, whatever key or text holds them (issue 29: `import` wrote
+# these to git): an Oracle thin URL's `user/pw@`, an Authorization header's Bearer or Basic
+# token, a PEM private key, an AWS access key id, GitHub and Slack tokens, a JWT.
+_TOKENS = (
+    re.compile(r"(?P<pre>jdbc:oracle:[a-z0-9]+:[^/@\s:]*/)(?P<secret>[^@\s]+)(?=@)", re.IGNORECASE),
+    re.compile(r"(?P<pre>\b(?:Bearer|Basic)\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)"),
+    re.compile(
+        r"(?P<pre>)(?P<secret>-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))"
+    ),
+    re.compile(r"(?P<pre>)(?P<secret>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)"),
+    re.compile(r"(?P<pre>)(?P<secret>\bgh[pousr]_[A-Za-z0-9]{30,})"),
+    re.compile(r"(?P<pre>)(?P<secret>\bxox[abprs]-[A-Za-z0-9-]{10,})"),
+    re.compile(r"(?P<pre>)(?P<secret>\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)"),
+)
+_PATTERNS = (*_PATTERNS, *_TOKENS)
+# Each pattern's cheap pre-check: a substring it cannot match without (tried before the scan).
+_NEEDS: tuple[tuple[str, ...], ...] = (
+    ("@",),
+    ("=",),
+    (":",),
+    ("@",),
+    ("Bearer", "Basic"),
+    ("PRIVATE KEY",),
+    ("AKIA", "ASIA"),
+    ("gh",),
+    ("xox",),
+    ("eyJ",),
+)
 
 
 @lru_cache(maxsize=4096)
@@ -129,16 +156,25 @@ class Redactor:
         for value in self._ordered:
             if value in text:
                 text = text.replace(value, MASK)
-        for pattern, needs in zip(_PATTERNS, _NEEDS, strict=False):
-            if needs in text:  # a substring test is ~100x cheaper than a scan with the pattern
+        for pattern, needs in zip(_PATTERNS, _NEEDS, strict=True):
+            if any(n in text for n in needs):  # a substring test is ~100x cheaper than a scan
                 text = pattern.sub(lambda m: m.group("pre") + MASK if m.group("secret") != MASK else m.group(0), text)
         return text
 
 
 def _embedded(value: str) -> list[str]:
-    if "=" not in value and ":" not in value:
-        return []  # every pattern needs one of them: most values (names, numbers) end here
-    return [m.group("secret") for p in _PATTERNS for m in p.finditer(value)]
+    return [
+        m.group("secret")
+        for p, needs in zip(_PATTERNS, _NEEDS, strict=True)
+        if any(n in value for n in needs)
+        for m in p.finditer(value)
+    ]
+
+
+def credentials_in(value: str) -> list[str]:
+    """The credentials a value holds by their shape (a URL's password, a token, a key), placeholders
+    aside: what must never reach git or an output in clear."""
+    return [] if is_placeholder(value) else [c for c in _embedded(value) if not c.startswith("${")]
 
 
 def properties(text: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ so hostile input always ends as an InputError naming the file (and line), never 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -228,6 +229,25 @@ _C_PARSER = _has_c_parser()
 # block scalars (`|`, `>` ending a line or before a comment), whose indentation it reads
 # otherwise at the top level. A file with any of these is read by ruamel's parser alone.
 _LIBYAML_DIFFERS = re.compile("[\t\x85\u2028\u2029\ufeff!]|[|>][-+0-9]* *(#|$)", re.MULTILINE)
+
+
+def non_finite(doc: YamlDoc) -> list[InputError]:
+    """YAML 1.2 reads `.nan` and `.inf` as numbers, and a JSON Schema bound lets NaN through
+    (every comparison with it is false): every number of a document must be finite."""
+    found: list[InputError] = []
+
+    def walk(value: Any, path: list[PathElem]) -> None:
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(InputError(doc.file, "must be a finite number", format_path(path), doc.line_of(path)))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, [*path, k])
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, [*path, i])
+
+    walk(doc.data, [])
+    return found
 
 
 def schema_errors_of(doc: YamlDoc, validator: Checker) -> list[InputError]:

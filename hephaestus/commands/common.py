@@ -153,3 +153,14 @@ lock_timeout_option = click.option(
     help="Wait this long for another run holding the cluster's lock, then exit 1 naming it "
     "(default: lock.timeout_s of the project file, else 300).",
 )
+
+
+allow_option = click.option(
+    "--allow-destructive",
+    "allow_destructive",
+    is_flag=False,
+    flag_value="all",
+    default=None,
+    metavar="[EFFECT,…]",
+    help="Let destructive effects go: all of them, or only these (resnapshot, slot-dropped, duplicates, …).",
+)

@@ -10,7 +10,15 @@ from typing import Any
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, OFFSET, cluster_option, project_option
+from hephaestus.commands.common import (
+    EXIT_DRIFT,
+    EXIT_OK,
+    OFFSET,
+    allow_option,
+    cluster_option,
+    lock_timeout_option,
+    project_option,
+)
 
 _json_opt = click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 _connector_opt = click.option("--connector", required=True, help="The sink whose dead-letter queue to use.")
@@ -62,9 +70,13 @@ def _when(ms: int) -> str:
 @cluster_option
 @_connector_opt
 @click.option("--limit", type=click.IntRange(1, 1_000_000), default=20, show_default=True)
+@click.option("--values", is_flag=True, help="Also print each record's key and value (secret fields always masked).")
 @_json_opt
-def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limit: int, output: str) -> None:
-    """The parked records: Connect's error headers, key and value decoded, secrets masked."""
+def dlq_show(
+    project_file: Path, clusters: tuple[str, ...], connector: str, limit: int, values: bool, output: str
+) -> None:
+    """The parked records: Connect's error headers, and with --values the key and value decoded,
+    secrets masked (a row is data: it is printed only when asked for)."""
     from hephaestus.dlq.model import errors_of, masked
     from hephaestus.dlq.run import show
 
@@ -76,8 +88,8 @@ def dlq_show(project_file: Path, clusters: tuple[str, ...], connector: str, limi
             "offset": s.record.offset,
             "time": _when(s.record.timestamp_ms) if s.record.timestamp_ms is not None else None,
             "error": errors_of(s.record),
-            "key": {"format": s.key.kind, "value": masked(s.key.value)},
-            "value": {"format": s.value.kind, "value": masked(s.value.value)},
+            "key": {"format": s.key.kind, **({"value": masked(s.key.value)} if values else {})},
+            "value": {"format": s.value.kind, **({"value": masked(s.value.value)} if values else {})},
         }
         for s in shown
     ]
@@ -95,9 +107,12 @@ def _record_text(r: dict[str, Any]) -> str:
     return (
         f"- [{r['partition']}] offset {r['offset']} at {r['time']}: {e.get('stage', '?')} failed in "
         f"{e.get('class.name', '?')}: {e.get('exception.class.name', '')}: {e.get('exception.message', '')}\n"
-        f"    from {e.get('topic', '?')}[{e.get('partition', '?')}] offset {e.get('offset', '?')}\n"
-        f"    key ({r['key']['format']}): {json.dumps(r['key']['value'], default=str)}\n"
-        f"    value ({r['value']['format']}): {json.dumps(r['value']['value'], default=str)}"
+        f"    from {e.get('topic', '?')}[{e.get('partition', '?')}] offset {e.get('offset', '?')}"
+        + "".join(
+            f"\n    {part} ({r[part]['format']}): {json.dumps(r[part]['value'], default=str)}"
+            for part in ("key", "value")
+            if "value" in r[part]
+        )
     )
 
 
@@ -115,29 +130,56 @@ def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> A
 @_connector_opt
 @click.option("--until", type=OFFSET, help="Replay up to this DLQ offset (inclusive).")
 @click.option("--dry-run", is_flag=True, help="Count what would be replayed; send nothing.")
-def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, until: int | None, dry_run: bool) -> None:
+@allow_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@lock_timeout_option
+def dlq_replay(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    connector: str,
+    until: int | None,
+    dry_run: bool,
+    allow_destructive: str | None,
+    yes: bool,
+    lock_timeout: float | None,
+) -> None:
     """Send parked records back to their original topic and partition (keys and headers kept),
-    from where the last replay stopped; the sink's upsert then applies them."""
+    from where the last replay stopped; the sink's upsert then applies them. Only to a topic
+    the sink reads; in transactions that record how far it got, under the cluster's lock."""
     from hephaestus.dlq.run import replay
-    from hephaestus.errors import HephaestusError
+    from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
+    from hephaestus.safety.gate import allow_of
 
+    allow = allow_of(allow_destructive)
     project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)
-    result = replay(project, cluster, found, until, dry_run)
-    if result.refused:
-        first = result.refused[0]
-        raise HephaestusError(
-            f"nothing replayed: {len(result.refused)} record(s) cannot go back "
-            f"(offset {first.record.offset}: {first.problem})"
+    planned = replay(project, cluster, found, until, True, allow, timeout_of(project, lock_timeout))
+    if dry_run or not planned.count:
+        _replayed(connector, planned, "would replay" if dry_run else "replayed")
+        return
+    if not yes:
+        _confirm(
+            f"Replay {planned.count} record(s) of {connector}'s dead-letter queue to {', '.join(planned.targets)}?"
         )
-    targets = sorted({f"{r.topic}[{r.partition}]" for r in result.replays})
-    verb = "would replay" if dry_run else "replayed"
-    count = len(result.replays) if dry_run else result.sent
-    click.echo(
-        f"{connector}: {verb} {count} record(s)"
-        + (f" to {', '.join(targets)}" if targets else " (nothing parked since the last replay)")
+    _replayed(
+        connector, replay(project, cluster, found, until, False, allow, timeout_of(project, lock_timeout)), "replayed"
     )
+
+
+def _replayed(connector: str, result: Any, verb: str) -> None:
+    click.echo(
+        f"{connector}: {verb} {result.count} record(s)"
+        + (f" to {', '.join(result.targets)}" if result.targets else " (nothing parked since the last replay)")
+    )
+
+
+def _confirm(question: str) -> None:
+    from hephaestus.errors import HephaestusError
+
+    if not click.get_text_stream("stdin").isatty():
+        raise HephaestusError("a write without a terminal to confirm it: pass --yes")
+    click.confirm(question, abort=True)
 
 
 @dlq.command("purge")
@@ -146,15 +188,20 @@ def dlq_replay(project_file: Path, clusters: tuple[str, ...], connector: str, un
 @_connector_opt
 @click.option("--before", type=OFFSET, required=True, help="Delete records below this offset.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-def dlq_purge(project_file: Path, clusters: tuple[str, ...], connector: str, before: int, yes: bool) -> None:
+@lock_timeout_option
+def dlq_purge(
+    project_file: Path, clusters: tuple[str, ...], connector: str, before: int, yes: bool, lock_timeout: float | None
+) -> None:
     """Delete parked records below an offset (after `dlq replay`, or once judged worthless)."""
     from hephaestus.dlq.run import purge
+    from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
 
+    project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)
     if not yes:
-        click.confirm(f"Delete the records of {connector}'s dead-letter queue below offset {before}?", abort=True)
-    after = purge(load_project(project_file), cluster, found, before)
+        _confirm(f"Delete the records of {connector}'s dead-letter queue below offset {before}?")
+    after = purge(project, cluster, found, before, timeout_of(project, lock_timeout))
     click.echo(f"{connector}: {after.depth} record(s) left in {after.topic}")
 
 

@@ -14,6 +14,7 @@ from hephaestus.commands.common import (
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
+    allow_option,
     cluster_option,
     lock_timeout_option,
     metrics_textfile_option,
@@ -36,6 +37,7 @@ from hephaestus.commands.common import (
 @metrics_textfile_option
 @pushgateway_option
 @lock_timeout_option
+@allow_option
 def heal(
     project_file: Path,
     clusters: tuple[str, ...],
@@ -45,16 +47,24 @@ def heal(
     metrics_textfile: Path | None,
     pushgateway: str | None,
     lock_timeout: float | None,
+    allow_destructive: str | None,
 ) -> None:
     """Restart FAILED connectors/tasks (and long-UNASSIGNED ones); exit 0 healthy or healed,
     2 something still failing, 1 error."""
     from hephaestus.heal.run import heal_project
     from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
+    from hephaestus.safety.gate import allow_of
 
+    allow = allow_of(allow_destructive)
     project = load_project(project_file)
     results = heal_project(
-        project, project.select(clusters), dry_run, state_file, lock_timeout_s=timeout_of(project, lock_timeout)
+        project,
+        project.select(clusters),
+        dry_run,
+        state_file,
+        lock_timeout_s=timeout_of(project, lock_timeout),
+        allow=allow,
     )
     if not dry_run and (metrics_textfile or pushgateway):
         from hephaestus.heal.metrics import metrics_of

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from hephaestus.commands.common import cluster_option, lock_timeout_option, project_option
+from hephaestus.commands.common import allow_option, cluster_option, lock_timeout_option, project_option
 
 _connector = click.option("--connector", required=True)
 
@@ -38,18 +38,23 @@ def _change(
     connector: str,
     action: str,
     wanted: list[object],
-    force: bool,
+    allow_destructive: str | None,
     yes: bool,
     dry_run: bool,
     lock_timeout: float | None,
 ) -> None:
     from hephaestus.project import load_project
     from hephaestus.reconciler import offsets as ops
+    from hephaestus.safety.gate import allow_of
 
+    allow = allow_of(allow_destructive)
     project = load_project(project_file)
-    planned = ops.plan(project, project.select(clusters), connector, action, wanted, force)  # type: ignore[arg-type]
+    planned = ops.plan(project, project.select(clusters), connector, action, wanted)  # type: ignore[arg-type]
     click.echo(f"plan: {planned.describe()}")
     click.echo(f"  now: {json.dumps(planned.current, sort_keys=True)}")
+    for effect in planned.effects:
+        click.echo(f"  {'!' if effect.destructive else '·'} {effect.describe()}")
+    cleared = ops.judge(planned, allow)  # Refused (exit 2): nothing changed
     if dry_run:
         return
     if not yes:
@@ -58,7 +63,7 @@ def _change(
 
             raise HephaestusError("changing offsets without a terminal to confirm: pass --yes")
         click.confirm("Do it?", abort=True)
-    ops.apply(project, planned, lock_timeout)
+    ops.apply(project, planned, cleared, lock_timeout)
     click.echo(f"done: {planned.describe()}")
 
 
@@ -66,7 +71,8 @@ def _change(
 @project_option
 @cluster_option
 @_connector
-@click.option("--force", is_flag=True, help="Also for a source (its offsets are tied to its slot).")
+@allow_option
+@click.option("--force", is_flag=True, hidden=True, help="Deprecated: --allow-destructive.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Show the plan only.")
 @lock_timeout_option
@@ -74,13 +80,15 @@ def offsets_reset(
     project_file: Path,
     clusters: tuple[str, ...],
     connector: str,
+    allow_destructive: str | None,
     force: bool,
     yes: bool,
     dry_run: bool,
     lock_timeout: float | None,
 ) -> None:
     """Delete the offsets: a sink re-delivers every record still in its topics."""
-    _change(project_file, clusters, connector, "reset", [], force, yes, dry_run, lock_timeout)
+    allowed = "all" if force else allow_destructive
+    _change(project_file, clusters, connector, "reset", [], allowed, yes, dry_run, lock_timeout)
 
 
 @offsets.command("set")
@@ -94,7 +102,8 @@ def offsets_reset(
     required=True,
     help='JSON as `offsets get` prints it: {"offsets": [{"partition": …, "offset": …}, …]}.',
 )
-@click.option("--force", is_flag=True, help="Also for a source (its offsets are tied to its slot).")
+@allow_option
+@click.option("--force", is_flag=True, hidden=True, help="Deprecated: --allow-destructive.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Show the plan only.")
 @lock_timeout_option
@@ -103,6 +112,7 @@ def offsets_set(
     clusters: tuple[str, ...],
     connector: str,
     offsets_file: Path,
+    allow_destructive: str | None,
     force: bool,
     yes: bool,
     dry_run: bool,
@@ -121,7 +131,8 @@ def offsets_set(
         raise InputError(
             str(offsets_file), 'expected {"offsets": [{"partition": {…}, "offset": {…}}, …]}', field="offsets"
         )
-    _change(project_file, clusters, connector, "set", doc["offsets"], force, yes, dry_run, lock_timeout)
+    allowed = "all" if force else allow_destructive
+    _change(project_file, clusters, connector, "set", doc["offsets"], allowed, yes, dry_run, lock_timeout)
 
 
 commands: list[click.Command] = [offsets]

@@ -23,7 +23,11 @@ from hephaestus.commands.common import (
 @project_option
 @click.option("--database", "databases", multiple=True, help="Only this database (repeatable); default all.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--drop-orphan", metavar="SLOT", help="Drop this slot: only an inactive one no live connector names.")
+@click.option(
+    "--drop-orphan",
+    metavar="SLOT",
+    help="Drop this slot: only an inactive one no source of any cluster (live in any state, or in git) could use.",
+)
 @click.option("--yes", is_flag=True, help="With --drop-orphan: do not ask for confirmation.")
 @metrics_textfile_option
 @pushgateway_option
@@ -44,7 +48,7 @@ def slots(
     project = load_project(project_file)
     found = report(project, databases)
     if drop_orphan:
-        _drop(project, found.judged, drop_orphan, yes)
+        _drop(project, found, databases, drop_orphan, yes)
         return
     _publish(project, found, metrics_textfile, pushgateway)
     if output == "json":
@@ -101,24 +105,14 @@ def _publish(project: Any, found: Any, textfile: Path | None, pushgateway: str |
         slot_metrics(found).publish(textfile, pushgateway, "hephaestus_slots")
 
 
-def _drop(project: Any, judged: Any, name: str, yes: bool) -> None:
-    from hephaestus.errors import HephaestusError
-    from hephaestus.slots.model import droppable
-    from hephaestus.slots.run import drop
+def _drop(project: Any, found: Any, databases: tuple[str, ...], name: str, yes: bool) -> None:
+    from hephaestus.safety.gate import Allow
+    from hephaestus.slots.run import clear_drop, drop
 
-    matches = [j for j in judged if j.slot.name == name]
-    if len(matches) != 1:
-        raise HephaestusError(
-            f"slot {name}: "
-            + ("not found in the project's databases" if not matches else "in several databases: pass --database")
-        )
-    (j,) = matches
-    why = droppable(j)
-    if why:
-        raise HephaestusError(f"slot {name} not dropped: {why}")
+    j, cleared = clear_drop(found, databases[0] if len(databases) == 1 else "", name, Allow())
     if not yes:
         click.confirm(f"Drop replication slot {name} of database {j.slot.database}?", abort=True)
-    drop(project, j.slot.database, name, j)
+    drop(project, j.slot.database, name, j, cleared)
     click.echo(f"dropped slot {name} of database {j.slot.database}")
 
 

@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
-from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, lock_timeout_option, project_option
+from hephaestus.commands.common import (
+    EXIT_DRIFT,
+    EXIT_OK,
+    SECONDS,
+    cluster_option,
+    lock_timeout_option,
+    project_option,
+)
 
 
 class _DefaultToSend(click.Group):
@@ -35,7 +42,9 @@ def snapshot() -> None:
 @click.argument("tables", nargs=-1)
 @click.option("--where", help="Only rows matching this SQL condition (Debezium additional-conditions).")
 @click.option("--stop", is_flag=True, help="Send stop-snapshot instead (for TABLES, or all when none).")
-@click.option("--slot-timeout", default=120.0, show_default=True, help="Seconds to wait for an active slot.")
+@click.option(
+    "--slot-timeout", type=SECONDS, default=120.0, show_default=True, help="Seconds to wait for an active slot."
+)
 @lock_timeout_option
 def send_cmd(
     project_file: Path,
@@ -57,8 +66,9 @@ def send_cmd(
         raise HephaestusError("name at least one table to snapshot")
     project = load_project(project_file)
     found = manual.locate(project, project.select(clusters), connector)
+    cleared = manual.judged(found, connector, tables, stop)
     with connect_lock(project, [found.cluster], "snapshot", timeout_of(project, lock_timeout)):
-        signal = manual.send(project, found, connector, tables, where, stop, slot_timeout)
+        signal = manual.send(project, found, connector, tables, where, stop, slot_timeout, cleared)
     click.echo(f"sent {signal.type} {signal.id} to {connector}: {signal.data}")
 
 
@@ -68,7 +78,9 @@ def send_cmd(
 @click.option("--connector", required=True)
 @click.option("--id", "signal_id", required=True, help="The signal id `snapshot send` printed.")
 @click.option("--wait", is_flag=True, help="Wait until the snapshot COMPLETED (bounded by --timeout).")
-@click.option("--timeout", default=30.0, show_default=True, help="Seconds to read the notification topic.")
+@click.option(
+    "--timeout", type=SECONDS, default=30.0, show_default=True, help="Seconds to read the notification topic."
+)
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def status_cmd(
     project_file: Path,

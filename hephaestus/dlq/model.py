@@ -11,7 +11,7 @@ key, value and own headers, the error headers left out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hephaestus.kafka import Record, Span
@@ -30,6 +30,7 @@ class Dlq:
     topic: str
     spans: tuple[Span, ...] = ()
     oldest_ms: int | None = None  # the first record still held, by its timestamp
+    config: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)  # the sink's, live
 
     @property
     def depth(self) -> int:

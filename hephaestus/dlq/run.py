@@ -1,15 +1,18 @@
 """`hephaestus dlq`: find each sink's dead-letter queue, and show, replay or purge it (edge:
 Connect for the sinks' configs, Kafka for the records).
 
-A replay remembers how far it got as the committed offsets of the consumer group
-`hephaestus-dlq-replay.<connector>` (never a member: offsets are set through the admin API), so
-a second replay sends only what was parked since. A purge deletes below an offset; both are
-written to the audit log before (intent) and after (outcome).
+A replay streams the DLQ twice: first to check every record can go back (origin headers, and
+a topic the sink reads: a record naming any other topic, `connect-configs` say, stops the
+replay), then to send them in Kafka transactions that also move the consumer group
+`hephaestus-dlq-replay.<connector>` past what they sent. A replay killed half-way has sent
+each committed chunk once and nothing else; a rerun sends only what was not committed, or
+parked since. Replays and purges pass the one gate, take the cluster's lock and are written to
+the audit log before (intent) and after (outcome, or failure with how far it got).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -18,10 +21,12 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.dlq.model import Dlq, Replay, dlq_topics, end_positions, own_headers, replay_of, start_positions
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.kafka import Record
-from hephaestus.lock import new_run_id
+from hephaestus.lock import connect_lock, new_run_id
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.audit import Journal, journal_for
 from hephaestus.records import Decoded, SchemaRegistry, decode
+from hephaestus.safety.effects import Effect, of_purge, of_replay
+from hephaestus.safety.gate import Allow, Cleared, Item, check
 
 
 def replay_group(connector: str) -> str:
@@ -70,6 +75,7 @@ def find(
             min(
                 (oldest[(s.topic, s.partition)] for s in spans[topic] if (s.topic, s.partition) in oldest), default=None
             ),
+            configs[name],
         )
         for name, topic in topics.items()
     ]
@@ -128,55 +134,137 @@ def show(cluster: Cluster, dlq: Dlq, limit: int) -> list[Shown]:
 @dataclass(frozen=True)
 class ReplayResult:
     dlq: Dlq
-    replays: tuple[Replay, ...]  # what was (or, in a dry run, would be) sent, and what cannot be
-    sent: int
+    count: int  # records to send (a dry run), or sent
+    targets: tuple[str, ...]  # "topic[partition]" they go (or went) to
     dry_run: bool
 
-    @property
-    def refused(self) -> tuple[Replay, ...]:
-        return tuple(r for r in self.replays if r.problem)
+
+@dataclass(frozen=True)
+class Checked:
+    """The first pass over what a replay would send: how many, where, and what cannot go."""
+
+    count: int = 0
+    targets: frozenset[str] = frozenset()
+    unheaded: tuple[Replay, ...] = ()  # no origin headers (first few)
+    foreign: tuple[Replay, ...] = ()  # a topic the sink does not read (first few)
+    problems: int = 0
 
 
-def replay(project: Project, cluster: Cluster, dlq: Dlq, until: int | None, dry_run: bool) -> ReplayResult:
-    """Send back what the DLQ parked since the last replay (up to offset `until`). Records that
-    cannot go back (no origin headers) stop the replay before anything is sent."""
-    connector = dlq.connector
+def _check(records: Iterator[Record], reads: Callable[[str], bool]) -> Checked:
+    """One streaming pass: nothing is held but counts and the first few refusals."""
+    count, problems = 0, 0
+    targets: set[str] = set()
+    unheaded: list[Replay] = []
+    foreign: list[Replay] = []
+    for r in records:
+        found = replay_of(r)
+        count += 1
+        if not found.problem and reads(found.topic):
+            targets.add(f"{found.topic}[{found.partition}]")
+            continue
+        problems += 1
+        kept = unheaded if found.problem else foreign
+        if len(kept) < 3:
+            kept.append(found)
+    return Checked(count, frozenset(targets), tuple(unheaded), tuple(foreign), problems)
+
+
+def replay_effects(dlq: Dlq, checked: Checked) -> tuple[Effect, ...]:
+    """A replay re-delivers (onto upserted rows; an insert-mode sink writes them twice); a record
+    that cannot go back, or would go to a topic the sink does not read, stops it whole."""
+    found = of_replay(dlq.config)
+    if checked.unheaded:
+        first = checked.unheaded[0]
+        found += (Effect("redelivery", f"offset {first.record.offset}: {first.problem}", invariant=True),)
+    if checked.foreign:
+        first = checked.foreign[0]
+        why = f"offset {first.record.offset} names topic {first.topic!r}, which {dlq.connector} does not read"
+        found += (Effect("redelivery", why, invariant=True),)
+    return found
+
+
+def replay(
+    project: Project, cluster: Cluster, dlq: Dlq, until: int | None, dry_run: bool, allow: Allow, lock_timeout_s: float
+) -> ReplayResult:
+    """Send back what the DLQ parked since the last replay (up to offset `until`), once the gate
+    cleared it; nothing is sent when any record cannot go back."""
     bootstrap = bootstrap_of(cluster)
-    group = replay_group(connector)
+    group = replay_group(dlq.connector)
     froms = start_positions(dlq.spans, kafka.committed(bootstrap, [group]).get(group, {}))
     ends = end_positions(dlq.spans, until)
-    replays = tuple(replay_of(r) for r in kafka.read(bootstrap, froms, ends))
-    result = ReplayResult(dlq, replays, 0, dry_run)
-    if dry_run or not replays or result.refused:
+    checked = _check(kafka.read(bootstrap, froms, ends), lambda t: reads_topic(dlq.config, t))
+    cleared = check([Item(cluster.name, dlq.connector, "dlq replay", replay_effects(dlq, checked))], allow, CONSENT)
+    result = ReplayResult(dlq, checked.count, tuple(sorted(checked.targets)), dry_run)
+    if dry_run or not checked.count:
         return result
-    with _journal(project, cluster) as journal:
-        detail = f"{len(replays)} records from {dlq.topic} (up to offsets {_positions(ends)})"
-        journal.event(connector, "dlq-replay", "intent", detail)
-        sent = kafka.produce(
-            bootstrap, [(r.topic, r.record.key, r.record.value, own_headers(r.record)) for r in replays]
-        )
-        kafka.commit(bootstrap, group, _after(replays, froms))
-        journal.event(connector, "dlq-replay", "ok", detail)
-    return replace(result, sent=sent)
+    with connect_lock(project, [cluster], "dlq replay", lock_timeout_s, run_id := new_run_id()):
+        sent = _send(project, cluster, dlq, froms, ends, cleared, run_id)
+    return replace(result, count=sent)
 
 
-def _after(replays: Sequence[Replay], froms: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-    done = dict(froms)
-    for r in replays:
-        key = (r.record.topic, r.record.partition)
-        done[key] = max(done[key], r.record.offset + 1)
-    return done
+CONSENT = frozenset({"redelivery"})  # what `dlq replay` is: re-delivering parked records
 
 
-def purge(project: Project, cluster: Cluster, dlq: Dlq, before: int) -> Dlq:
-    """Delete the DLQ's records below offset `before` in every partition; the DLQ afterwards."""
+def _send(
+    project: Project,
+    cluster: Cluster,
+    dlq: Dlq,
+    froms: dict[tuple[str, int], int],
+    ends: dict[tuple[str, int], int],
+    cleared: Cleared,
+    run_id: str,
+) -> int:
+    if dlq.connector not in cleared.names():
+        raise HephaestusError(f"replay of {dlq.connector}: not cleared by the gate (a bug): nothing sent")
+    bootstrap = bootstrap_of(cluster)
+    records = (
+        (replace(r.record, headers=tuple(own_headers(r.record))), r.topic, r.partition)
+        for r in map(replay_of, kafka.read(bootstrap, froms, ends))
+    )
+    with _journal(project, cluster, run_id) as journal:
+        detail = f"records of {dlq.topic} from offsets {_positions(froms)} up to {_positions(ends)}"
+        journal.event(dlq.connector, "dlq-replay", "intent", detail)
+        try:
+            sent = kafka.replay(
+                bootstrap, f"hephaestus-dlq-replay.{cluster.name}.{dlq.connector}", replay_group(dlq.connector), records
+            )
+        except HephaestusError as exc:
+            journal.event(dlq.connector, "dlq-replay", "failed", str(exc))
+            raise
+        journal.event(dlq.connector, "dlq-replay", "ok", f"{sent} {detail}")
+    return sent
+
+
+def reads_topic(config: Mapping[str, str], topic: str) -> bool:
+    """Whether the sink reads `topic`: named in `topics`, or matched whole by `topics.regex`."""
+    import re
+
+    named = {t.strip() for t in config.get("topics", "").split(",") if t.strip()}
+    pattern = config.get("topics.regex", "").strip()
+    try:
+        return topic in named or bool(pattern and re.fullmatch(pattern, topic))
+    except re.error:
+        return False
+
+
+def purge(project: Project, cluster: Cluster, dlq: Dlq, before: int, lock_timeout_s: float) -> Dlq:
+    """Delete the DLQ's records below offset `before` in every partition (the gate consents: it
+    is what a purge is), under the cluster's lock; the DLQ afterwards."""
     connector = dlq.connector
     positions = {(s.topic, s.partition): min(before, s.end) for s in dlq.spans if min(before, s.end) > s.start}
-    if positions:
-        with _journal(project, cluster) as journal:
+    cleared = check([Item(cluster.name, connector, "dlq purge", of_purge())], Allow(), frozenset({"records-deleted"}))
+    if positions and connector in cleared.names():
+        with (
+            connect_lock(project, [cluster], "dlq purge", lock_timeout_s, run_id := new_run_id()),
+            _journal(project, cluster, run_id) as journal,
+        ):
             detail = f"records of {dlq.topic} below offsets {_positions(positions)}"
             journal.event(connector, "dlq-purge", "intent", detail)
-            kafka.delete_before(bootstrap_of(cluster), positions)
+            try:
+                kafka.delete_before(bootstrap_of(cluster), positions)
+            except HephaestusError as exc:
+                journal.event(connector, "dlq-purge", "failed", str(exc))
+                raise
             journal.event(connector, "dlq-purge", "ok", detail)
     (after,) = find(cluster, connector)
     return after
@@ -186,7 +274,7 @@ def _positions(positions: dict[tuple[str, int], int]) -> str:
     return ", ".join(f"[{p}] {o}" for (_, p), o in sorted(positions.items()))
 
 
-def _journal(project: Project, cluster: Cluster) -> Journal:
-    journal = journal_for(project, cluster.name, new_run_id())
+def _journal(project: Project, cluster: Cluster, run_id: str) -> Journal:
+    journal = journal_for(project, cluster.name, run_id)
     journal.check()  # an operation that cannot be audited is not done
     return journal

@@ -18,8 +18,12 @@ from hephaestus.heal.state import FileStore, PgStore, StateStore
 from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
+from hephaestus.safety.effects import of_restart
+from hephaestus.safety.gate import Allow, Cleared, judge, passed
+from hephaestus.safety.gate import Item as GateItem
+from hephaestus.safety.values import NO_RESOLVER, Resolver
 
-FAILING = frozenset({"restart", "backoff", "exhausted"})
+FAILING = frozenset({"restart", "backoff", "exhausted", "refused"})
 POLL_S = 1.0  # how often restarted connectors are looked at while heal waits for them
 START_S = 30.0  # how long a restarted connector may take to be RUNNING at all
 
@@ -29,6 +33,8 @@ class HealOptions:
     config: HealConfig = HealConfig()
     dry_run: bool = False
     restart_wait_s: float = 60.0  # how long a restarted connector must stay RUNNING to count as healed
+    allow: Allow = Allow()  # --allow-destructive: a restart's destructive effects (a re-snapshot) may go
+    resolve: Resolver = field(default=NO_RESOLVER, compare=False)
 
     @property
     def ready(self) -> ReadyOptions:
@@ -86,19 +92,36 @@ def heal_cluster(
         return ClusterHeal(cluster.name, cluster.url, error=str(exc))
     records = store.load(cluster.name)
     decisions = [decide(observe(c), records.get(n), now(), options.config) for n, c in fleet.items()]
-    items = [_act(client, fleet[d.name], d, options) for d in decisions]
+    verdict = judge(
+        [_restart(cluster, fleet[d.name], options) for d in decisions if d.verdict == "restart"], options.allow
+    )
+    cleared = passed(verdict, cluster.name)
+    refused = {r.name: r.message for r in verdict.refusals}
+    items = [_act(client, fleet[d.name], d, options, cleared, refused.get(d.name, "")) for d in decisions]
     if options.dry_run:
         return ClusterHeal(cluster.name, cluster.url, tuple(items))
     items = _await_healed(client, items, options)
-    store.save(cluster.name, {d.name: d.record for d in decisions if d.record is not None})
+    # A restart the gate refused was not made: its connector keeps the record it had.
+    kept = {d.name: records.get(d.name) if d.name in refused else d.record for d in decisions}
+    store.save(cluster.name, {n: r for n, r in kept.items() if r is not None})
     by_name = {i.name: i for i in items}
     notified = tuple(d.name for d in decisions if d.notify and _notify(webhook, cluster, by_name[d.name]))
     return ClusterHeal(cluster.name, cluster.url, tuple(items), notified=notified)
 
 
-def _act(client: ConnectClient, c: LiveConnector, d: Decision, options: HealOptions) -> Item:
+def _restart(cluster: Cluster, c: LiveConnector, options: HealOptions) -> GateItem:
+    """A restart of FAILED tasks: what it does to data (a source that snapshots on each start
+    reads every table again), judged at the one gate."""
+    return GateItem(cluster.name, c.name, "restart", of_restart(c.config, options.resolve))
+
+
+def _act(
+    client: ConnectClient, c: LiveConnector, d: Decision, options: HealOptions, cleared: Cleared, refused: str
+) -> Item:
     failed = tuple(t.id for t in c.tasks if t.state == "FAILED")
     item = Item(c.name, d.verdict, d.reason, failed_tasks=failed, trace=_trace(c) if d.verdict != "healthy" else "")
+    if d.verdict == "restart" and c.name not in cleared.names():
+        return Item(c.name, "refused", f"{d.reason}; not restarted: {refused}", False, failed, item.trace)
     if d.verdict != "restart" or options.dry_run:
         return item
     try:
@@ -156,8 +179,11 @@ def heal_project(
     state_file: Path | None,
     client_factory: ClientFactory = connect_client,
     lock_timeout_s: float = DEFAULT_TIMEOUT_S,
+    allow: Allow = Allow(),
 ) -> list[ClusterHeal]:
-    options = HealOptions(config_of(project.heal), dry_run, float(project.heal.get("restart_wait_s", 60)))
+    files = [c.secrets_file for c in project.clusters.values() if c.secrets_file is not None]
+    wait = float(project.heal.get("restart_wait_s", 60))
+    options = HealOptions(config_of(project.heal), dry_run, wait, allow, Resolver(files))
     webhook = None if dry_run else project.webhook()
     # The cluster lock, whatever state file is used: two heal runs (or a heal and a
     # reconcile) never act on one cluster at once. A dry run acts on nothing.

@@ -3,10 +3,14 @@
 A fleet made by hand (or by the reference's jobs) comes in without a restart: each live
 config is written as the generator lays files out (`connectors/<cluster>/<type>/<name>.json`,
 sorted keys, strings, no `name` inside the config), so the next reconcile plans zero writes.
-Every connector is checked before anything is written: an unsafe name, an unknown type or a
-plaintext secret (a PASSWORD-typed or secret-named key, or a credential inside a value) stops
-the whole import with the connector and key named; `--secret KEY=PLACEHOLDER` puts a
-`${…}` placeholder in git instead (the next reconcile then shows the update to it).
+A connector this deployment owns but git lacks is written too (else the next reconcile would
+delete it). Every connector is checked before anything is written: an unsafe name, an unknown
+type or a plaintext secret (a PASSWORD-typed or secret-named key, or a credential by its shape
+in any value: a URL's user info, an Oracle `user/pw@`, a Bearer token, a key) stops the whole
+import with the connector and key named. `--secret KEY=PLACEHOLDER` puts a `${…}` placeholder
+in git instead, only where KEY holds a credential, and never for connectors whose values
+differ (one placeholder would point them all at one secret). An import passes the one gate
+(it writes nothing to Connect: its items have no effect on data) and is audited.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.generator.output import render_document, write_files
 from hephaestus.lock import connect_lock, new_run_id
 from hephaestus.project import Cluster, Project
+from hephaestus.reconciler.audit import journal_for
 from hephaestus.reconciler.desired import GENERATED, check_name, load_desired
 from hephaestus.reconciler.plan import is_ksqldb_managed
-from hephaestus.secrets import REDACTOR, is_placeholder, mask_value
+from hephaestus.safety.gate import Cleared, Item, clear, judge
+from hephaestus.secrets import REDACTOR, credentials_in, is_placeholder
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,11 @@ class Imported:
     name: str
     how: str  # "write <path>", "in git", "owned already"
     document: Mapping[str, object] = field(default_factory=dict, hash=False)  # what is written
+    # key -> the live value a --secret placeholder replaced (kept in memory only, to check that
+    # one placeholder never stands for two values)
+    replaced: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False, repr=False)
+    path: str = ""  # the file it is written to
+    owned: bool = False  # owned already (claimed before this import)
 
 
 @dataclass(frozen=True)
@@ -60,46 +71,69 @@ def plan_import(
     )
     items, errors = [], []
     for name in chosen:
-        if name in owned:
-            items.append(Imported(name, "owned already"))
-        elif name in in_git:
-            items.append(Imported(name, "in git"))
-        else:
-            try:
-                items.append(_to_file(client, cluster, fleet[name], secrets))
-            except InputError as exc:
-                errors.append(exc)
+        if name in in_git:
+            items.append(Imported(name, "in git" if name not in owned else "owned already"))
+            continue
+        try:
+            items.append(_to_file(client, cluster, fleet[name], secrets, owned=name in owned))
+        except InputError as exc:
+            errors.append(exc)
+    errors += _merged(cluster, [i for i in items if i.document], secrets)
     if errors:
         raise InputErrors(errors)
     return ClusterImport(cluster.name, tuple(items))
 
 
-def _to_file(client: ConnectClient, cluster: Cluster, c: LiveConnector, secrets: Mapping[str, str]) -> Imported:
+def _merged(cluster: Cluster, items: Sequence[Imported], secrets: Mapping[str, str]) -> list[InputError]:
+    """A --secret placeholder stands for one value: connectors whose values of that key differ
+    cannot all get it (their sinks would all point at one database, one password)."""
+    errors = []
+    for key in sorted(secrets):
+        values = {i.replaced.get(key) for i in items if key in i.replaced}
+        if len(values) > 1:
+            names = sorted(i.name for i in items if key in i.replaced)
+            errors.append(
+                InputError(
+                    f"--secret {key}",
+                    f"{len(names)} connectors of cluster {cluster.name} hold different values of {key} "
+                    f"({', '.join(names[:3])}{', …' if len(names) > 3 else ''}): one placeholder would give them all "
+                    "one value; import them one by one (--select) with a placeholder each",
+                )
+            )
+    return errors
+
+
+def _to_file(
+    client: ConnectClient, cluster: Cluster, c: LiveConnector, secrets: Mapping[str, str], owned: bool = False
+) -> Imported:
     where = f"connector {c.name!r} on cluster {cluster.name}"
     if c.type not in GENERATED:
         raise InputError(where, f"Connect reports type {c.type!r}: only source and sink connectors are imported")
     check_name(Path(where), c.name)  # named by repr: a name from a cluster may hold control characters
     path = cluster.connectors / c.type / f"{c.name}.json"
     config = {k: _safe(where, k, v, secrets, client, c.config) for k, v in sorted(c.config.items()) if k != "name"}
-    return Imported(c.name, f"write {path}", {"name": c.name, "config": config})
+    replaced = {k: c.config[k] for k, v in config.items() if v != c.config[k]}
+    how = f"write {path}" + (" (owned, absent from git)" if owned else "")
+    return Imported(c.name, how, {"name": c.name, "config": config}, replaced, str(path), owned)
 
 
 def _safe(
     where: str, key: str, value: str, secrets: Mapping[str, str], client: ConnectClient, config: Mapping[str, str]
 ) -> str:
-    """The value for git: a placeholder as it is live, a secret only as the placeholder named."""
+    """The value for git: a placeholder as it is live; a credential (by its key, or by its shape
+    in the value) only as the placeholder --secret names for that key; anything else as it is."""
     if not value or is_placeholder(value):
         return value  # a live placeholder is kept as it is (--secret replaces plaintext only)
+    if not (_secret_key(client, config, key) or credentials_in(value)):
+        return value  # no credential here: --secret never replaces it
     if key in secrets:
         return secrets[key]
-    if _secret_key(client, config, key) or mask_value(key, value) != value:
-        raise InputError(
-            where,
-            "holds a plaintext secret: git gets a placeholder, never the value; "
-            f"pass --secret {key}='${{file:/path/to/secrets.properties:some_key}}'",
-            field=key,
-        )
-    return value
+    raise InputError(
+        where,
+        "holds a plaintext secret: git gets a placeholder, never the value; "
+        f"pass --secret {key}='${{file:/path/to/secrets.properties:some_key}}'",
+        field=key,
+    )
 
 
 def _secret_key(client: ConnectClient, config: Mapping[str, str], key: str) -> bool:
@@ -110,11 +144,13 @@ def _secret_key(client: ConnectClient, config: Mapping[str, str], key: str) -> b
     return REDACTOR.is_secret_key(key)
 
 
-def write(result: ClusterImport) -> None:
+def write(result: ClusterImport, cleared: Cleared) -> None:
     """The generator's layout, byte for byte, each file written atomically."""
+    if cleared.cluster != result.cluster or not {i.name for i in result.items} <= cleared.names():
+        raise HephaestusError(f"import of cluster {result.cluster}: not cleared by the gate (a bug): nothing written")
     for item in result.items:
-        if item.how.startswith("write "):
-            path = item.how.removeprefix("write ")
+        if item.path:
+            path = item.path
             try:  # one by one: the error names the file, whichever step (folder, tmp, rename) failed
                 write_files(Path(), {path: render_document(item.document)})  # path: cluster.connectors/…
             except OSError as exc:
@@ -122,7 +158,7 @@ def write(result: ClusterImport) -> None:
 
 
 def record(store: ownership.Store, project: Project, cluster: Cluster, result: ClusterImport, run_id: str) -> None:
-    names = [i.name for i in result.items if i.how != "owned already"]
+    names = [i.name for i in result.items if i.how != "owned already" and not i.owned]
     store.claim(
         project.name, cluster.name, ownership.claims_of(names, ownership.scope_of(cluster.select), "imported", run_id)
     )
@@ -151,6 +187,24 @@ def import_project(
                 results.append(plan_import(client, cluster, globs, owned, secrets))
         if not dry_run:
             for cluster, result in zip(clusters, results, strict=False):
-                write(result)
-                record(store, project, cluster, result, run_id)
+                _apply(project, store, cluster, result, run_id)
     return results
+
+
+def _apply(project: Project, store: ownership.Store, cluster: Cluster, result: ClusterImport, run_id: str) -> None:
+    """Through the gate (an import writes git and the ownership record, nothing to Connect: its
+    items have no effect on data), audited before and after."""
+    items = [Item(cluster.name, i.name, "import") for i in result.items]
+    cleared = clear(judge(items), cluster.name)
+    with journal_for(project, cluster.name, run_id) as journal:
+        journal.check()
+        written = [i.name for i in result.items if i.document]
+        detail = f"{len(written)} file(s) written, {len(result.items)} connector(s) owned: {', '.join(written[:20])}"
+        journal.event("*", "import", "intent", detail)
+        try:
+            write(result, cleared)
+            record(store, project, cluster, result, run_id)
+        except HephaestusError as exc:
+            journal.event("*", "import", "failed", str(exc))
+            raise
+        journal.event("*", "import", "ok", detail)

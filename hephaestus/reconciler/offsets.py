@@ -4,8 +4,10 @@
 Connect alters offsets only of a STOPPED connector, so a change is: stop, alter (PATCH) or
 reset (DELETE), then back to the state it had. A sink's offsets are its consumer group's
 positions: a reset re-delivers every record still in its topics (an upsert sink rewrites the
-same rows). A source's offsets are tied to its replication slot: moving them skips or replays
-WAL the slot may no longer hold, so a source is refused unless forced.
+same rows; an insert-mode one writes them twice). A source's offsets are tied to its
+replication slot: moving them skips or replays WAL the slot may no longer hold, a reset
+re-snapshots, and the stop drops a slot with `slot.drop.on.stop`. Each is an effect the one
+gate judges (`judge`): only the action's own effect goes without --allow-destructive.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from hephaestus.errors import HephaestusError
 from hephaestus.lock import connect_lock, new_run_id, timeout_of
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.audit import journal_for
+from hephaestus.reconciler.run import policy_of
+from hephaestus.safety.effects import Effect, of_offsets
+from hephaestus.safety.gate import Allow, Cleared, Item, check
 
 RESUME = {"RUNNING": "resume", "PAUSED": "pause"}
 
@@ -33,6 +38,7 @@ class OffsetsPlan:
     action: str  # reset / set
     current: list[dict[str, Any]]
     wanted: list[dict[str, Any]]  # for set
+    effects: tuple[Effect, ...] = ()
 
     def describe(self) -> str:
         back = {"RUNNING": "resume", "PAUSED": "pause again", "STOPPED": "leave STOPPED"}.get(self.state, "resume")
@@ -42,6 +48,18 @@ class OffsetsPlan:
             else f"set {len(self.wanted)} partition offset(s)"
         )
         return f"{self.connector} ({self.kind}, {self.state}): stop, {what}, {back}"
+
+    def item(self) -> Item:
+        return Item(self.cluster.name, self.connector, f"offsets {self.action}", self.effects)
+
+
+# What each action itself is: asking for it consents to it (a sink's re-delivery onto upserted
+# rows); everything else it does (duplicates in an insert-mode table, a source's slot or
+# snapshot) needs --allow-destructive.
+CONSENT = {
+    "reset": frozenset({"offsets-reset", "redelivery"}),
+    "set": frozenset({"offsets-rewound", "offsets-lost", "redelivery"}),
+}
 
 
 def locate(
@@ -69,22 +87,42 @@ def plan(
     connector: str,
     action: str,
     wanted: list[dict[str, Any]],
-    force: bool,
+    *,
+    client_factory: ClientFactory = connect_client,
 ) -> OffsetsPlan:
-    cluster, live = locate(project, clusters, connector)
-    if live.type == "source" and not force:
-        raise HephaestusError(
-            f"{connector} is a source: its offsets are tied to its replication slot's position "
-            "(moving them skips or replays WAL the slot may not hold); --force to do it anyway"
-        )
-    current = get(cluster, connector).get("offsets", [])
-    return OffsetsPlan(cluster, connector, live.type, live.state, action, current, wanted)
+    """What the change does to data (safety.effects.of_offsets), judged later by the gate."""
+    cluster, live = locate(project, clusters, connector, client_factory=client_factory)
+    current = get(cluster, connector, client_factory=client_factory).get("offsets", [])
+    found = of_offsets(live.config, action, _positions(current), _positions(wanted), policy_of(project, False).resolve)
+    return OffsetsPlan(cluster, connector, live.type, live.state, action, current, wanted, found)
+
+
+def _positions(offsets: list[dict[str, Any]]) -> dict[str, Any]:
+    """A sink's positions by partition (Connect's `kafka_topic`/`kafka_partition`/`kafka_offset`)."""
+    out = {}
+    for o in offsets:
+        part, off = o.get("partition"), o.get("offset")
+        if isinstance(part, dict) and isinstance(off, dict) and "kafka_offset" in off:
+            out[f"{part.get('kafka_topic')}[{part.get('kafka_partition')}]"] = off["kafka_offset"]
+    return out
+
+
+def judge(p: OffsetsPlan, allow: Allow) -> Cleared:
+    """The one gate: Refused (exit 2) unless every effect is the action's own or allowed."""
+    return check([p.item()], allow, CONSENT[p.action])
 
 
 def apply(
-    project: Project, p: OffsetsPlan, lock_timeout_s: float | None, *, client_factory: ClientFactory = connect_client
+    project: Project,
+    p: OffsetsPlan,
+    cleared: Cleared,
+    lock_timeout_s: float | None,
+    *,
+    client_factory: ClientFactory = connect_client,
 ) -> None:
     """Under the cluster's lock, audited: stop, alter or reset, then back to the state it had."""
+    if p.item() not in cleared.items:
+        raise HephaestusError(f"offsets of {p.connector}: not cleared by the gate (a bug): nothing changed")
     run_id = new_run_id()
     with (
         connect_lock(project, [p.cluster], "offsets", timeout_of(project, lock_timeout_s), run_id),

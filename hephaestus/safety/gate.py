@@ -71,6 +71,7 @@ class Item:
     action: str
     effects: tuple[Effect, ...] = ()
     allow: Allow = Allow()
+    from_file: bool = False  # a connector file may consent (`allow_destructive`): say so when refused
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,10 @@ def _item(item: Item, allow: Allow, consent: frozenset[str]) -> list[Refusal]:
 def _message(item: Item, e: Effect) -> str:
     if e.invariant:
         return f"{item.action} {item.name} refused: {e.describe()} (a fleet rule: never allowed)"
+    file = ", or set allow_destructive in its file" if item.from_file else ""
     return (
         f"destructive {item.action} of {item.name} ({e.describe()}): rerun with --allow-destructive={e.code} "
-        "(or --allow-destructive), or set allow_destructive in its file"
+        f"(or --allow-destructive){file}"
     )
 
 
@@ -193,6 +195,13 @@ def clear(verdict: Verdict, cluster: str) -> Cleared:
     if verdict.refused(cluster):
         raise Refused(verdict.reason(cluster))
     return Cleared(cluster, tuple(i for i in verdict.items if i.cluster == cluster), _GATE)
+
+
+def passed(verdict: Verdict, cluster: str) -> Cleared:
+    """The pass for the items of one cluster the gate did not refuse, each judged on its own
+    (heal: one connector's refused restart never holds back another's)."""
+    refused = {r.name for r in verdict.refused(cluster)}
+    return Cleared(cluster, tuple(i for i in verdict.items if i.cluster == cluster and i.name not in refused), _GATE)
 
 
 def check(items: Sequence[Item], allow: Allow = Allow(), consent: frozenset[str] = frozenset()) -> Cleared:

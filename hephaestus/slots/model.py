@@ -11,11 +11,12 @@ connector names it (an orphan) beyond that limit, or when PostgreSQL already gav
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hephaestus.classes import POSTGRES_SOURCE as POSTGRES
+from hephaestus.safety import views
+from hephaestus.safety.values import Resolver, Value, may_equal
 
 Verdict = Literal["ok", "over_limit", "inactive", "orphan", "lost"]
 DEFAULT_MAX_RETAINED = 1 << 30  # 1 GiB, held by a slot that is being read
@@ -33,6 +34,7 @@ class Slot:
     retained_bytes: int | None  # current WAL position - restart_lsn
     lag_bytes: int | None  # current WAL position - confirmed_flush_lsn
     wal_status: str | None  # reserved, extended, unreserved, lost (PostgreSQL 13+)
+    dbname: str = ""  # the database's own name (current_database()), as a source's database.dbname names it
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,35 @@ class Judged:
     reason: str
 
 
-def owners(configs: Mapping[str, Mapping[str, Mapping[str, str]]]) -> dict[str, list[str]]:
-    """Slot name → the live PostgreSQL sources naming it (`cluster/connector`), from each
-    cluster's configs."""
-    out: dict[str, list[str]] = {}
-    for cluster, by_name in sorted(configs.items()):
-        for name, config in sorted(by_name.items()):
-            if config.get("connector.class") == POSTGRES and config.get("slot.name"):
-                out.setdefault(config["slot.name"], []).append(f"{cluster}/{name}")
-    return out
+@dataclass(frozen=True)
+class Use:
+    """A PostgreSQL source that uses, or could use, a slot: live on a cluster in any state, or
+    declared in git (planned)."""
+
+    where: str  # "cluster/connector" (git's: "cluster/connector (in git)")
+    slot: Value  # slot.name, Debezium's default `debezium` when absent; a placeholder as written
+    dbname: Value | None
+
+
+def uses(configs: Iterable[tuple[str, Mapping[str, str]]], resolve: Resolver) -> list[Use]:
+    """Every PostgreSQL source among (where, config), its slot and database resolved as the
+    plugin resolves them (safety.views)."""
+    found = []
+    for where, config in configs:
+        if views.is_source(config):
+            s = views.source(config, resolve)
+            found.append(Use(where, s.slot, s.server[2]))
+    return found
+
+
+def owners(slot: Slot, found: Iterable[Use]) -> list[str]:
+    """The sources that could use this slot: its name may be theirs (a placeholder that cannot
+    be resolved here may be anything) and its database may be theirs (one not named may be any)."""
+    return sorted({u.where for u in found if may_equal(u.slot, slot.name) and _same_db(u.dbname, slot.dbname)})
+
+
+def _same_db(theirs: Value | None, dbname: str) -> bool:
+    return not dbname or theirs is None or may_equal(theirs, dbname)
 
 
 def judge(slot: Slot, owned_by: list[str], limits: Limits) -> Judged:
@@ -80,7 +102,7 @@ def judge(slot: Slot, owned_by: list[str], limits: Limits) -> Judged:
     if held > limits.max_retained:
         return Judged(slot, owner, "over_limit", f"retains {size(held)} (limit {size(limits.max_retained)})")
     if owner is None and held > limits.idle_max_retained:
-        return Judged(slot, owner, "orphan", f"no live connector names it and it retains {size(held)}")
+        return Judged(slot, owner, "orphan", f"no connector could use it and it retains {size(held)}")
     if not slot.active and held > limits.idle_max_retained:
         return Judged(
             slot,
@@ -100,11 +122,14 @@ def size(n: int) -> str:
     return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
 
 
-def droppable(judged: Judged) -> str:
-    """Why a slot may not be dropped ("" when it may): never one a live connector names, never
-    an active one (a walsender is reading it)."""
+def droppable(judged: Judged, blind: bool) -> str:
+    """Why a slot may never be dropped ("" when it may): a source on any cluster, live in any
+    state or planned in git, could use it; a walsender reads it; or what could use it is not
+    known (a cluster or a connector folder could not be read)."""
     if judged.owner is not None:
-        return f"{judged.owner} names it (delete or change that connector first)"
+        return f"{judged.owner} could use it (delete or change that connector first)"
     if judged.slot.active:
         return "it is active: a walsender is reading it"
+    if blind:
+        return "not every cluster and connector folder of the project could be read: who uses it is unknown"
     return ""

@@ -9,6 +9,8 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectorNotFound
 from hephaestus.errors import HephaestusError
 from hephaestus.project import Cluster, Project
+from hephaestus.safety.effects import Effect
+from hephaestus.safety.gate import Cleared, Item, check
 from hephaestus.snapshot import db, notifications
 from hephaestus.snapshot.signal import Signal, check_capturable, execute_snapshot, qualified, stop_snapshot
 from hephaestus.snapshot.source import dsn_for, source_ref
@@ -40,6 +42,13 @@ def locate(
     raise HephaestusError(f"connector {connector!r} not found on cluster(s) {names}")
 
 
+def judged(found: Located, connector: str, tables: Sequence[str], stop: bool) -> Cleared:
+    """The one gate: an incremental snapshot re-reads the tables named (that is what it is
+    asked to do); stopping one changes no data."""
+    effects = () if stop else (Effect("resnapshot", f"{', '.join(tables) or 'every captured table'} read again"),)
+    return check([Item(found.cluster.name, connector, "snapshot", effects)], consent=frozenset({"resnapshot"}))
+
+
 def send(
     project: Project,
     found: Located,
@@ -48,8 +57,11 @@ def send(
     where: str | None,
     stop: bool,
     slot_timeout_s: float,
+    cleared: Cleared,
 ) -> Signal:
-    """Check everything, wait for the slot, then insert one signal row."""
+    """Check everything, wait for the slot, then insert one signal row (once the gate cleared it)."""
+    if connector not in cleared.names():
+        raise HephaestusError(f"snapshot of {connector}: not cleared by the gate (a bug): no signal sent")
     wanted = [qualified(t) for t in tables]
     if not stop:
         check_capturable(found.config, wanted, connector)

@@ -180,7 +180,10 @@ def test_a_file_that_cannot_be_written_is_one_error(fleet: tuple[Project, Connec
     )
 
 
-def test_in_git_and_owned_connectors_are_claimed_not_rewritten(fleet: tuple[Project, ConnectDouble]) -> None:
+def test_in_git_connectors_are_claimed_not_rewritten_and_owned_ones_absent_from_git_are_written(
+    fleet: tuple[Project, ConnectDouble],
+) -> None:
+    """Issue 29: an owned connector git lacks was skipped, and the next reconcile deleted it."""
     project, double = fleet
     folder = project.connectors / "platforms/sink"
     folder.mkdir(parents=True)
@@ -199,8 +202,10 @@ def test_in_git_and_owned_connectors_are_claimed_not_rewritten(fleet: tuple[Proj
     )
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
     assert out.code == 0, out.err
-    assert "in git: hand_git" in out.out and "owned already: hand_owned" in out.out and "in git: hand_custom" in out.out
+    assert "in git: hand_git" in out.out and "in git: hand_custom" in out.out
+    assert f"write {folder / 'hand_owned.json'} (owned, absent from git): hand_owned" in out.out
     assert (folder / "hand_z.json").exists() and not (folder / "hand_custom.json").exists()
+    assert json.loads((folder / "hand_owned.json").read_text())["config"]["topics"] == "o"
     assert json.loads((folder / "hand_git.json").read_text()) == mine
     owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
     assert (owned["hand_git"].how, owned["hand_owned"].how) == ("imported", "created")

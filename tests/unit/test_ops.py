@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import struct
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -15,8 +17,9 @@ import pytest
 from hephaestus.dlq.model import dlq_topics, end_positions, errors_of, masked, own_headers, replay_of, start_positions
 from hephaestus.kafka import Record, Span
 from hephaestus.records import SchemaRegistry, decode
+from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
-from hephaestus.slots.model import Limits, Slot, droppable, judge, owners, size
+from hephaestus.slots.model import Limits, Slot, droppable, judge, owners, size, uses
 from hephaestus.snapshot.notifications import parse
 from hephaestus.status.model import ConnectorView, lag, problems_of, topics_of
 from tests.schema_registry_double import transport
@@ -141,20 +144,32 @@ def test_slot_verdicts(change: dict[str, Any], owned: list[str], verdict: str) -
     assert judge(replace(SLOT, **change), owned, LIMITS).verdict == verdict
 
 
-def test_slots_are_owned_by_the_postgres_sources_naming_them_and_only_orphans_drop() -> None:
+def test_a_slot_is_owned_by_every_source_that_could_use_it_and_only_orphans_drop(tmp_path: Path) -> None:
+    """Issue 29: a STOPPED source on Debezium's default slot name, or with a placeholder, still owns it."""
     pg = "io.debezium.connector.postgresql.PostgresConnector"
-    found = owners(
-        {
-            "a": {"s1": {"connector.class": pg, "slot.name": "x"}, "k": {"slot.name": "x"}},
-            "b": {"s2": {"connector.class": pg, "slot.name": "x"}},
-        }
-    )
-    assert found == {"x": ["a/s1", "b/s2"]}
-    assert "a/s1 names it" in droppable(judge(SLOT, ["a/s1"], LIMITS))
-    assert "active" in droppable(judge(SLOT, [], LIMITS))
-    from dataclasses import replace
-
-    assert droppable(judge(replace(SLOT, active=False), [], LIMITS)) == ""
+    secrets = tmp_path / "connect.properties"
+    secrets.write_text("slot=resolved_slot\n")
+    configs = [
+        ("a/named", {"connector.class": pg, "slot.name": "x", "database.dbname": "bob"}),
+        ("a/not_a_source", {"slot.name": "x"}),
+        ("b/default", {"connector.class": pg, "database.dbname": "bob"}),  # no slot.name: `debezium`
+        ("b/other_db", {"connector.class": pg, "slot.name": "x", "database.dbname": "eureka"}),
+        ("c/hidden (in git)", {"connector.class": pg, "slot.name": "${file:/nowhere/s.properties:slot}"}),
+        ("c/resolved", {"connector.class": pg, "slot.name": f"${{file:{secrets}:slot}}", "database.dbname": "bob"}),
+    ]
+    known = uses(configs, Resolver())
+    at = replace(SLOT, dbname="bob")
+    assert owners(replace(at, name="x"), known) == ["a/named", "c/hidden (in git)"]
+    assert owners(replace(at, name="debezium"), known) == ["b/default", "c/hidden (in git)"]
+    assert owners(replace(at, name="resolved_slot"), known) == ["c/hidden (in git)", "c/resolved"]
+    assert owners(replace(at, name="x", dbname="eureka"), known) == ["b/other_db", "c/hidden (in git)"]
+    plain = uses(configs[:2], Resolver())
+    assert owners(replace(at, name="zzz"), plain) == []
+    assert "a/s1 could use it" in droppable(judge(SLOT, ["a/s1"], LIMITS), False)
+    assert "active" in droppable(judge(SLOT, [], LIMITS), False)
+    idle = judge(replace(SLOT, active=False), [], LIMITS)
+    assert droppable(idle, False) == ""
+    assert "could be read" in droppable(idle, True)  # a cluster or a folder unread: who uses it is unknown
     assert (size(512), size(50 << 20), size(3 << 30)) == ("512 B", "50.0 MiB", "3.0 GiB")
     assert Limits.of({"slot_max_retained_bytes": 5}) == Limits(5, 64 << 20)
 

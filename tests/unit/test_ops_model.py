@@ -30,7 +30,7 @@ def slot(retained: int | None, active: bool = True, wal: str | None = "reserved"
         ),
         (slot(101 * MiB), ["c/a"], "over_limit", "retains 101.0 MiB (limit 100.0 MiB)"),
         (slot(100 * MiB), ["c/a"], "ok", ""),  # at the limit is not over it
-        (slot(11 * MiB), [], "orphan", "no live connector names it and it retains 11.0 MiB"),
+        (slot(11 * MiB), [], "orphan", "no connector could use it and it retains 11.0 MiB"),
         (slot(10 * MiB), [], "ok", ""),
         (
             slot(11 * MiB, active=False),

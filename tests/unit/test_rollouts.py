@@ -235,7 +235,8 @@ def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
     project: Project, served: tuple[ConnectDouble, str]
 ) -> None:
     double = world(project, served, 0)
-    sink = double.add("snk", {"connector.class": SINK, "topics": "t"})
+    upsert = {"insert.mode": "upsert", "primary.key.mode": "record_key"}
+    sink = double.add("snk", {"connector.class": SINK, "topics": "t", **upsert})
     sink.offsets = [{"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 7}}]
     double.add("src", {"connector.class": POSTGRES}, type="source")
     project_file = str(project.root / "hephaestus.yaml")
@@ -255,8 +256,10 @@ def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
     ]
     assert sink.offsets == [] and sink.state == "RUNNING"
 
+    double.log.clear()
     refused = project.cli("offsets", "reset", "--project", project_file, "--connector", "src", "--yes")
-    assert refused.code == 1 and "tied to its replication slot" in refused.err
+    assert refused.code == 2 and double.writes() == []
+    assert "destructive offsets reset of src (resnapshot: snapshot.mode=initial snapshots" in refused.err
 
     wanted = project.root / "offsets.json"
     wanted.write_text(
