@@ -120,15 +120,6 @@ def committed(bootstrap: str, groups: Sequence[str]) -> dict[str, dict[tuple[str
     return out
 
 
-def commit(bootstrap: str, group: str, positions: Mapping[tuple[str, int], int]) -> None:
-    """Set `group`'s committed offsets (the group must have no active member)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
-    admin = _admin(bootstrap)
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in positions.items()])
-    _wait(admin.alter_consumer_group_offsets([request], request_timeout=TIMEOUT_S), f"commit offsets of {group}")
-
-
 def delete_before(bootstrap: str, positions: Mapping[tuple[str, int], int]) -> None:
     """Delete every record below each partition's offset (the log start moves up to it)."""
     from confluent_kafka import TopicPartition
@@ -191,40 +182,6 @@ def _drain(
             msg.value(),
             tuple(msg.headers() or ()),
         )
-
-
-def produce(
-    bootstrap: str, records: Sequence[tuple[str, bytes | None, bytes | None, Sequence[tuple[str, bytes]]]]
-) -> int:
-    """Write (topic, key, value, headers) records with an idempotent producer (no duplicates
-    from its own retries, order kept per partition); every one acknowledged by all replicas,
-    else a HephaestusError saying how many were not."""
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "message.timeout.ms": int(TIMEOUT_S * 3000),
-        }
-    )
-    failed: list[str] = []
-
-    def done(err: Any, msg: Any) -> None:
-        if err is not None:
-            failed.append(err.str())
-
-    for topic, key, value, headers in records:
-        producer.produce(topic, key=key, value=value, headers=list(headers), on_delivery=done)
-        producer.poll(0)
-    left = producer.flush(TIMEOUT_S * 3)
-    if failed or left:
-        raise HephaestusError(
-            f"Kafka: {len(failed) + left} of {len(records)} records not acknowledged"
-            + (f": {failed[0]}" if failed else "")
-        )
-    return len(records)
 
 
 Outgoing = tuple[Record, str, int]  # a record read, and the topic and partition it goes to

@@ -1,0 +1,321 @@
+"""What each step does to data (safety.effects, safety.views, safety.values): every rule, with
+the plugin's own defaults and parsing (mutation-tested core). Issue 29's findings are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hephaestus.classes import CONFLUENT_SINK, DEBEZIUM_SINK, POSTGRES_SOURCE
+from hephaestus.safety import effects, views
+from hephaestus.safety.effects import KINDS, Effect
+from hephaestus.safety.values import (
+    INVALID,
+    NO_RESOLVER,
+    Ref,
+    Resolver,
+    boolean,
+    known,
+    listed,
+    may_equal,
+    same,
+    strict_enum,
+    trimmed_enum,
+    untrimmed_enum,
+)
+
+SRC = {
+    "connector.class": POSTGRES_SOURCE,
+    "database.hostname": "db",
+    "database.dbname": "bob",
+    "slot.name": "s1",
+    "topic.prefix": "bob",
+    "plugin.name": "pgoutput",
+    "snapshot.mode": "initial",
+    "table.include.list": "public.a,public.b",
+    "transforms": "route",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.route.regex": "([^.]+)\\.([^.]+)\\.([^.]+)",
+    "transforms.route.replacement": "local.manabie.$1.$2.$3",
+}
+SNK = {
+    "connector.class": DEBEZIUM_SINK,
+    "connection.url": "jdbc:postgresql://db:5432/auth",
+    "topics": "t1,t2",
+    "insert.mode": "upsert",
+    "primary.key.mode": "record_key",
+    "primary.key.fields": "id",
+    "collection.name.format": "users",
+    "field.include.list": "id,name",
+    "errors.tolerance": "all",
+    "errors.deadletterqueue.topic.name": "dlq.s",
+}
+
+
+def codes(found: tuple[Effect, ...]) -> list[str]:
+    return sorted({e.code for e in found})
+
+
+def update(before: dict[str, str], **change: str) -> list[str]:
+    return codes(effects.of_update(before, {**before, **change}))
+
+
+# --- values: as the plugins read them --------------------------------------------------------
+
+
+def test_enums_are_parsed_as_each_plugin_parses_them() -> None:
+    modes = ("always", "initial")
+    assert trimmed_enum(" ALWAYS ", modes, "initial") == "always"  # Debezium: trimmed, any case
+    assert trimmed_enum(None, modes, "initial") == "initial"
+    assert trimmed_enum("sometimes", modes, "initial") == INVALID
+    assert trimmed_enum(Ref("${file:/x:y}"), modes, "initial") is None
+    inserts = ("insert", "upsert")
+    assert untrimmed_enum("UPSERT", inserts, "insert", "insert") == "upsert"  # the JDBC sink: any case
+    assert untrimmed_enum("upsert ", inserts, "insert", "insert") == "insert"  # ... not trimmed: falls back
+    assert untrimmed_enum(None, inserts, "x", "insert") == "x"
+    assert untrimmed_enum(Ref("${a:b}"), inserts, "x", "insert") is None
+    assert strict_enum(" upsert ", inserts, "insert") == "upsert"  # Confluent: trimmed
+    assert strict_enum("UPSERT", inserts, "insert") == "upsert"
+    assert strict_enum("Upsert", inserts, "insert") == INVALID  # mixed case refused
+    assert strict_enum(None, inserts, "insert") == "insert"
+    assert strict_enum(Ref("${a:b}"), inserts, "insert") is None
+
+
+def test_booleans_and_lists_as_kafka_reads_them() -> None:
+    assert (boolean(" TRUE", False), boolean("false", True), boolean(None, True)) == (True, False, True)
+    assert boolean("yes", False) is None and boolean(Ref("${a:b}"), False) is None
+    assert listed(" a , b,,c ") == frozenset({"a", "b", "c"})
+    assert listed(None) == frozenset() and listed("") == frozenset() and listed(Ref("${a:b}")) is None
+
+
+def test_a_placeholder_is_resolved_from_a_readable_secrets_file_else_it_could_be_anything(tmp_path: Path) -> None:
+    secrets = tmp_path / "connect.properties"
+    secrets.write_text("slot = resolved\nhost=db1\n")
+    resolve = Resolver([secrets])
+    assert resolve(None) is None and resolve("plain") == "plain"
+    assert resolve("${file:secrets/connect.properties:slot}") == Ref(
+        "${file:secrets/connect.properties:slot}", "resolved"
+    )
+    assert resolve(f"${{file:{secrets}:host}}:5432") == Ref(f"${{file:{secrets}:host}}:5432", "db1:5432")
+    assert resolve("${file:/nowhere/x.properties:slot}") == Ref("${file:/nowhere/x.properties:slot}")
+    assert resolve("${env:SLOT}") == Ref("${env:SLOT}")  # other providers are never resolved here
+    assert resolve("${file:secrets/connect.properties:missing}") == Ref("${file:secrets/connect.properties:missing}")
+    assert NO_RESOLVER("${file:secrets/connect.properties:slot}").value is None  # type: ignore[union-attr]
+    assert known("a") == "a" and known(Ref("x", "v")) == "v" and known(Ref("x")) is None
+
+
+def test_sameness_and_could_be_equal() -> None:
+    assert same(Ref("${a:b}"), Ref("${a:b}")) and not same(Ref("${a:b}"), Ref("${a:c}"))
+    assert same(Ref("${a:b}", "v"), "v") and same(Ref("${a:c}", "v"), Ref("${a:d}", "v"))
+    assert not same(Ref("${a:b}"), "v") and same(None, None) and not same("a", None)
+    assert may_equal(Ref("${a:b}"), "anything") and may_equal("x", Ref("${a:b}"))
+    assert not may_equal("a", "b") and may_equal(Ref("${a:b}", "v"), "v") and not may_equal(Ref("${a:b}", "w"), "v")
+
+
+# --- sources: what a config write does --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"snapshot.mode": "ALWAYS"}, ["resnapshot"]),
+        ({"snapshot.mode": "always "}, ["resnapshot"]),  # issue 29: trimmed and any case, as Debezium reads it
+        ({"snapshot.mode": "custom"}, ["resnapshot"]),
+        ({"snapshot.mode": "configuration_based"}, []),  # snapshot.data off by default
+        (
+            {"snapshot.mode": "configuration_based", "snapshot.mode.configuration.based.snapshot.data": "true"},
+            ["resnapshot"],
+        ),
+        ({"snapshot.mode": "${file:/x:mode}"}, ["resnapshot"]),  # could be anything
+        ({"snapshot.mode": "when_needed"}, []),  # snapshots only without offsets or position
+        ({"snapshot.mode": "no_data"}, []),
+        ({"snapshot.mode": "initial_only"}, ["topics-stopped"]),
+        ({"slot.name": "s2"}, ["slot-changed"]),
+        ({"plugin.name": "decoderbufs"}, ["slot-changed"]),
+        ({"database.hostname": "db2"}, ["slot-changed"]),
+        ({"database.dbname": "other"}, ["slot-changed"]),
+        ({"database.port": "5433"}, ["slot-changed"]),
+        ({"publication.name": "p2"}, ["capture-dropped"]),
+        ({"topic.prefix": "b2"}, ["offsets-lost", "resnapshot", "topics-renamed"]),
+        ({"transforms.route.replacement": "prod.$1.$2.$3"}, ["topics-renamed"]),  # issue 29: renames every topic
+        ({"transforms": ""}, ["topics-renamed"]),
+        ({"topic.delimiter": "_"}, ["topics-renamed"]),
+        ({"table.include.list": "public.a"}, ["capture-dropped"]),  # issue 29: a shrinking include list
+        ({"table.include.list": "public.a,public.b,public.c"}, []),
+        ({"table.include.list": ""}, []),  # everything is captured then
+        ({"table.exclude.list": "public.b"}, ["capture-dropped"]),
+        ({"column.exclude.list": "public.a.secret"}, ["capture-dropped"]),
+        ({"message.key.columns": "public.a:name"}, ["keys-changed"]),  # issue 29
+        ({"skipped.operations": "t,d"}, ["records-filtered"]),
+        ({"skipped.operations": "none"}, []),
+        ({"heartbeat.interval.ms": "1000"}, []),
+    ],
+)
+def test_a_source_update_states_its_effects(change: dict[str, str], expected: list[str]) -> None:
+    assert update(SRC, **change) == expected
+
+
+def test_a_source_that_drops_its_slot_on_stop_loses_it_on_every_restart() -> None:
+    dropping = {**SRC, "slot.drop.on.stop": "true"}
+    assert update(dropping, **{"heartbeat.interval.ms": "5"}) == ["slot-dropped"]
+    assert codes(effects.of_update({**SRC, "slot.drop.on.stop": "${file:/x:y}"}, SRC)) == ["slot-dropped"]
+    assert update(SRC, **{"slot.drop.on.stop": "true"}) == []  # the old tasks stop with the old config
+    always = {**SRC, "snapshot.mode": "always"}
+    assert update(always, **{"heartbeat.interval.ms": "5"}) == ["resnapshot"]  # every start reads again
+
+
+def test_filters_keys_and_unknown_transforms_of_a_source() -> None:
+    chain = {**SRC, "transforms": "route,f", "transforms.f.type": "org.apache.kafka.connect.transforms.Filter"}
+    assert update(chain, **{"transforms.f.negate": "true"}) == ["records-filtered"]
+    keyed = {**SRC, "transforms": "route,k", "transforms.k.type": "org.apache.kafka.connect.transforms.ValueToKey"}
+    assert update(keyed, **{"transforms.k.fields": "x"}) == ["keys-changed"]
+    odd = {**SRC, "transforms": "route,o", "transforms.o.type": "com.example.Whatever"}
+    assert update(odd, **{"transforms.o.x": "1"}) == ["transform-changed"]
+    masked = {
+        **SRC,
+        "transforms": "route,m",
+        "transforms.m.type": "org.apache.kafka.connect.transforms.MaskField$Value",
+    }
+    assert update(masked, **{"transforms.m.fields": "x"}) == ["capture-dropped"]
+    unwrap = {**SRC, "transforms": "route,u", "transforms.u.type": "io.debezium.transforms.ExtractNewRecordState"}
+    assert update(unwrap, **{"transforms.u.add.fields": "op"}) == []
+    assert update(unwrap, **{"transforms.u.delete.tombstone.handling.mode": "drop"}) == ["deletes-changed"]
+    shaped = {
+        **SRC,
+        "transforms": "route,i",
+        "transforms.i.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    }
+    assert update(shaped, **{"transforms.i.static.field": "x"}) == []
+    predicated = {**chain, "transforms.f.predicate": "p", "predicates": "p", "predicates.p.pattern": "a"}
+    assert update(predicated, **{"predicates.p.pattern": "b"}) == ["records-filtered"]
+
+
+def test_a_class_change_and_an_unknown_class() -> None:
+    assert update(SRC, **{"connector.class": "io.Other"}) == ["offsets-lost"]
+    assert update({"connector.class": "io.Other", "a": "1"}, a="2") == []
+
+
+# --- sinks ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"connection.url": "jdbc:postgresql://db:5432/other"}, ["target-changed"]),  # issue 29: another database
+        ({"connection.url": "jdbc:postgresql://DB/auth?sslmode=require"}, []),  # the same database, other parameters
+        ({"connection.url": "jdbc:postgresql://u:pw@db:5432/auth"}, []),  # credentials are not the target
+        ({"connection.url": "${file:/s:url}"}, ["target-changed"]),
+        ({"collection.name.format": "people"}, ["target-changed"]),
+        ({"topics": "t1"}, ["topics-stopped"]),
+        ({"topics": "t1,t2,t3"}, []),
+        ({"primary.key.fields": "id,org"}, ["keys-changed"]),
+        ({"primary.key.mode": "record_value"}, ["keys-changed"]),
+        ({"insert.mode": "insert"}, ["keys-changed"]),
+        ({"insert.mode": "upsert "}, ["keys-changed"]),  # not trimmed by the sink: runs as insert
+        ({"insert.mode": "UPSERT"}, []),
+        ({"delete.enabled": "true"}, ["deletes-changed"]),
+        ({"truncate.enabled": "true"}, ["deletes-changed"]),
+        ({"field.include.list": "id"}, ["capture-dropped"]),
+        ({"errors.deadletterqueue.topic.name": ""}, ["records-filtered"]),  # failures dropped, no DLQ
+        ({"consumer.override.group.id": "g2"}, ["offsets-lost"]),
+        ({"batch.size": "10"}, []),
+    ],
+)
+def test_a_sink_update_states_its_effects(change: dict[str, str], expected: list[str]) -> None:
+    assert update(SNK, **change) == expected
+
+
+def test_regex_sinks_and_routers_of_a_sink() -> None:
+    regex = {**{k: v for k, v in SNK.items() if k != "topics"}, "topics.regex": "t.*"}
+    assert update(regex, **{"topics.regex": "t1"}) == ["target-changed", "topics-stopped"]
+    assert update(SNK, topics="", **{"topics.regex": "t.*"}) == ["topics-stopped"]
+    routed = {**SNK, "transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter"}
+    assert update(routed, **{"transforms.r.regex": "t1", "transforms.r.replacement": "x"}) == ["target-changed"]
+
+
+def test_a_flavour_change_is_judged_on_what_each_flavour_means() -> None:
+    confluent = {
+        "connector.class": CONFLUENT_SINK,
+        "connection.url": "jdbc:postgresql://db:5432/auth",
+        "topics": "t1,t2",
+        "insert.mode": "upsert",
+        "pk.mode": "record_key",
+        "pk.fields": "id",
+        "table.name.format": "users",
+        "fields.whitelist": "id,name",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": "dlq.s",
+    }
+    assert codes(effects.of_update(confluent, SNK)) == []  # the same semantics, spelled the Debezium way
+    assert codes(effects.of_update(confluent, {**SNK, "primary.key.fields": "id,x"})) == ["keys-changed"]
+    topic_named = {**SNK, "collection.name.format": "${topic}", "topics": "a.b"}
+    assert codes(effects.of_update({**confluent, "table.name.format": "${topic}", "topics": "a.b"}, topic_named)) == [
+        "target-changed"  # Debezium turns the topic's dots into underscores
+    ]
+
+
+def test_views_resolve_defaults() -> None:
+    s = views.source({"connector.class": POSTGRES_SOURCE}, NO_RESOLVER)
+    assert (s.slot, s.plugin, s.publication, s.snapshot, s.drop_on_stop) == (
+        "debezium",
+        "decoderbufs",
+        "dbz_publication",
+        "initial",
+        False,
+    )
+    assert s.server == (None, "5432", None) and s.skipped == frozenset({"t"})
+    k = views.sink(
+        {"connector.class": DEBEZIUM_SINK, "connection.url": "jdbc:postgresql://h/d", "topics": "a.b"}, NO_RESOLVER
+    )
+    assert (k.pk_mode, k.insert_mode, k.deletes, k.database) == ("none", "insert", False, "postgresql://h:5432/d")
+    assert views.tables({"connection.url": "x", "topics": "a.b"}, k) == {"a.b": "a_b"}
+    assert views.namespace(SRC, views.source(SRC, NO_RESOLVER)) == "local.manabie.bob."
+    assert views.namespace({}, views.source({"topic.prefix": "p"}, NO_RESOLVER)) == "p."
+
+
+# --- the other step kinds ---------------------------------------------------------------------
+
+
+def test_state_changes() -> None:
+    dropping = {**SRC, "slot.drop.on.stop": "true"}
+    assert codes(effects.of_state(dropping, "RUNNING", "STOPPED")) == ["slot-dropped"]  # issue 29
+    assert codes(effects.of_state(dropping, "RUNNING", "PAUSED")) == []
+    assert codes(effects.of_state({**SRC, "snapshot.mode": "always"}, "STOPPED", "RUNNING")) == ["resnapshot"]
+    assert codes(effects.of_state({**SRC, "snapshot.mode": "always"}, "PAUSED", "RUNNING")) == []
+    assert codes(effects.of_state(SNK, "RUNNING", "STOPPED")) == []
+
+
+def test_deletes_offsets_replays_purges_slots_publications_restarts() -> None:
+    assert codes(effects.of_delete(SNK)) == ["replication-stopped"] and effects.of_delete(SRC) == ()
+    assert codes(effects.of_offsets(SNK, "reset", {}, {})) == ["offsets-reset", "redelivery"]
+    insert_mode = {**SNK, "insert.mode": "insert"}
+    assert codes(effects.of_offsets(insert_mode, "reset", {}, {})) == ["duplicates", "offsets-reset"]
+    assert codes(effects.of_offsets(SNK, "set", {"t[0]": 9, "t[1]": 1}, {"t[0]": 3})) == [
+        "offsets-rewound",
+        "redelivery",
+    ]
+    assert codes(effects.of_offsets(SNK, "set", {"t[0]": 3}, {"t[0]": 9})) == ["offsets-lost"]
+    assert codes(effects.of_offsets(SNK, "set", {}, {"t[5]": 1})) == ["offsets-lost"]
+    assert codes(effects.of_offsets(SNK, "set", {"t[0]": 3}, {"t[0]": 3})) == []
+    assert codes(effects.of_offsets(SNK, "set", {"t[0]": "x"}, {"t[0]": 3})) == []
+    assert codes(effects.of_offsets(SRC, "reset", {}, {})) == ["offsets-reset", "resnapshot"]
+    assert codes(effects.of_offsets({**SRC, "snapshot.mode": "no_data"}, "reset", {}, {})) == ["offsets-reset"]
+    assert codes(effects.of_offsets({**SRC, "slot.drop.on.stop": "true"}, "set", {}, {})) == [
+        "offsets-lost",
+        "slot-dropped",
+    ]
+    assert codes(effects.of_replay(SNK)) == ["redelivery"] and codes(effects.of_replay(insert_mode)) == ["duplicates"]
+    assert codes(effects.of_replay({})) == ["redelivery"]
+    assert codes(effects.of_purge()) == ["records-deleted"] and codes(effects.of_slot_drop("s")) == ["slot-dropped"]
+    assert "public.a" in effects.of_publication_drop(["public.a"])[0].why
+    assert codes(effects.of_restart({**SRC, "snapshot.mode": "always"})) == ["resnapshot"]
+    assert effects.of_restart(SRC) == () and effects.of_restart(SNK) == ()
+
+
+def test_every_kind_says_what_it_means_and_which_need_consent() -> None:
+    assert all(what for what, _ in KINDS.values())
+    benign = {c for c, (_, destructive) in KINDS.items() if not destructive}
+    assert benign == {"redelivery", "replication-stopped"}
+    assert Effect("redelivery", "x").destructive is False and Effect("redelivery", "x", invariant=True).destructive
+    assert Effect("resnapshot", "why").describe() == "resnapshot: why"
