@@ -130,6 +130,13 @@ def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> A
 @_connector_opt
 @click.option("--until", type=OFFSET, help="Replay up to this DLQ offset (inclusive).")
 @click.option("--dry-run", is_flag=True, help="Count what would be replayed; send nothing.")
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 100_000),
+    default=500,
+    show_default=True,
+    help="Records per transaction: what a replay killed half-way has sent is whole transactions.",
+)
 @allow_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @lock_timeout_option
@@ -139,6 +146,7 @@ def dlq_replay(
     connector: str,
     until: int | None,
     dry_run: bool,
+    batch: int,
     allow_destructive: str | None,
     yes: bool,
     lock_timeout: float | None,
@@ -154,7 +162,7 @@ def dlq_replay(
     allow = allow_of(allow_destructive)
     project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)
-    planned = replay(project, cluster, found, until, True, allow, timeout_of(project, lock_timeout))
+    planned = replay(project, cluster, found, until, True, allow, timeout_of(project, lock_timeout), batch)
     if dry_run or not planned.count:
         _replayed(connector, planned, "would replay" if dry_run else "replayed")
         return

@@ -184,7 +184,14 @@ def replay_effects(dlq: Dlq, checked: Checked) -> tuple[Effect, ...]:
 
 
 def replay(
-    project: Project, cluster: Cluster, dlq: Dlq, until: int | None, dry_run: bool, allow: Allow, lock_timeout_s: float
+    project: Project,
+    cluster: Cluster,
+    dlq: Dlq,
+    until: int | None,
+    dry_run: bool,
+    allow: Allow,
+    lock_timeout_s: float,
+    batch: int = 500,
 ) -> ReplayResult:
     """Send back what the DLQ parked since the last replay (up to offset `until`), once the gate
     cleared it; nothing is sent when any record cannot go back."""
@@ -198,7 +205,7 @@ def replay(
     if dry_run or not checked.count:
         return result
     with connect_lock(project, [cluster], "dlq replay", lock_timeout_s, run_id := new_run_id()):
-        sent = _send(project, cluster, dlq, froms, ends, cleared, run_id)
+        sent = _send(project, cluster, dlq, (froms, ends), cleared, run_id, batch)
     return replace(result, count=sent)
 
 
@@ -209,14 +216,15 @@ def _send(
     project: Project,
     cluster: Cluster,
     dlq: Dlq,
-    froms: dict[tuple[str, int], int],
-    ends: dict[tuple[str, int], int],
+    span: tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]],
     cleared: Cleared,
     run_id: str,
+    batch: int,
 ) -> int:
     if dlq.connector not in cleared.names():
         raise HephaestusError(f"replay of {dlq.connector}: not cleared by the gate (a bug): nothing sent")
     bootstrap = bootstrap_of(cluster)
+    froms, ends = span
     records = (
         (replace(r.record, headers=tuple(own_headers(r.record))), r.topic, r.partition)
         for r in map(replay_of, kafka.read(bootstrap, froms, ends))
@@ -225,9 +233,8 @@ def _send(
         detail = f"records of {dlq.topic} from offsets {_positions(froms)} up to {_positions(ends)}"
         journal.event(dlq.connector, "dlq-replay", "intent", detail)
         try:
-            sent = kafka.replay(
-                bootstrap, f"hephaestus-dlq-replay.{cluster.name}.{dlq.connector}", replay_group(dlq.connector), records
-            )
+            txn = f"hephaestus-dlq-replay.{cluster.name}.{dlq.connector}"
+            sent = kafka.replay(bootstrap, txn, replay_group(dlq.connector), records, batch)
         except HephaestusError as exc:
             journal.event(dlq.connector, "dlq-replay", "failed", str(exc))
             raise

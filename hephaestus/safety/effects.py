@@ -82,10 +82,9 @@ def of_state(config: Config, before: str, after: str, resolve: Resolver = NO_RES
     if not views.is_source(config):
         return ()
     s = views.source(config, resolve)
-    found = list(_stop(s)) if after == "STOPPED" else []
-    if before == "STOPPED" and after != "STOPPED":
-        found += _start(s)
-    return tuple(found)
+    if after == "STOPPED":
+        return tuple(_stop(s))
+    return tuple(_start(s)) if before == "STOPPED" else ()
 
 
 def of_delete(config: Config) -> tuple[Effect, ...]:
@@ -100,9 +99,8 @@ def of_offsets(
     """offsets reset / set: stop → reset or alter → back. `current`/`wanted`: position by partition
     (a sink's are Kafka offsets; a source's are opaque)."""
     if views.is_source(config):
-        s = views.source(config, resolve)
-        moved = _source_offsets(s, action)
-        return (*_stop(s), *moved, *(_start(s) if moved else ()))
+        s = views.source(config, resolve)  # stopped, moved, started again
+        return (*_stop(s), *_source_offsets(s, action), *_start(s))
     again = _again(config, resolve)
     if action == "reset":
         return (Effect("offsets-reset", "every stored offset is deleted"), again)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hephaestus.safety import views
 from hephaestus.safety.effects import Effect
@@ -102,8 +102,6 @@ def claims(config: Mapping[str, str], resolve: Resolver) -> Claims:
 
 
 def _reading(view: views.Sink, topic: str) -> views.Sink:
-    from dataclasses import replace
-
     return replace(view, topics=frozenset({topic}))
 
 

@@ -93,7 +93,7 @@ def _keys(config: Mapping[str, str], alias: str, found: Category) -> list[tuple[
     prefix = f"transforms.{alias}."
     keys = [(k, v.strip()) for k, v in sorted(config.items()) if k.startswith(prefix)]
     if found == "deletes":  # only the delete handling of an unwrap decides anything here
-        keys = [(k, v) for k, v in keys if k[len(prefix) :] in UNWRAP_DELETES or k == prefix + "type"]
+        keys = [(k, v) for k, v in keys if k[len(prefix) :] in UNWRAP_DELETES]
     predicate = config.get(prefix + "predicate", "").strip()
     if predicate:
         keys += [(k, v.strip()) for k, v in sorted(config.items()) if k.startswith(f"predicates.{predicate}.")]

@@ -50,7 +50,7 @@ def same(a: Value | None, b: Value | None) -> bool:
     ka, kb = known(a), known(b)
     if ka is not None and kb is not None:
         return ka == kb
-    return _text(a) == _text(b)
+    return a == b
 
 
 def may_equal(a: Value | None, b: Value | None) -> bool:
@@ -61,17 +61,13 @@ def may_equal(a: Value | None, b: Value | None) -> bool:
     return ka == kb
 
 
-def _text(v: Value | None) -> str | None:
-    return v.text if isinstance(v, Ref) else v
-
-
 class Resolver:
     """Resolves `${file:path:key}` placeholders from the secrets files readable here: a path
     that names one of `files` (or its file name, as workers mount it elsewhere), or an absolute
     path that exists here. Other providers are never resolved."""
 
     def __init__(self, files: Iterable[Path] = ()) -> None:
-        self._files = {str(f): f for f in files} | {f.name: f for f in files}
+        self._files = {f.name: f for f in files}  # by name: the workers mount it elsewhere
         self._read: dict[str, dict[str, str] | None] = {}
 
     def __call__(self, raw: str | None) -> Value | None:
@@ -88,16 +84,16 @@ class Resolver:
         return Ref(raw, "".join(parts) + raw[end:]) if end else raw
 
     def _lookup(self, provider: str, path: str | None, key: str) -> str | None:
-        if provider != "file" or not path:
+        if provider != "file":
             return None
-        return (self._properties(path) or {}).get(key)
+        return (self._properties(path or "") or {}).get(key)
 
     def _properties(self, path: str) -> dict[str, str] | None:
         if path not in self._read:
-            local = self._files.get(path) or self._files.get(Path(path).name)
+            local = self._files.get(Path(path).name)
             if local is None and Path(path).is_absolute():
                 local = Path(path)
-            self._read[path] = _read_properties(local) if local else None
+            self._read[path] = None if local is None else _read_properties(local)
         return self._read[path]
 
 

@@ -54,7 +54,6 @@ EXCLUDE_LISTS = ("table.exclude.list", "schema.exclude.list", "column.exclude.li
 
 @dataclass(frozen=True)
 class Source:
-    cls: str
     server: tuple[Value | None, ...]  # hostname, port, dbname
     slot: Value
     plugin: str | None
@@ -92,11 +91,10 @@ def _reader(config: Mapping[str, str], resolve: Resolver) -> Get:
 def source(config: Mapping[str, str], resolve: Resolver) -> Source:
     get = _reader(config, resolve)
     return Source(
-        config.get("connector.class", "").strip(),
         (get("database.hostname"), get("database.port", "5432"), get("database.dbname")),
-        get("slot.name", "debezium") or "debezium",
+        get("slot.name") or "debezium",
         trimmed_enum(get("plugin.name"), ("decoderbufs", "pgoutput"), "decoderbufs"),
-        get("publication.name", "dbz_publication") or "dbz_publication",
+        get("publication.name") or "dbz_publication",
         get("topic.prefix"),
         (config.get("topic.delimiter", "."), config.get("topic.naming.strategy", "").strip()),
         trimmed_enum(get("snapshot.mode"), SNAPSHOT_MODES, "initial"),

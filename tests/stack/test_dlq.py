@@ -87,10 +87,14 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     assert code == 2 and f"{sink}: 1 record(s) in dlq.{sink}" in out, out
 
     code, out = dlq(fleet, "show", "--connector", sink, "-o", "json")
+    (record,) = json.loads(out)["records"]
+    assert code == 0 and record["value"] == {"format": "json"}, out  # a row is data: only when asked
+    code, out = dlq(fleet, "show", "--connector", sink, "-o", "json", "--values")
     assert code == 0, out
     (record,) = json.loads(out)["records"]
     assert record["error"]["topic"] == fleet.topic("users") and record["error"]["stage"], record
     assert record["value"]["format"] == "json" and record["value"]["value"]["payload"]["after"]["name"] == "poison"
+    assert record["value"]["value"]["payload"]["after"]["email"] == "secret-canary@x"
 
     assert dlq(fleet, "replay", "--connector", sink, "--dry-run")[1].endswith(
         f"would replay 1 record(s) to {fleet.topic('users')}[0]\n"
@@ -98,13 +102,15 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     poisoned(fleet, False)
     assert fleet.reconcile()[0] == 0
     code, out = dlq(fleet, "replay", "--connector", sink)
+    assert code == 1 and "without a terminal" in out, out  # a write asks first
+    code, out = dlq(fleet, "replay", "--connector", sink, "--yes")
     assert code == 0 and "replayed 1 record(s)" in out, out
     wait_until(
         lambda: names(fleet) == ["fine", "poison", "also fine"] or None,
         timeout=120,
         message="the replayed row in the sink database",
     )
-    code, out = dlq(fleet, "replay", "--connector", sink)
+    code, out = dlq(fleet, "replay", "--connector", sink, "--yes")
     assert code == 0 and "replayed 0 record(s) (nothing parked since the last replay)" in out, out
 
     code, out = dlq(fleet, "purge", "--connector", sink, "--before", "1", "--yes")
@@ -186,7 +192,7 @@ def test_avro_records_are_decoded_in_dlq_show_and_snapshot_status(fleet: Fleet) 
             )
         assert producer.flush(30) == 0
 
-        code, out = dlq(fleet, "show", "--connector", sink, "-o", "json")
+        code, out = dlq(fleet, "show", "--connector", sink, "-o", "json", "--values")
         assert code == 0, out
         (shown,) = json.loads(out)["records"]
         assert shown["value"] == {"format": "avro", "value": {"user_id": "u-a", "name": "Ann"}}

@@ -68,6 +68,13 @@ def test_a_stopped_sources_slot_is_reported_filling_then_orphaned_then_dropped(
     assert slot["exit"] == 2 and slot["verdict"] == "inactive" and slot["retained_bytes"] > 50 * MIB, slot
 
     connect.delete(source)
+    slot = our_slot(fleet)  # git still declares it: the next reconcile would create it on this slot
+    assert slot["verdict"] == "inactive" and slot["owner"] == f"platforms/{source} (in git)", slot
+    code, out = fleet.cli(
+        "slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan", fleet.slot(), "--yes"
+    )
+    assert code == 2 and "could use it" in out and "never allowed" in out, out
+    next((fleet.root / "connectors/platforms/source").glob("*.json")).unlink()
     slot = our_slot(fleet)
     assert slot["exit"] == 2 and slot["verdict"] == "orphan" and slot["owner"] is None, slot
     code, out = fleet.cli(
@@ -82,7 +89,7 @@ def test_a_slot_a_live_connector_names_is_never_dropped(fleet: Fleet) -> None:
     code, out = fleet.cli(
         "slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan", fleet.slot(), "--yes"
     )
-    assert code == 1 and "names it" in out, out
+    assert code == 2 and "could use it" in out and "never allowed" in out, out
     assert read_rows(
         fleet.stack.dsn(fleet.dbs["bob"]),
         "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",

@@ -40,8 +40,8 @@ def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(
     old_slot, new_slot = doc["config"]["slot.name"], doc["config"]["slot.name"] + "_v2"
     doc["config"]["slot.name"] = new_slot
     # A new slot starts at the server's current position, after the stored offsets: without a
-    # re-snapshot the task fails ("trying to read change stream starting at …"). Both keys are
-    # destructive: the change loses history, or sends every row again.
+    # re-snapshot the task fails ("trying to read change stream starting at …"). `when_needed`
+    # snapshots only then (its effect is the new slot's, not a re-read of every start).
     doc["config"]["snapshot.mode"] = "when_needed"
     path.write_text(json.dumps(doc))
 
@@ -49,8 +49,8 @@ def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(
     (cluster,) = report["clusters"]
     (step,) = [s for s in cluster["steps"] if s["action"] == "update"]
     assert code == 2 and step["risk"] == "destructive"
-    assert sorted(r["key"] for r in step["risk_reasons"]) == ["slot.name", "snapshot.mode"]
-    assert "destructive change to" in cluster["refused"]
+    assert [e["effect"] for e in step["effects"]] == ["slot-changed"]
+    assert f"destructive update of {doc['name']} (slot-changed: slot.name" in cluster["refused"]
     assert connect.status(doc["name"]) is not None
     live = connect.http.get(f"/connectors/{doc['name']}/config").json()
     assert live["slot.name"] == old_slot  # nothing written
@@ -85,12 +85,12 @@ def test_a_saved_plan_is_refused_after_a_live_edit_and_applied_when_nothing_move
     project = str(fleet.root / "hephaestus.yaml")
     code, out = fleet.cli("reconcile", "--project", project, "--dry-run", "-o", "markdown", "--out", str(saved))
     plan_id = json.loads(saved.read_text())["id"]
-    assert code == 0 and f"Plan `{plan_id}` saved" in out and "restart" in out, out
+    assert code == 0 and f"Plan `{plan_id}` sealed" in out and "restart" in out, out
 
     live = connect.http.get(f"/connectors/{doc['name']}/config").json()
     connect.put_config(doc["name"], {**live, "batch.size": "5"})  # someone edits it by hand
     code, out = fleet.cli("reconcile", "--project", project, "--plan", str(saved))
-    assert code == 2 and f"the live config of {doc['name']} changed since the plan" in out, out
+    assert code == 2 and f"the live config or state of {doc['name']} changed since the plan" in out, out
     assert connect.http.get(f"/connectors/{doc['name']}/config").json()["batch.size"] == "5"
 
     fleet.cli("reconcile", "--project", project, "--dry-run", "--out", str(saved))

@@ -319,3 +319,164 @@ def test_every_kind_says_what_it_means_and_which_need_consent() -> None:
     assert benign == {"redelivery", "replication-stopped"}
     assert Effect("redelivery", "x").destructive is False and Effect("redelivery", "x", invariant=True).destructive
     assert Effect("resnapshot", "why").describe() == "resnapshot: why"
+
+
+# --- pinned: the views as resolved, to the letter (from mutation testing) ---------------------
+
+
+def test_a_source_view_resolves_every_field() -> None:
+    config = {
+        **SRC,
+        "plugin.name": " PGOUTPUT",
+        "topic.delimiter": "_",
+        "topic.naming.strategy": " io.x.Strategy ",
+        "snapshot.mode": "configuration_based",
+        "snapshot.mode.configuration.based.snapshot.data": "TRUE",
+        "slot.drop.on.stop": "False",
+        "schema.include.list": "public",
+        "table.exclude.list": "public.z",
+        "message.key.columns": "public.a:id",
+        "skipped.operations": "T, d",
+    }
+    s = views.source(config, NO_RESOLVER)
+    assert (s.server, s.slot, s.plugin, s.publication, s.prefix) == (
+        ("db", "5432", "bob"),
+        "s1",
+        "pgoutput",
+        "dbz_publication",
+        "bob",
+    )
+    assert s.naming == ("_", "io.x.Strategy") and (s.snapshot, s.snapshot_data, s.drop_on_stop) == (
+        "configuration_based",
+        True,
+        False,
+    )
+    assert s.capture == (
+        ("table.include.list", frozenset({"public.a", "public.b"})),
+        ("schema.include.list", frozenset({"public"})),
+        ("column.include.list", frozenset()),
+    )
+    assert dict(s.exclude)["table.exclude.list"] == frozenset({"public.z"}) and s.key_columns == "public.a:id"
+    assert s.skipped == frozenset({"t", "d"}) and views.source({**SRC, "slot.name": ""}, NO_RESOLVER).slot == "debezium"
+    assert views.source({**SRC, "plugin.name": "decoderbufs"}, NO_RESOLVER).plugin == "decoderbufs"
+    assert views.source({**SRC, "publication.name": "p"}, NO_RESOLVER).publication == "p"
+    assert views.source({**SRC, "skipped.operations": "${file:/x:y}"}, NO_RESOLVER).skipped is None
+    assert "T" not in views.source(SRC, NO_RESOLVER).skipped  # type: ignore[operator]
+    assert update({**SRC, "topic.naming.strategy": "a"}, **{"topic.naming.strategy": "b"}) == ["topics-renamed"]
+
+
+def test_the_namespace_when_a_router_renames_everything() -> None:
+    collapsed = {**SRC, "transforms.route.regex": ".*", "transforms.route.replacement": "all"}
+    assert views.namespace(collapsed, views.source(collapsed, NO_RESOLVER)) == "all"
+    unwrap = {
+        **SRC,
+        "transforms": "unwrap,route",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    }
+    assert views.namespace(unwrap, views.source(unwrap, NO_RESOLVER)) == "local.manabie.bob."  # a non-router first
+    other = {**SRC, "transforms": "r2", "transforms.r2.type": "io.debezium.transforms.ByLogicalTableRouter"}
+    assert views.namespace(other, views.source(other, NO_RESOLVER)) is None
+    hidden = {**SRC, "topic.prefix": "${file:/no/where:p}"}
+    assert views.namespace(hidden, views.source(hidden, NO_RESOLVER)) is None
+
+
+def test_a_regex_router_without_its_keys_and_with_a_bad_regex() -> None:
+    from hephaestus.safety import transforms
+
+    bare = {"transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter"}
+    assert transforms.routed(bare, "t") == "t"  # an empty regex matches no topic
+    assert transforms.routed({**bare, "transforms.r.regex": "t"}, "t") == ""  # no replacement: empty
+    assert transforms.routed({**bare, "transforms.r.regex": "("}, "t") == "t"  # refused by Connect
+    assert transforms.routed({**bare, "transforms.r.regex": "t", "transforms.r.replacement": "$9"}, "t") == "t"
+    assert transforms.category(" org.apache.kafka.connect.transforms.ExtractField$Key ") == "key"
+    assert transforms.category("org.apache.kafka.connect.transforms.ExtractField$key") == "unknown"
+
+
+def test_a_predicate_adds_to_its_transforms_signature() -> None:
+    chain = {
+        **SRC,
+        "transforms": "route,f",
+        "transforms.f.type": "org.apache.kafka.connect.transforms.Filter",
+        "transforms.f.predicate": "p",
+        "predicates": "p",
+        "predicates.p.pattern": "a",
+    }
+    assert update(chain, **{"transforms.f.negate": "true"}) == ["records-filtered"]
+    assert update(chain, **{"predicates.p.pattern": "b"}) == ["records-filtered"]
+
+
+def test_a_sink_view_resolves_every_field() -> None:
+    k = views.sink({**SNK, "truncate.enabled": "TRUE", "field.exclude.list": "x"}, NO_RESOLVER)
+    assert (k.database, k.topics, k.regex, k.table_format, k.naming) == (
+        "postgresql://db:5432/auth",
+        frozenset({"t1", "t2"}),
+        None,
+        "users",
+        "",
+    )
+    assert (k.pk_mode, k.pk_fields, k.insert_mode, k.deletes, k.truncates, k.drops_failures) == (
+        "record_key",
+        frozenset({"id"}),
+        "upsert",
+        False,
+        True,
+        False,
+    )
+    assert k.fields == (("field.include.list", frozenset({"id", "name"})), ("field.exclude.list", frozenset({"x"})))
+    assert views.sink({**SNK, "errors.tolerance": "${file:/x:y}"}, NO_RESOLVER).drops_failures is None
+    assert views.sink({**SNK, "collection.name.format": "${file:/x:t}"}, NO_RESOLVER).table_format is None
+    assert (
+        views.sink({**SNK, "connection.url": "jdbc:mysql://h:3306/d?x=1"}, NO_RESOLVER).database
+        == "jdbc:mysql://h:3306/d"
+    )
+    url = Ref("${file:/x:url}", "jdbc:postgresql://H/d")
+    assert views.sink(
+        {**SNK, "connection.url": "${file:/x:url}"}, lambda r: url if r == "${file:/x:url}" else r
+    ).database == Ref(  # type: ignore[arg-type]
+        "${file:/x:url}", "postgresql://h:5432/d"
+    )
+
+
+def test_the_table_each_topic_lands_in() -> None:
+    k = views.sink({**SNK, "collection.name.format": "${topic}", "topics": "a.b,c"}, NO_RESOLVER)
+    assert views.tables({**SNK, "topics": "a.b,c"}, k) == {"a.b": "a_b", "c": "c"}
+    custom = views.sink({**SNK, "collection.naming.strategy": "io.x.Mine"}, NO_RESOLVER)
+    assert views.tables(SNK, custom) == {"t1": None, "t2": None}
+    confluent = views.sink({**SNK, "connector.class": CONFLUENT_SINK, "table.name.format": "${topic}"}, NO_RESOLVER)
+    assert views.tables(SNK, confluent) == {"t1": "t1", "t2": "t2"}
+    routed = {**SNK, "transforms": "r", "transforms.r.type": "io.debezium.transforms.ByLogicalTableRouter"}
+    assert views.tables(routed, views.sink(routed, NO_RESOLVER)) == {"t1": None, "t2": None}
+    hidden = views.sink({**SNK, "collection.name.format": "${file:/x:t}"}, NO_RESOLVER)
+    assert views.tables(SNK, hidden) == {"t1": None, "t2": None}
+
+
+def test_the_resolver_reads_by_name_and_survives_a_bad_file(tmp_path: Path) -> None:
+    secrets = tmp_path / "connect.properties"
+    secrets.write_bytes(b"bad=\xff\xfe\nslot=s9\n")
+    resolve = Resolver([secrets])
+    assert known(resolve("${file:/opt/elsewhere/connect.properties:slot}")) == "s9"  # mounted elsewhere
+    assert known(resolve("${file:secrets/unknown.properties:slot}")) is None
+    assert known(resolve("${file:slot}")) is None
+    assert known(resolve("${file:secrets/connect.properties:bad}")) == "\ufffd\ufffd"
+
+
+def test_edges_of_the_rules(tmp_path: Path) -> None:
+    assert update(SNK, **{"connector.class": "io.Other"}) == ["offsets-lost"]
+    assert effects.of_update({}, {"a": "1"}) == ()
+    secrets = tmp_path / "connect.properties"
+    secrets.write_text("slot=s1\n")
+    hidden = {**SRC, "slot.name": "${file:secrets/connect.properties:slot}"}
+    assert codes(effects.of_rename(SRC, hidden, Resolver([secrets]))) == []  # resolved: the same slot
+    assert codes(effects.of_rename(SRC, hidden)) == ["slot-changed"]
+    other_regex = {"transforms.route.regex": "(bob)\\.([^.]+)\\.([^.]+)"}  # the namespace is the same
+    assert update(SRC, **other_regex) == ["topics-renamed"]  # but other topics may be routed elsewhere
+    assert update(SNK, **{"topics.regex": "x"}) == []  # both set: Connect refuses it; no topic is lost
+    excluded = {**SRC, "table.exclude.list": "public.z"}
+    assert update(excluded, **{"table.exclude.list": ""}) == []  # fewer excluded: more captured
+    assert update(excluded, **{"table.exclude.list": "${file:/x:e}"}) == ["capture-dropped"]
+    assert update({**SRC, "table.exclude.list": "${file:/x:e}"}, **{"table.exclude.list": "public.z"}) == [
+        "capture-dropped"
+    ]
+    assert update({**SRC, "table.include.list": "${file:/x:i}"}, **{"table.include.list": ""}) == ["capture-dropped"]
+    assert update({**SRC, "skipped.operations": "${file:/x:s}"}, **{"skipped.operations": "t"}) == ["records-filtered"]
+    assert update({**SNK, "errors.deadletterqueue.topic.name": ""}, **{"batch.size": "1"}) == []  # dropping before

@@ -247,3 +247,59 @@ def test_planned_members_count_and_resolved_placeholders_decide(tmp_path: object
     found = fleet.judge(planned, [fleet.Change("a", "new", hidden)], Resolver([secrets]), {})
     assert [e.code for e in found[("a", "new")]] == ["second-writer"]
     assert fleet.after(planned, [fleet.Change("b", "git_only", None)], {}) == []
+
+
+def test_an_update_is_judged_on_the_claims_it_adds_only() -> None:
+    routed = {
+        "transforms": "route",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "(.*)",
+        "transforms.route.replacement": "ns.$1",
+    }
+    clash = [fleet.Member("a", "x", src()), fleet.Member("a", "y", src(prefix="p2"))]  # already share slot s1
+    assert judged(clash, fleet.Change("a", "x", src(slot="s2", prefix="p2"))) == {
+        "a/x": ["second-writer: topics p2.* are also written by a/y"]  # a new namespace, judged
+    }
+    moved = [fleet.Member("a", "x", src(slot="s1")), fleet.Member("a", "y", src(slot="s2", prefix="p2"))]
+    assert judged(moved, fleet.Change("a", "x", src(slot="s2"))) == {
+        "a/x": ["second-writer: replication slot s2 is also a/y's"]
+    }
+    same_ns = [fleet.Member("a", "x", src(**routed)), fleet.Member("a", "y", src(slot="s2", prefix="q", **routed))]
+    assert judged(same_ns, fleet.Change("a", "x", src(**routed, **{"heartbeat.interval.ms": "5"}))) == {}
+    sinks = [fleet.Member("a", "s", snk(topics="t1")), fleet.Member("a", "o", snk(topics="t2"))]
+    assert judged(sinks, fleet.Change("a", "s", snk(topics="t1,t2"))) == {
+        "a/s": ["second-writer: table users is also written by a/o, from the same topic t2"]
+    }
+    assert judged(sinks, fleet.Change("a", "s", snk(topics="t1", **{"batch.size": "1"}))) == {}
+    keyed = [fleet.Member("a", "s", snk(topics="t1")), fleet.Member("a", "o", snk(topics="t2"))]
+    assert judged(keyed, fleet.Change("a", "s", snk(topics="t1", **{"primary.key.fields": "id,x"}))) == {
+        "a/s": ["second-writer: table users is also written by a/o, with other key semantics"]
+    }
+    regex = {k: v for k, v in snk().items() if k != "topics"}
+    r1, r2 = {**regex, "topics.regex": "q.*"}, {**regex, "topics.regex": "t.*"}
+    assert judged([fleet.Member("a", "r", r1), *sinks[1:]], fleet.Change("a", "r", r2)) == {
+        "a/r": ["second-writer: table users is also written by a/o, from the same topic t2"]
+    }
+    assert (
+        judged(
+            [fleet.Member("a", "r", r2), fleet.Member("a", "o2", r2)], fleet.Change("a", "r", {**r2, "batch.size": "1"})
+        )
+        == {}
+    )
+
+
+def test_a_placeholder_slot_is_named_as_written_and_a_bad_regex_reads_nothing(tmp_path: object) -> None:
+    hidden = src(slot="${file:secrets/s.properties:slot}")
+    assert judged([fleet.Member("a", "x", hidden)], fleet.Change("a", "y", {**hidden, "topic.prefix": "q"})) == {
+        "a/y": ["second-writer: replication slot ${file:secrets/s.properties:slot} is also a/x's"]
+    }
+    bad = {k: v for k, v in snk().items() if k != "topics"} | {"topics.regex": "("}
+    assert judged([fleet.Member("a", "o", snk())], fleet.Change("a", "r", bad)) == {}
+    hidden_regex = {k: v for k, v in snk().items() if k != "topics"} | {"topics.regex": "${file:/x:re}"}
+    twin = [fleet.Member("a", "r1", hidden_regex)]
+    assert judged(twin, fleet.Change("a", "r2", hidden_regex)) == {
+        "a/r2": ["second-writer: topics.regex ${file:/x:re} is also read into the same tables by a/r1"]
+    }
+    assert judged([fleet.Member("a", "o", snk(topics="t1,t2"))], fleet.Change("a", "n", snk(topics="t0,t2"))) == {
+        "a/n": ["second-writer: table users is also written by a/o, from the same topic t2"]
+    }

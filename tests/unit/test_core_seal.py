@@ -276,3 +276,153 @@ def test_fingerprints_are_keyed_and_stretch_secrets() -> None:
     assert not seal.verify(seal.signature(body, b"k"), seal.signature(body, b"j"))
     with pytest.raises(ValueError):
         seal.canonical({"x": float("nan")})
+
+
+# --- pinned: what the file holds, to the letter (from mutation testing) ----------------------
+
+
+def test_the_pass_and_its_words(project: Project) -> None:
+    from hephaestus.safety.gate import Cleared, Item, check, judge, passed
+
+    with pytest.raises(TypeError, match=r"^a Cleared is handed out by safety\.gate\.clear only$"):
+        Cleared("c", ())
+    assert check([]).cluster == "" and passed(judge([Item("c", "a", "update")]), "c").cluster == "c"
+
+
+def test_fingerprints_stretch_exactly_the_secret_values() -> None:
+    fp = Fingerprints("00" * 16)
+    assert fp.config({"connection.password": "p", "topics": "t"}) == fp.of(
+        [{"connection.password": "secret:" + fp.value("p"), "topics": "t"}, ""]
+    )
+    assert fp.config({"topics": "t"}, "PAUSED") == fp.of([{"topics": "t"}, "PAUSED"])
+
+
+def test_what_each_cluster_holds_is_pinned(project: Project) -> None:
+    s = made(project)
+    c = s.body["clusters"]["c"]
+    fp = s.fingerprints
+    assert c["live"] == {"a": fp.config(LIVE["a"].config, "RUNNING"), "z": fp.config(LIVE["z"].config)}
+    assert c["published"] == {"bob/pub": fp.of({"tables": ["public.y"]})}
+    assert c["owned"] == fp.of(["a"])
+
+
+def test_the_file_is_stable_text(project: Project, tmp_path: Path) -> None:
+    rename = Step(
+        "rename",
+        "néw",
+        SINK,
+        reason="from old, offsets kept",
+        connector_class=SINK["connector.class"],
+        origin="connectors/c/sink/néw.json",
+        live_state="PAUSED",
+        renamed_from="old",
+        target_state="STOPPED",
+    )
+    live = {**LIVE, "old": Live("old", SINK, "sink", "PAUSED")}
+    s = made(project, ClusterOutcome("c", URL, replace(PLAN, steps=(rename,)), basis=replace(BASIS, live=live)))
+    path = written(project, s)
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith('{\n  "body": {\n') and text.endswith("}\n") and "néw" in text
+    doc = json.loads(text)
+    assert doc["created"].endswith("+00:00") and list(doc) == ["body", "created", "hephaestus_plan", "id", "seal"]
+    assert sealed.steps(s, "c", {}, live) == (replace(rename, effects=()),)
+    with pytest.raises(HephaestusError, match=r"^cannot write the plan to .*: Is a directory$"):
+        sealed.write(tmp_path, s)
+
+
+def test_every_refusal_names_the_file_and_its_words(project: Project) -> None:
+    path = written(project, made(project))
+    for change, words, field in (
+        (lambda d: d.update(seal=5), "the plan was edited or truncated: its seal does not match its content", ""),
+        (lambda d: d.update(id="0" * 12), "the plan's id does not match its seal", "id"),
+        (lambda d: d.pop("hephaestus_plan"), "not a hephaestus plan file", ""),
+    ):
+        doc = json.loads(path.read_text())
+        change(doc)
+        bad = path.with_name("bad.json")
+        bad.write_text(json.dumps(doc))
+        with pytest.raises(InputError) as err:
+            sealed.load(bad, project)
+        assert (err.value.file, err.value.field) == (str(bad), field)
+        assert str(err.value).endswith(f": {words}")
+
+
+def test_the_first_of_several_shape_errors_is_named_in_120_characters(project: Project) -> None:
+    path = written(project, made(project))
+    doc = json.loads(path.read_text())
+    doc["body"]["clusters"]["c"]["steps"][0]["action"] = "a" * 300  # its message sorts first
+    doc["body"]["options"]["force"] = "no"
+    doc["seal"] = seal.seal(doc["body"])
+    doc["id"] = doc["seal"][7:19]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as err:
+        sealed.load(path, project)
+    assert err.value.file == str(path)
+    message = str(err.value).split("not a well-formed plan: ", 1)[1]
+    assert len(message) == 120 and message.startswith("'aaa")
+
+
+def test_signature_refusals_name_the_file(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    unsigned = written(project, made(project)).rename(Path(project.file).parent / "unsigned.json")
+    monkeypatch.setenv(seal.KEY_ENV, "k1")
+    signed = written_signed(project, "k1", monkeypatch)
+    with pytest.raises(InputError) as err:
+        sealed.load(unsigned, project)
+    assert err.value.file == str(unsigned)
+    monkeypatch.setenv(seal.KEY_ENV, "k2")
+    with pytest.raises(InputError) as err:
+        sealed.load(signed, project)
+    assert err.value.file == str(signed) and str(err.value).endswith(
+        ": the plan's signature does not match (edited, or signed with another key)"
+    )
+    monkeypatch.delenv(seal.KEY_ENV)
+    with pytest.raises(InputError) as err:
+        sealed.load(signed, project)
+    assert err.value.file == str(signed)
+
+
+def test_a_signed_plan_keys_its_fingerprints_with_the_key(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(seal.KEY_ENV, "k1")
+    s = made(project)
+    salt = s.body["salt"]
+    assert s.fingerprints.value("x") == Fingerprints(salt, b"k1").value("x") != Fingerprints(salt).value("x")
+    loaded = sealed.load(written(project, s), project)
+    assert sealed.stale(loaded, "c", PLAN, BASIS) == ""
+
+
+def test_a_foreign_project_names_its_file(project: Project) -> None:
+    path = written(project, made(project))
+    for other in (replace(project, clusters={"d": project.clusters["d"]}), replace(project, name="prod")):
+        with pytest.raises(InputError) as err:
+            sealed.load(path, other)
+        assert err.value.file == project.file
+
+
+def test_listed_shows_five_and_counts_the_rest() -> None:
+    assert sealed.listed(list("abcde")) == "a, b, c, d, e"
+    assert sealed.listed(list("abcdef")) == "a, b, c, d, e and 1 more"
+
+
+def test_stale_words(project: Project) -> None:
+    s = made(project)
+    assert sealed.stale(s, "c", PLAN, replace(BASIS, owned=frozenset())) == (
+        "stale plan: what this deployment owns on the cluster changed since the plan; make a new plan"
+    )
+    assert sealed.stale(s, "c", PLAN, replace(BASIS, published={})) == (
+        "stale plan: a source's publication changed since the plan; make a new plan"
+    )
+
+
+def test_a_sealed_step_without_effects_listed_has_none(project: Project) -> None:
+    s = made(project)
+    body = json.loads(json.dumps(s.body))
+    for step in body["clusters"]["c"]["steps"]:
+        step.pop("effects")
+    bare = sealed.Sealed(s.id, body, s.fingerprints)
+    no_effects = replace(PLAN, steps=tuple(replace(x, effects=()) for x in PLAN.steps))
+    assert sealed.effects_moved(bare, "c", no_effects) == ""
+
+
+def test_an_outcome_with_an_error_is_never_sealed(project: Project) -> None:
+    with pytest.raises(HephaestusError, match=r"^no plan sealed: a cluster could not be planned \(see above\)$"):
+        made(project, ClusterOutcome("c", URL, PLAN, error="x", basis=BASIS))
