@@ -310,9 +310,19 @@ _TRANSFORM_EFFECTS = {
 }
 
 
+# Removing every filter (or every field-dropping transform) lets more through: no data is lost.
+_WIDENED_WHEN_GONE = frozenset({"filter", "fields"})
+
+
 def _transforms(before: Mapping[Any, Any], after: Mapping[Any, Any], router: str) -> list[Effect]:
     codes = {**_TRANSFORM_EFFECTS, "router": router}
-    changed = [c for c in codes if before.get(c) != after.get(c) and not (c == "router" and router == "topics-renamed")]
+    changed = [
+        c
+        for c in codes
+        if before.get(c) != after.get(c)
+        and not (c == "router" and router == "topics-renamed")
+        and not (c in _WIDENED_WHEN_GONE and c not in after)
+    ]
     return [Effect(codes[c], f"a {c} transform changed (transforms.*)") for c in changed]
 
 

@@ -480,3 +480,13 @@ def test_edges_of_the_rules(tmp_path: Path) -> None:
     assert update({**SRC, "table.include.list": "${file:/x:i}"}, **{"table.include.list": ""}) == ["capture-dropped"]
     assert update({**SRC, "skipped.operations": "${file:/x:s}"}, **{"skipped.operations": "t"}) == ["records-filtered"]
     assert update({**SNK, "errors.deadletterqueue.topic.name": ""}, **{"batch.size": "1"}) == []  # dropping before
+
+
+def test_removing_every_filter_or_field_dropper_lets_more_through() -> None:
+    chain = {**SRC, "transforms": "route,f", "transforms.f.type": "org.apache.kafka.connect.transforms.Filter"}
+    assert update(chain, transforms="route") == []
+    assert codes(effects.of_update(SRC, chain)) == ["records-filtered"]  # one added drops records
+    masked = {**SNK, "transforms": "m", "transforms.m.type": "org.apache.kafka.connect.transforms.MaskField$Value"}
+    assert update(masked, transforms="") == [] and codes(effects.of_update(SNK, masked)) == ["capture-dropped"]
+    keyed = {**SNK, "transforms": "k", "transforms.k.type": "org.apache.kafka.connect.transforms.ValueToKey"}
+    assert update(keyed, transforms="") == ["keys-changed"]  # a key transform gone changes the keys
