@@ -163,6 +163,25 @@ def claims_of(names: Iterable[str], scope: str, how: str, run_id: str) -> list[C
     return [Claim(n, scope, how, run_id, now()) for n in sorted(set(names))]
 
 
+# A claim being released: written before a delete (or a rename away) is sent, with the
+# fingerprint of the config it had. Until the release is confirmed the connector counts as
+# owned only while it still runs that very config: a delete whose outcome was never known is
+# finished by the next run, and another team's connector created under the same name since (its
+# config differs) is never taken for ours.
+RELEASING = "releasing "
+
+
+def releasing(claim: Claim, fingerprint: str, run_id: str) -> Claim:
+    return Claim(claim.connector, claim.scope, RELEASING + fingerprint, run_id, now())
+
+
+def owns(claim: Claim, fingerprint: str | None) -> bool:
+    """Whether a claim gives this deployment the live connector whose config has `fingerprint`."""
+    if not claim.how.startswith(RELEASING):
+        return True
+    return fingerprint is not None and claim.how == RELEASING + fingerprint
+
+
 def store_for(project: Project) -> Store:
     """The lock database's table, else the file beside the file locks."""
     dsn = state_dsn(project)

@@ -68,7 +68,7 @@ class Claims(Protocol):
 
     def release(self, name: str) -> None: ...
 
-    def reclaim(self, name: str) -> None: ...
+    def forget(self, name: str) -> None: ...
 
 
 def validate_all(client: ConnectClient, plan: Plan, concurrency: int) -> Invalid:
@@ -217,8 +217,10 @@ def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Jo
         except HephaestusError as exc:
             return StepResult(step.name, step.action, False, f"not applied: {exc}")
     result = _sent(client, step, options)
-    if leaving and options.claims is not None and not result.ok and not result.detail.startswith("unknown"):
-        options.claims.reclaim(leaving)  # Connect said no: it is still there, still ours
+    if leaving and options.claims is not None and result.ok and result.wrote:
+        options.claims.forget(leaving)  # confirmed: the claim goes with it
+    # Otherwise the mark stays: owned while it runs the config it had (it was not deleted),
+    # and never again once gone, nor for another connector given its name.
     return result
 
 

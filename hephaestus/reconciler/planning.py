@@ -6,15 +6,16 @@ was computed from (`Basis`: a sealed plan's preconditions)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from typing import TypeVar
 
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.errors import HephaestusError
+from hephaestus.ownership import Claim, owns
 from hephaestus.project import Cluster, Project, normalised_url
 from hephaestus.reconciler import health, pubdb, publications, sealed
-from hephaestus.reconciler.model import Desired, Live, comparable
+from hephaestus.reconciler.model import Desired, Live, comparable, config_hash
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, diff, is_ksqldb_managed, plan, step_effects
 from hephaestus.secrets import REDACTOR
@@ -29,7 +30,7 @@ class Read:
     cluster: Cluster
     fleet: Mapping[str, LiveConnector] | None = None
     kafka: str | None = None
-    owned: frozenset[str] = frozenset()  # every name the ownership record gives this deployment
+    claims: Mapping[str, Claim] = field(default_factory=dict, hash=False)  # the ownership record here
     error: str = ""
 
 
@@ -60,7 +61,7 @@ def planned(
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
     mine = targeted({n: c for n, c in read.fleet.items() if cluster.selects(n)}, wanted.targets)
     live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
-    owned = frozenset(n for n in read.owned if n in live)
+    owned = frozenset(n for n, c in read.claims.items() if n in live and owns(c, config_hash(live[n].config)))
     basis = Basis(normalised_url(cluster.url), read.kafka, live, owned)
     if seal is not None and (foreign := sealed.identity(seal, cluster.name, basis.url, read.kafka)):
         return ClusterOutcome(cluster.name, cluster.url, None, error=foreign, basis=basis)

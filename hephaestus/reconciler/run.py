@@ -28,9 +28,10 @@ from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, gating, pubdb, sealed
 from hephaestus.reconciler.audit import journal_for
+from hephaestus.reconciler.claims import Claims
 from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
-from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
+from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
 from hephaestus.reconciler.planning import Read, Wanted, planned, targeted
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
@@ -165,10 +166,10 @@ def _read(clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownersh
         return Read(cluster, error="no client (its credentials are not set here)")
     try:
         fleet = client.fleet()
-        owned = frozenset(store.owned(project.name, cluster.name))
+        claims = store.owned(project.name, cluster.name)
     except (ConnectError, ownership.OwnershipUnavailable) as exc:
         return Read(cluster, error=str(exc))
-    return Read(cluster, fleet, _kafka(client), owned)
+    return Read(cluster, fleet, _kafka(client), claims)
 
 
 def _glance(clients: Mapping[str, ConnectClient], cluster: Cluster) -> Read:
@@ -264,7 +265,7 @@ class _Run:
     def _applied(self, client: ConnectClient, base: ClusterOutcome, p: Plan, cleared: Cleared) -> ClusterOutcome:
         cluster = self.project.clusters[base.cluster]
         if p.in_sync:  # adopting what git declares writes the record only, never Connect
-            return replace(base, error=self._record(cluster, p, ()))
+            return replace(base, error=self._record(cluster, p, (), base.basis))
         invalid = apply.validate_all(client, p, self.options.apply.concurrency)
         if invalid:
             return replace(base, invalid=invalid)
@@ -293,12 +294,13 @@ class _Run:
             prepared = _alter_publications(self.project, p)
             if not all(r.ok for r in prepared):
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
-            options = replace(self.options.apply, claims=_Claims(self.store, self.project, cluster, self.run_id))
+            marks = Claims(self.store, self.project, cluster, self.run_id, live)
+            options = replace(self.options.apply, claims=marks)
             results = apply.execute(client, p, options, journal, cleared)
-            errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results)]
+            errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results, base.basis)]
         return replace(base, applied=True, prepared=prepared, results=results, error="; ".join(e for e in errors if e))
 
-    def _record(self, cluster: Cluster, p: Plan, results: tuple[StepResult, ...]) -> str:
+    def _record(self, cluster: Cluster, p: Plan, results: tuple[StepResult, ...], basis: Basis | None = None) -> str:
         """What this run created, renamed or adopted is now owned (what it deleted or renamed
         away was released before the write). Recorded after Connect confirmed each write (a
         crash before this leaves a connector unowned: never deleted by mistake, adopted by
@@ -309,12 +311,29 @@ class _Run:
         claims += [(n, "adopted") for n in p.adopt]
         scope = ownership.scope_of(cluster.select)
         try:
+            claims += self._settled_marks(cluster, basis, {s.name for s in p.writes if s.action == "delete"})
             for kind in sorted({h for _, h in claims}):
                 names = [n for n, h in claims if h == kind]
                 self.store.claim(self.project.name, cluster.name, ownership.claims_of(names, scope, kind, self.run_id))
         except ownership.OwnershipUnavailable as exc:
             return f"applied, but the ownership record was not updated: {exc}"
         return ""
+
+    def _settled_marks(self, cluster: Cluster, basis: Basis | None, deleting: set[str]) -> list[tuple[str, str]]:
+        """Releases an earlier run never saw through: a mark whose connector is gone, or runs
+        another config (not the one marked: someone else's, or changed by hand), is forgotten;
+        one still running the config it had is ours again (`kept`), before this run's writes
+        move its fingerprint."""
+        if basis is None:
+            return []
+        marks = {
+            n
+            for n, c in self.store.owned(self.project.name, cluster.name).items()
+            if c.how.startswith(ownership.RELEASING)
+        }
+        gone = sorted(n for n in marks if n not in basis.owned)
+        self.store.release(self.project.name, cluster.name, gone)
+        return [(n, "kept") for n in sorted(marks & basis.owned - deleting)]
 
 
 def _view(read: Read, desired: Mapping[str, Desired], out: ClusterOutcome | None) -> gating.Cluster:
@@ -329,25 +348,6 @@ def _judged(o: ClusterOutcome, p: Plan | None, blind: list[str], seal: sealed.Se
     refused = o.plan.refused or (sealed.effects_moved(seal, o.cluster, p) if seal else "") or p.refused
     warn = (f"the fleet's rules did not see {', '.join(blind)}: its connectors were not checked for second writers",)
     return replace(o, plan=replace(p, refused=refused, warnings=(*p.warnings, *(warn if blind else ()))))
-
-
-class _Claims:
-    """The ownership record as apply releases and re-claims it (apply.Claims)."""
-
-    def __init__(self, store: ownership.Store, project: Project, cluster: Cluster, run_id: str) -> None:
-        self.store, self.project, self.cluster, self.run_id = store, project, cluster, run_id
-
-    def release(self, name: str) -> None:
-        self.store.release(self.project.name, self.cluster.name, [name])
-
-    def reclaim(self, name: str) -> None:
-        scope = ownership.scope_of(self.cluster.select)
-        try:
-            self.store.claim(
-                self.project.name, self.cluster.name, ownership.claims_of([name], scope, "kept", self.run_id)
-            )
-        except ownership.OwnershipUnavailable:
-            pass  # left unowned: never deleted by mistake; shown as unmanaged until imported
 
 
 def _alter_publications(project: Project, p: Plan) -> tuple[StepResult, ...]:

@@ -58,7 +58,7 @@ def test_reconcile_from_empty_replicates_and_is_idempotent(bob: Fleet, connect: 
     (second,) = again["clusters"]
     assert second["counts"]["unchanged"] == 6 and second["counts"]["create"] == 0
     assert second["writes"] == 0, "a second reconcile must make zero write requests"
-    assert second["requests"] == 2, "a no-op reconcile costs two requests per cluster: /health, then one listing"
+    assert second["requests"] == 3, "a no-op reconcile costs three requests: /health, one listing, the Kafka id"
 
 
 def test_changed_sink_option_updates_only_that_connector(bob: Fleet, connect: ConnectClient) -> None:

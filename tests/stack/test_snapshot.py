@@ -227,7 +227,11 @@ def test_every_reconcile_keeps_the_publication_in_step_with_the_include_lists(us
     definition["pipelines"] = [p for p in definition["pipelines"] if p["source_table"] != "students"]
     fleet.write_definition("bob", definition)
     fleet.generate()
-    code, report = fleet.reconcile()
+    code, report = fleet.reconcile()  # students leave capture: a destructive effect, held by the gate
+    (cluster,) = report["clusters"]
+    assert code == 2 and "capture-dropped" in cluster["refused"], json.dumps(report, indent=1)
+    assert "public.students" in published(fleet), "a refused plan changes nothing"
+    code, report = fleet.reconcile("--allow-destructive=capture-dropped,topics-stopped")
     assert code == 0, json.dumps(report, indent=1)
     assert published(fleet) == {"public.users", "public.locations", "public.dbz_signals"}, (
         "students unpublished; locations (published by the migration, captured by no source) kept"

@@ -815,3 +815,48 @@ def test_a_source_database_missing_from_the_project_does_not_stop_the_upkeep_of_
     assert [c[:3] for c in calls] == [("read", "dbname=bob", "bob")]
     assert out.plan is not None and [ch.database for ch in out.plan.publications] == ["bob"]
     assert any(m.startswith("publication pub of database aaa not checked (other)") for m in out.plan.warnings)
+
+
+def test_a_delete_that_failed_is_finished_by_the_next_run_and_never_another_teams(tmp_path: Path) -> None:
+    """Issue 29: the claim is marked releasing (with the config's fingerprint) before the DELETE;
+    a delete that failed, whatever its outcome, leaves the mark; a later run deletes the
+    connector while it still runs the config it had, and never a connector of the same name
+    with another config."""
+    from hephaestus.ownership import releasing
+
+    w = World(tmp_path, "c")
+    w.git("c", "keep", cfg(topics="k"))
+    w.doubles["c"].add("keep", cfg(topics="k"))
+    w.doubles["c"].add("gone", cfg(topics="x"))
+    w.own("c", "keep", "gone")
+    w.doubles["c"].faults.append(lambda r, d: httpx.ReadTimeout("lost") if r.method == "DELETE" else None)
+    (out,) = w.run()
+    assert [r.ok for r in out.results] == [False]
+    assert ownership.store_for(w.project).owned("default", "c")["gone"].how.startswith("releasing ")
+    w.doubles["c"].faults.clear()
+    (again,) = w.run()
+    assert [(r.name, r.ok) for r in again.results] == [("gone", True)]
+    assert "gone" not in w.doubles["c"].connectors and w.owned("c") == ["keep"]
+
+    w.doubles["c"].add("twin", cfg(topics="x"))  # a mark left behind, then another team's connector
+    (claim,) = ownership.claims_of(["twin"], "*", "created", "r")
+    ownership.store_for(w.project).claim("default", "c", [releasing(claim, "0" * 16, "r")])
+    (third,) = w.run()
+    assert third.results == () and "twin" in w.doubles["c"].connectors
+    assert [s.action for s in third.plan.steps if s.name == "twin"] == ["unmanaged"]  # type: ignore[union-attr]
+    assert "twin" not in w.owned("c")  # a mark whose connector runs another config: forgotten
+
+
+def test_a_mark_on_a_connector_still_running_its_config_is_claimed_again(tmp_path: Path) -> None:
+    from hephaestus.ownership import releasing
+    from hephaestus.reconciler.model import config_hash
+
+    w = World(tmp_path, "c")
+    w.git("c", "kept", cfg(topics="k"))
+    w.doubles["c"].add("kept", cfg(topics="k"))
+    (claim,) = ownership.claims_of(["kept"], "*", "created", "r")
+    fingerprint = config_hash(w.doubles["c"].connectors["kept"].config) or ""
+    ownership.store_for(w.project).claim("default", "c", [releasing(claim, fingerprint, "r")])
+    w.git("c", "kept", cfg(topics="k", **{"batch.size": "5"}))
+    (out,) = w.run()
+    assert out.results[0].ok and ownership.store_for(w.project).owned("default", "c")["kept"].how == "kept"

@@ -283,7 +283,7 @@ def test_a_claim_is_released_before_its_delete_and_no_release_no_delete(
     def broken(self: FileStore, project: str, cluster: str, names: Any) -> None:
         raise OwnershipUnavailable("ownership record: disk full")
 
-    monkeypatch.setattr(FileStore, "release", broken)
+    monkeypatch.setattr(FileStore, "claim", broken)  # the mark written before the delete
     out = world.reconcile("--auto-approve")
     assert out.code == 1 and "not applied: ownership record: disk full" in out.out
     assert world.double.writes() == [] and "gone" in world.double.connectors
@@ -298,7 +298,10 @@ def test_a_delete_connect_refused_keeps_its_claim(world: World) -> None:
     world.live("gone", {**SNK, "topics": "x"})
     world.double.faults.append(lambda r, d: error(400, "no") if r.method == "DELETE" else None)
     out = world.reconcile("--auto-approve")
-    assert out.code == 1 and "gone" in world.store().owned("default", "c")
+    claim = world.store().owned("default", "c")["gone"]
+    assert out.code == 1 and claim.how.startswith("releasing ")  # owned while it runs the config it had
+    world.double.faults.clear()
+    assert world.reconcile("--auto-approve").code == 0 and "gone" not in world.double.connectors
 
 
 def test_a_delete_that_landed_while_its_answer_was_lost_is_released(world: World) -> None:
