@@ -164,3 +164,12 @@ allow_option = click.option(
     metavar="[EFFECT,…]",
     help="Let destructive effects go: all of them, or only these (resnapshot, slot-dropped, duplicates, …).",
 )
+
+
+def confirm(question: str) -> None:
+    """Ask before a write; without a terminal there is no one to ask: `--yes` is required."""
+    from hephaestus.errors import HephaestusError
+
+    if not click.get_text_stream("stdin").isatty():
+        raise HephaestusError("a write without a terminal to confirm it: pass --yes")
+    click.confirm(question, abort=True)

@@ -16,6 +16,7 @@ from hephaestus.commands.common import (
     OFFSET,
     allow_option,
     cluster_option,
+    confirm,
     lock_timeout_option,
     project_option,
 )
@@ -167,9 +168,7 @@ def dlq_replay(
         _replayed(connector, planned, "would replay" if dry_run else "replayed")
         return
     if not yes:
-        _confirm(
-            f"Replay {planned.count} record(s) of {connector}'s dead-letter queue to {', '.join(planned.targets)}?"
-        )
+        confirm(f"Replay {planned.count} record(s) of {connector}'s dead-letter queue to {', '.join(planned.targets)}?")
     _replayed(
         connector, replay(project, cluster, found, until, False, allow, timeout_of(project, lock_timeout)), "replayed"
     )
@@ -180,14 +179,6 @@ def _replayed(connector: str, result: Any, verb: str) -> None:
         f"{connector}: {verb} {result.count} record(s)"
         + (f" to {', '.join(result.targets)}" if result.targets else " (nothing parked since the last replay)")
     )
-
-
-def _confirm(question: str) -> None:
-    from hephaestus.errors import HephaestusError
-
-    if not click.get_text_stream("stdin").isatty():
-        raise HephaestusError("a write without a terminal to confirm it: pass --yes")
-    click.confirm(question, abort=True)
 
 
 @dlq.command("purge")
@@ -208,7 +199,7 @@ def dlq_purge(
     project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)
     if not yes:
-        _confirm(f"Delete the records of {connector}'s dead-letter queue below offset {before}?")
+        confirm(f"Delete the records of {connector}'s dead-letter queue below offset {before}?")
     after = purge(project, cluster, found, before, timeout_of(project, lock_timeout))
     click.echo(f"{connector}: {after.depth} record(s) left in {after.topic}")
 

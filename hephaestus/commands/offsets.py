@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from hephaestus.commands.common import allow_option, cluster_option, lock_timeout_option, project_option
+from hephaestus.commands.common import allow_option, cluster_option, confirm, lock_timeout_option, project_option
 
 _connector = click.option("--connector", required=True)
 
@@ -58,11 +58,7 @@ def _change(
     if dry_run:
         return
     if not yes:
-        if not click.get_text_stream("stdin").isatty():
-            from hephaestus.errors import HephaestusError
-
-            raise HephaestusError("changing offsets without a terminal to confirm: pass --yes")
-        click.confirm("Do it?", abort=True)
+        confirm("Do it?")
     ops.apply(project, planned, cleared, lock_timeout)
     click.echo(f"done: {planned.describe()}")
 

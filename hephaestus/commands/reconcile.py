@@ -25,6 +25,7 @@ from hephaestus.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
     SECONDS,
+    allow_option,
     cluster_option,
     colour_wanted,
     lock_timeout_option,
@@ -43,16 +44,7 @@ from hephaestus.errors import HephaestusError, InputError
 @click.option("--exit-code", is_flag=True, help="With --dry-run: exit 2 when anything would change.")
 @output_option
 @click.option("--force", is_flag=True, help="Apply a plan that deletes more than the policy allows.")
-@click.option(
-    "--allow-destructive",
-    "allow_destructive",
-    is_flag=False,
-    flag_value="all",
-    default=None,
-    metavar="[EFFECT,…]",
-    help="Apply destructive changes: all of them, or only these effects (resnapshot, slot-changed, …; "
-    "see the plan's effects).",
-)
+@allow_option
 @click.option("--target", "targets", multiple=True, metavar="GLOB", help="Plan and apply only these connectors.")
 @click.option("--auto-approve", is_flag=True, help="Apply without asking (required without a terminal).")
 @click.option(
