@@ -13,6 +13,7 @@ import httpx
 
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
+from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
 from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
@@ -143,6 +144,11 @@ class Project:
         except HephaestusError as exc:
             log.warning("slack notifications off: %s", exc)
             return None
+
+    def resolver(self) -> Resolver:
+        """Resolves `${file:…}` placeholders from the workers' secrets files this project names
+        (`clusters.<name>.secrets_file`), where they are readable here."""
+        return Resolver([c.secrets_file for c in self.clusters.values() if c.secrets_file is not None])
 
     def select(self, names: tuple[str, ...]) -> list[Cluster]:
         """The named Connect clusters (all when none named); an unknown name is an error."""

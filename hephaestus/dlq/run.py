@@ -12,7 +12,7 @@ the audit log before (intent) and after (outcome, or failure with how far it got
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -25,6 +25,7 @@ from hephaestus.lock import connect_lock, new_run_id
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.audit import Journal, journal_for
 from hephaestus.records import Decoded, SchemaRegistry, decode
+from hephaestus.safety import views
 from hephaestus.safety.effects import Effect, of_purge, of_replay
 from hephaestus.safety.gate import Allow, Cleared, Item, check
 
@@ -199,7 +200,7 @@ def replay(
     group = replay_group(dlq.connector)
     froms = start_positions(dlq.spans, kafka.committed(bootstrap, [group]).get(group, {}))
     ends = end_positions(dlq.spans, until)
-    checked = _check(kafka.read(bootstrap, froms, ends), lambda t: reads_topic(dlq.config, t))
+    checked = _check(kafka.read(bootstrap, froms, ends), lambda t: views.reads_topic(dlq.config, t))
     cleared = check([Item(cluster.name, dlq.connector, "dlq replay", replay_effects(dlq, checked))], allow, CONSENT)
     result = ReplayResult(dlq, checked.count, tuple(sorted(checked.targets)), dry_run)
     if dry_run or not checked.count:
@@ -240,18 +241,6 @@ def _send(
             raise
         journal.event(dlq.connector, "dlq-replay", "ok", f"{sent} {detail}")
     return sent
-
-
-def reads_topic(config: Mapping[str, str], topic: str) -> bool:
-    """Whether the sink reads `topic`: named in `topics`, or matched whole by `topics.regex`."""
-    import re
-
-    named = {t.strip() for t in config.get("topics", "").split(",") if t.strip()}
-    pattern = config.get("topics.regex", "").strip()
-    try:
-        return topic in named or bool(pattern and re.fullmatch(pattern, topic))
-    except re.error:
-        return False
 
 
 def purge(project: Project, cluster: Cluster, dlq: Dlq, before: int, lock_timeout_s: float) -> Dlq:

@@ -181,9 +181,8 @@ def heal_project(
     lock_timeout_s: float = DEFAULT_TIMEOUT_S,
     allow: Allow = Allow(),
 ) -> list[ClusterHeal]:
-    files = [c.secrets_file for c in project.clusters.values() if c.secrets_file is not None]
     wait = float(project.heal.get("restart_wait_s", 60))
-    options = HealOptions(config_of(project.heal), dry_run, wait, allow, Resolver(files))
+    options = HealOptions(config_of(project.heal), dry_run, wait, allow, project.resolver())
     webhook = None if dry_run else project.webhook()
     # The cluster lock, whatever state file is used: two heal runs (or a heal and a
     # reconcile) never act on one cluster at once. A dry run acts on nothing.

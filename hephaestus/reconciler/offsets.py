@@ -22,7 +22,6 @@ from hephaestus.errors import HephaestusError
 from hephaestus.lock import connect_lock, new_run_id, timeout_of
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.audit import journal_for
-from hephaestus.reconciler.run import policy_of
 from hephaestus.safety.effects import Effect, of_offsets
 from hephaestus.safety.gate import Allow, Cleared, Item, check
 
@@ -93,7 +92,7 @@ def plan(
     """What the change does to data (safety.effects.of_offsets), judged later by the gate."""
     cluster, live = locate(project, clusters, connector, client_factory=client_factory)
     current = get(cluster, connector, client_factory=client_factory).get("offsets", [])
-    found = of_offsets(live.config, action, _positions(current), _positions(wanted), policy_of(project, False).resolve)
+    found = of_offsets(live.config, action, _positions(current), _positions(wanted), project.resolver())
     return OffsetsPlan(cluster, connector, live.type, live.state, action, current, wanted, found)
 
 

@@ -173,6 +173,11 @@ def _overwrite(step: Step) -> tuple[Effect, ...]:
     return (Effect("not-owned", why, invariant=True),)
 
 
+def changes_of(before: Mapping[str, str], after: Mapping[str, str], ignore: frozenset[str]) -> tuple[KeyChange, ...]:
+    """What a write changes, compared as Connect stores configs (`name` and ignored keys out)."""
+    return diff(comparable(before, ignore), comparable(after, ignore))
+
+
 def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange, ...]:
     keys = sorted(set(before) | set(after))
     return tuple(KeyChange(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k))
@@ -181,12 +186,12 @@ def diff(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[KeyChange
 def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | None) -> Step:
     cls = d.config.get("connector.class", "")
     if old is not None:  # a rename: the new name takes over the old one's offsets
-        changes = diff(comparable(old.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
+        changes = changes_of(old.config, d.config, policy.ignore_keys)
         reason = f"from {old.name}, offsets kept"
         return Step("rename", d.name, d.config, changes, reason, cls, d.origin, old.state, renamed_from=old.name)
     if current is None:
         return Step("create", d.name, d.config, connector_class=cls, origin=d.origin, target_state=d.state)
-    changes = diff(comparable(current.config, policy.ignore_keys), comparable(d.config, policy.ignore_keys))
+    changes = changes_of(current.config, d.config, policy.ignore_keys)
     # A state is converged only from a state Connect settled in: FAILED/UNASSIGNED is health.
     moves = bool(d.state) and current.state in TARGET_STATES and current.state != d.state
     action: Action = "update" if changes else "state" if moves else "unchanged"

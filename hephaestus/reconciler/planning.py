@@ -15,9 +15,9 @@ from hephaestus.errors import HephaestusError
 from hephaestus.ownership import Claim, owns
 from hephaestus.project import Cluster, Project, normalised_url
 from hephaestus.reconciler import health, pubdb, publications, sealed
-from hephaestus.reconciler.model import Desired, Live, comparable, config_hash
+from hephaestus.reconciler.model import Desired, Live, config_hash
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
-from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, diff, is_ksqldb_managed, plan, step_effects
+from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, changes_of, is_ksqldb_managed, plan, step_effects
 from hephaestus.secrets import REDACTOR
 
 T = TypeVar("T")
@@ -97,8 +97,7 @@ def _with_changes(step: Step, live: Mapping[str, Live], policy: Policy) -> Step:
     before = live.get(step.renamed_from or step.name)
     if before is None or step.action == "delete":
         return step
-    changes = diff(comparable(before.config, policy.ignore_keys), comparable(step.config, policy.ignore_keys))
-    return replace(step, changes=changes)
+    return replace(step, changes=changes_of(before.config, step.config, policy.ignore_keys))
 
 
 def with_publications(

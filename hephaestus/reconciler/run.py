@@ -2,8 +2,9 @@
 
 1. **Inputs.** Every connector file of the selected clusters is loaded and validated before any
    cluster is touched (the other clusters' files too, for the fleet's rules: best effort).
-2. **Read**, under the selected clusters' lock when applying: every cluster of the project, at
-   once (its listing, its Kafka identity, what this deployment owns there).
+2. **Read**, under the selected clusters' lock when applying, each selected cluster at once (its
+   listing, its Kafka identity, what this deployment owns there); the project's other clusters
+   are glanced at (one listing, asked once) only when a plan adds a claim the fleet's rules judge.
 3. **Plan** each selected cluster from git, or take a sealed plan's steps once its identity
    and preconditions hold (`reconciler.planning`).
 4. **Judge** every step of every cluster at the one gate (`reconciler.gating`).
@@ -35,7 +36,6 @@ from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
 from hephaestus.reconciler.planning import Read, Wanted, planned, targeted
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
-from hephaestus.safety.values import Resolver
 
 
 class Hooks(Protocol):
@@ -64,14 +64,13 @@ class RunOptions:
 
 def policy_of(project: Project, force: bool, allow: Allow = Allow()) -> Policy:
     p = project.policy
-    files = [c.secrets_file for c in project.clusters.values() if c.secrets_file is not None]
     return Policy(
         frozenset((*DEFAULT_IGNORE_KEYS, *p.get("ignore_keys", ()))),
         p.get("max_deletes", 10),
         p.get("max_delete_share", 0.5),
         force,
         allow,
-        Resolver(files),
+        project.resolver(),
     )
 
 

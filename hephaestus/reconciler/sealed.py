@@ -36,6 +36,7 @@ from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.publications import Change
 from hephaestus.safety import seal
+from hephaestus.safety.effects import few
 from hephaestus.safety.seal import Fingerprints
 from hephaestus.yamlsrc import format_path, load_json
 
@@ -239,7 +240,7 @@ def _same_inputs(sealed: Sealed, project: Project) -> None:
     unknown = sorted(c for c in body["clusters"] if c not in project.clusters)
     if unknown:
         raise InputError(
-            project.file, f"plan {sealed.id} is for clusters this project does not name: {listed(unknown)}"
+            project.file, f"plan {sealed.id} is for clusters this project does not name: {few(unknown, 5)}"
         )
     if body["project"]["name"] != project.name:
         raise InputError(project.file, f"plan {sealed.id} was made for deployment {body['project']['name']!r}")
@@ -247,13 +248,7 @@ def _same_inputs(sealed: Sealed, project: Project) -> None:
     now = git_files([project.clusters[c] for c in body["clusters"]])
     moved += sorted(p for p in set(body["git"]) | set(now) if body["git"].get(p) != now.get(p))
     if moved:
-        raise StalePlan(f"plan {sealed.id} is stale: {listed(moved)} changed since; make a new plan")
-
-
-def listed(names: Sequence[str], shown: int = 5) -> str:
-    """The first few names, and how many more: a message stays one readable line."""
-    more = len(names) - shown
-    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+        raise StalePlan(f"plan {sealed.id} is stale: {few(moved, 5)} changed since; make a new plan")
 
 
 # --- applying one -----------------------------------------------------------------------
@@ -281,7 +276,7 @@ def stale(sealed: Sealed, name: str, p: Plan, basis: Basis) -> str:
     now = preconditions(p, basis, sealed.fingerprints)
     moved = sorted(n for n in set(sc["live"]) | set(now["live"]) if sc["live"].get(n) != now["live"].get(n))
     if moved:
-        return f"stale plan: the live config or state of {listed(moved)} changed since the plan; make a new plan"
+        return f"stale plan: the live config or state of {few(moved, 5)} changed since the plan; make a new plan"
     if sc["owned"] != now["owned"]:
         return "stale plan: what this deployment owns on the cluster changed since the plan; make a new plan"
     if sc["published"] != now["published"]:
@@ -341,4 +336,4 @@ def effects_moved(sealed: Sealed, name: str, p: Plan) -> str:
     assert sc is not None
     then = {s["name"]: s.get("effects", []) for s in sc["steps"]}
     moved = [s.name for s in p.writes if sorted({e.code for e in s.effects}) != then.get(s.name)]
-    return f"stale plan: the effects of {listed(moved)} differ from the plan's; make a new plan" if moved else ""
+    return f"stale plan: the effects of {few(moved, 5)} differ from the plan's; make a new plan" if moved else ""

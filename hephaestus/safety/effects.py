@@ -121,9 +121,9 @@ def _sink_moves(current: Mapping[Any, Any], wanted: Mapping[Any, Any], again: Ef
     ahead = sorted(str(p) for p, o in wanted.items() if p not in current or _num(o) > _num(current[p]))
     found = []
     if back:
-        found += [Effect("offsets-rewound", f"moved back in {_few(back)}"), again]
+        found += [Effect("offsets-rewound", f"moved back in {few(back)}"), again]
     if ahead:
-        found.append(Effect("offsets-lost", f"moved ahead in {_few(ahead)}: the records in between are skipped"))
+        found.append(Effect("offsets-lost", f"moved ahead in {few(ahead)}: the records in between are skipped"))
     return tuple(found)
 
 
@@ -148,7 +148,7 @@ def of_slot_drop(slot: str) -> tuple[Effect, ...]:
 
 
 def of_publication_drop(tables: Sequence[str]) -> tuple[Effect, ...]:
-    return (Effect("capture-dropped", f"{_few(tables)} leave the publication: their changes stop streaming"),)
+    return (Effect("capture-dropped", f"{few(tables)} leave the publication: their changes stop streaming"),)
 
 
 def of_restart(config: Config, resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:
@@ -268,9 +268,9 @@ def _read(b: views.Sink, a: views.Sink) -> list[Effect]:
     if b.topics is None or a.topics is None:
         return [Effect("topics-stopped", "topics: not known here")] if b.topics != a.topics else []
     lost = sorted(b.topics - a.topics)
-    found = [Effect("topics-stopped", f"stops reading {_few(lost)}")] if lost and a.regex is None else []
+    found = [Effect("topics-stopped", f"stops reading {few(lost)}")] if lost and a.regex is None else []
     if lost and a.regex is not None:
-        found.append(Effect("topics-stopped", f"topics.regex replaces topics ({_few(lost)}): could not tell"))
+        found.append(Effect("topics-stopped", f"topics.regex replaces topics ({few(lost)}): could not tell"))
     if b.regex is not None and not same(b.regex, a.regex):
         found.append(Effect("topics-stopped", "topics.regex: topics it no longer matches stop being read"))
     return found
@@ -326,6 +326,7 @@ def _transforms(before: Mapping[Any, Any], after: Mapping[Any, Any], router: str
     return [Effect(codes[c], f"a {c} transform changed (transforms.*)") for c in changed]
 
 
-def _few(names: Sequence[str], shown: int = 3) -> str:
+def few(names: Sequence[str], shown: int = 3) -> str:
+    """The first few names, and how many more: a message stays one readable line."""
     more = len(names) - shown
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")

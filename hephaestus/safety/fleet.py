@@ -18,7 +18,6 @@ the claims a change makes are checked: a conflict already live is not this run's
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -82,7 +81,7 @@ class Sink:
     def table_for(self, topic: str) -> str | None:
         if topic in self.tables:
             return self.tables[topic]
-        if self.regex is not None and _matches(self.regex, topic):
+        if self.regex is not None and views.regex_reads(self.regex, topic):
             return views.tables(self.config, _reading(self.view, topic)).get(topic)
         return None
 
@@ -103,14 +102,6 @@ def claims(config: Mapping[str, str], resolve: Resolver) -> Claims:
 
 def _reading(view: views.Sink, topic: str) -> views.Sink:
     return replace(view, topics=frozenset({topic}))
-
-
-def _matches(regex: str, topic: str) -> bool:
-    """A `topics.regex` sink reads a topic its pattern matches whole (Java's `matches`)."""
-    try:
-        return re.fullmatch(regex, topic) is not None
-    except re.error:
-        return False
 
 
 def judge(
@@ -206,7 +197,7 @@ def _pairs(new: Sink, theirs: Sink) -> list[tuple[str, str | None]]:
     """(topic, table) the new claims write: its topics, and those of the other sink its regex reads."""
     found = sorted(new.tables.items())
     if new.regex is not None:
-        found += [(t, new.table_for(t)) for t in sorted(theirs.tables) if _matches(new.regex, t)]
+        found += [(t, new.table_for(t)) for t in sorted(theirs.tables) if views.regex_reads(new.regex, t)]
     return found
 
 

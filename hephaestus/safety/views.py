@@ -233,6 +233,20 @@ def _database(url: Value | None) -> Value | None:
     return Ref(url.text, found) if isinstance(url, Ref) else found
 
 
+def regex_reads(regex: str, topic: str) -> bool:
+    """A `topics.regex` sink reads a topic its pattern matches whole (Java's `matches`)."""
+    try:
+        return re.fullmatch(regex, topic) is not None
+    except re.error:
+        return False
+
+
+def reads_topic(config: Mapping[str, str], topic: str) -> bool:
+    """Whether a sink reads `topic`: named in `topics`, or matched whole by `topics.regex`."""
+    pattern = config.get("topics.regex", "").strip()
+    return topic in (listed(config.get("topics")) or ()) or bool(pattern and regex_reads(pattern, topic))
+
+
 def tables(config: Mapping[str, str], s: Sink) -> dict[str, str | None]:
     """Per topic read, the table it lands in (lower case: PostgreSQL folds unquoted names);
     None when the table cannot be told here (a router that decides per record). A sink with no

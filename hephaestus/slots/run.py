@@ -10,7 +10,6 @@ from hephaestus.errors import HephaestusError, first_line
 from hephaestus.lock import new_run_id
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.audit import journal_for
-from hephaestus.reconciler.run import policy_of
 from hephaestus.safety.effects import Effect, of_slot_drop
 from hephaestus.safety.gate import Allow, Cleared, Item, check
 from hephaestus.slots.model import Judged, Limits, Slot, droppable, judge, owners, uses
@@ -127,7 +126,7 @@ def report(
     found, unread = read_all(project, databases) if read is None else read
     errors += unread + unreadable
     live = [(f"{c}/{n}", config) for c, by_name in sorted(configs.items()) for n, config in sorted(by_name.items())]
-    known = uses([*live, *declared], policy_of(project, False).resolve)
+    known = uses([*live, *declared], project.resolver())
     limits = Limits.of(project.policy)
     judged = [_unknowable(judge(s, owners(s, known), limits), bool(errors)) for slots in found.values() for s in slots]
     return SlotReport(tuple(judged), tuple(errors))

@@ -399,8 +399,10 @@ def test_a_foreign_project_names_its_file(project: Project) -> None:
 
 
 def test_listed_shows_five_and_counts_the_rest() -> None:
-    assert sealed.listed(list("abcde")) == "a, b, c, d, e"
-    assert sealed.listed(list("abcdef")) == "a, b, c, d, e and 1 more"
+    from hephaestus.safety.effects import few
+
+    assert few(list("abcde"), 5) == "a, b, c, d, e"
+    assert few(list("abcdef"), 5) == "a, b, c, d, e and 1 more"
 
 
 def test_stale_words(project: Project) -> None:
