@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# The exit codes Helm hooks and cron read: 0 ok, 1 an error, 2 drift or a refusal (when asked).
+EXIT_OK, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+
 
 class HephaestusError(Exception):
     """Anything a user can act on. The message says what and where."""

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 
+from hephaestus import settings
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
 from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
+from hephaestus.settings import HealSettings, LockSettings, PolicySettings, StateSettings
 from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
@@ -111,17 +113,17 @@ class Project:
     file: str
     clusters: dict[str, Cluster] = field(hash=False)
     databases: dict[str, Database] = field(hash=False)
-    policy: dict[str, Any] = field(hash=False)
+    policy: PolicySettings = PolicySettings()
     audit_log: Path | None = None
     slack_webhook: SecretRef | None = None
     ksqldb: dict[str, KsqlDB] = field(default_factory=dict, hash=False)
-    heal: dict[str, Any] = field(default_factory=dict, hash=False)
-    lock: dict[str, Any] = field(default_factory=dict, hash=False)
+    heal: HealSettings = HealSettings()
+    lock: LockSettings = LockSettings()
     base: Path = Path(".")  # relative paths in the file are relative to it
     # The deployment's name in the ownership record: deployments sharing a state database
     # (and a Connect cluster) must each have their own.
     name: str = "default"
-    audit_database: str | None = None  # `audit: {database: NAME}`: the trail in PostgreSQL (wins over audit_log)
+    state: StateSettings = StateSettings()  # where the lock, ownership, heal's records and the audit live
 
     def dsn(self, database: str, what: str = "hephaestus") -> str:
         """The DSN of a database named in `databases:`, its password resolved if referenced."""
@@ -217,11 +219,11 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         file=doc.file,
         clusters={n: _cluster(n, c, base) for n, c in data["clusters"].items()},
         databases={n: _database(n, d) for n, d in data.get("databases", {}).items()},
-        policy=data.get("policy", {}),
+        policy=settings.of(PolicySettings, data.get("policy", {})),
         audit_log=base / data["audit_log"] if "audit_log" in data else None,
-        audit_database=data.get("audit", {}).get("database"),
-        heal=data.get("heal", {}),
-        lock=data.get("lock", {}),
+        state=_state(doc),
+        heal=_heal(data.get("heal", {})),
+        lock=settings.of(LockSettings, data.get("lock", {})),
         base=base,
         name=data.get("name", "default"),
         slack_webhook=_secret(
@@ -233,6 +235,35 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         ),
         ksqldb={n: _ksqldb(n, k, base) for n, k in data.get("ksqldb", {}).items()},
     )
+
+
+def _heal(raw: dict[str, Any]) -> HealSettings:
+    file = raw.get("state", {}).get("file")
+    return replace(settings.of(HealSettings, raw), **({"state_file": file} if file else {}))
+
+
+# The keys that chose a database for one part of the state before `state: {database}`.
+_LEGACY = {
+    "lock_database": ("lock", "database"),
+    "heal_database": ("heal", "state", "database"),
+    "audit_database": ("audit", "database"),
+}
+
+
+def _state(doc: YamlDoc) -> StateSettings:
+    """`state:`, and the legacy keys still honoured (each warned about once per load)."""
+    legacy = {name: _dig(doc.data, path) for name, path in _LEGACY.items()}
+    for name, value in legacy.items():
+        if value is not None:
+            key = ".".join(_LEGACY[name])
+            log.warning("%s: %s is deprecated: use `state: {database: %s}`", doc.file, key, value)
+    return StateSettings(doc.data.get("state", {}).get("database"), **legacy)
+
+
+def _dig(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        data = data.get(key, {}) if isinstance(data, dict) else {}
+    return data or None
 
 
 def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:

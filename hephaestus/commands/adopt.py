@@ -57,9 +57,9 @@ def import_(
     """Adopt live connectors: write each to connectors/<cluster>/{source,sink}/<name>.json as the
     generator would and record it as owned, so reconcile then plans zero writes. A plaintext
     secret is refused (exit 1, nothing written) unless --secret names its placeholder."""
-    from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
     from hephaestus.reconciler.importer import import_project
+    from hephaestus.state.backend import timeout_of
 
     project = load_project(project_file)
     for key, placeholder in secrets.items():

@@ -11,7 +11,9 @@ from typing import Any
 
 import click
 
-EXIT_OK, EXIT_ERROR, EXIT_DRIFT = 0, 1, 2
+from hephaestus.errors import EXIT_DRIFT as EXIT_DRIFT  # the commands' exit codes, re-exported
+from hephaestus.errors import EXIT_ERROR as EXIT_ERROR
+from hephaestus.errors import EXIT_OK as EXIT_OK
 
 
 def colour_wanted() -> bool:

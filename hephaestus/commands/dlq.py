@@ -156,9 +156,9 @@ def dlq_replay(
     from where the last replay stopped; the sink's upsert then applies them. Only to a topic
     the sink reads; in transactions that record how far it got, under the cluster's lock."""
     from hephaestus.dlq.run import replay
-    from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
     from hephaestus.safety.gate import allow_of
+    from hephaestus.state.backend import timeout_of
 
     allow = allow_of(allow_destructive)
     project = load_project(project_file)
@@ -193,8 +193,8 @@ def dlq_purge(
 ) -> None:
     """Delete parked records below an offset (after `dlq replay`, or once judged worthless)."""
     from hephaestus.dlq.run import purge
-    from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
+    from hephaestus.state.backend import timeout_of
 
     project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)

@@ -52,9 +52,9 @@ def heal(
     """Restart FAILED connectors/tasks (and long-UNASSIGNED ones); exit 0 healthy or healed,
     2 something still failing, 1 error."""
     from hephaestus.heal.run import heal_project
-    from hephaestus.lock import timeout_of
     from hephaestus.project import load_project
     from hephaestus.safety.gate import allow_of
+    from hephaestus.state.backend import timeout_of
 
     allow = allow_of(allow_destructive)
     project = load_project(project_file)

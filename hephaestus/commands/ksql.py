@@ -42,8 +42,8 @@ def init_cmd(project_file: Path, clusters: tuple[str, ...], lock_timeout: float 
 
 
 def _lock(project: Any, clusters: list[Any], command: str, timeout: float | None) -> Any:
-    """One actor per ksqlDB cluster, like the Connect clusters (see hephaestus.lock)."""
-    from hephaestus.lock import timeout_of, urls_lock
+    """One actor per ksqlDB cluster, like the Connect clusters (see hephaestus.state.lock)."""
+    from hephaestus.state.backend import timeout_of, urls_lock
 
     return urls_lock(project, "ksqldb", [c.url for c in clusters], command, timeout_of(project, timeout))
 

@@ -58,9 +58,9 @@ def send_cmd(
 ) -> None:
     """Insert an execute-snapshot (or stop-snapshot) signal for TABLES of a source."""
     from hephaestus.errors import HephaestusError
-    from hephaestus.lock import connect_lock, timeout_of
     from hephaestus.project import load_project
     from hephaestus.snapshot import manual
+    from hephaestus.state.backend import connect_lock, timeout_of
 
     if not tables and not stop:
         raise HephaestusError("name at least one table to snapshot")

@@ -21,13 +21,14 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.dlq.model import Dlq, Replay, dlq_topics, end_positions, own_headers, replay_of, start_positions
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.kafka import Record
-from hephaestus.lock import connect_lock, new_run_id
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.audit import Journal, journal_for
 from hephaestus.records import Decoded, SchemaRegistry, decode
 from hephaestus.safety import views
 from hephaestus.safety.effects import Effect, of_purge, of_replay
 from hephaestus.safety.gate import Allow, Cleared, Item, check
+from hephaestus.state.audit import Journal
+from hephaestus.state.backend import connect_lock, journal_for
+from hephaestus.state.lock import new_run_id
 
 
 def replay_group(connector: str) -> str:

@@ -11,25 +11,25 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Literal
 
+from hephaestus.settings import HealSettings
+from hephaestus.state.records import HealRecord as Record
+
 Verdict = Literal["healthy", "skipped", "grace", "restart", "backoff", "exhausted"]
+
+
+_D = HealSettings()  # the defaults, declared once
 
 
 @dataclass(frozen=True)
 class HealConfig:
-    max_restarts: int = 10
-    unassigned_grace_s: float = 300.0  # UNASSIGNED is normal for a moment during a rebalance
-    backoff_unit_s: float = 60.0
-    exclude: tuple[str, ...] = ()
+    max_restarts: int = _D.max_restarts
+    unassigned_grace_s: float = _D.unassigned_grace_s
+    backoff_unit_s: float = _D.backoff_unit_s
+    exclude: tuple[str, ...] = _D.exclude
 
-
-@dataclass(frozen=True)
-class Record:
-    """What heal remembers of one connector between runs."""
-
-    count: int = 0
-    last_restart: float | None = None
-    unassigned_since: float | None = None
-    notified: int = -1  # the restart count at which the last Slack message was sent
+    @classmethod
+    def of(cls, s: HealSettings) -> HealConfig:
+        return cls(s.max_restarts, s.unassigned_grace_s, s.backoff_unit_s, s.exclude)
 
 
 @dataclass(frozen=True)

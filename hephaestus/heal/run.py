@@ -7,21 +7,21 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.ready import ReadyOptions, Target, root_cause, wait_ready
 from hephaestus.connect.redact import sensitive_values
 from hephaestus.heal.policy import Decision, HealConfig, Observed, decide
-from hephaestus.heal.state import FileStore, PgStore, StateStore
-from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.safety.effects import of_restart
 from hephaestus.safety.gate import Allow, Cleared, judge, passed
 from hephaestus.safety.gate import Item as GateItem
 from hephaestus.safety.values import NO_RESOLVER, Resolver
+from hephaestus.settings import HealSettings
+from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, heal_store
+from hephaestus.state.heal import HealStore
 
 FAILING = frozenset({"restart", "backoff", "exhausted", "refused"})
 POLL_S = 1.0  # how often restarted connectors are looked at while heal waits for them
@@ -32,7 +32,8 @@ START_S = 30.0  # how long a restarted connector may take to be RUNNING at all
 class HealOptions:
     config: HealConfig = HealConfig()
     dry_run: bool = False
-    restart_wait_s: float = 60.0  # how long a restarted connector must stay RUNNING to count as healed
+    # How long a restarted connector must stay RUNNING to count as healed.
+    restart_wait_s: float = HealSettings().restart_wait_s
     allow: Allow = Allow()  # --allow-destructive: a restart's destructive effects (a re-snapshot) may go
     resolve: Resolver = field(default=NO_RESOLVER, compare=False)
 
@@ -80,7 +81,7 @@ def _trace(c: LiveConnector, causes: int = 3) -> str:
 def heal_cluster(
     client: ConnectClient,
     cluster: Cluster,
-    store: StateStore,
+    store: HealStore,
     options: HealOptions,
     webhook: str | None,
     now: Callable[[], float] = time.time,
@@ -155,23 +156,6 @@ def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
     return slack.post(webhook, text)
 
 
-def config_of(raw: dict[str, Any]) -> HealConfig:
-    return HealConfig(
-        max_restarts=int(raw.get("max_restarts", 10)),
-        unassigned_grace_s=float(raw.get("unassigned_grace_s", 300)),
-        backoff_unit_s=float(raw.get("backoff_unit_s", 60)),
-        exclude=tuple(raw.get("exclude", ())),
-    )
-
-
-def store_for(project: Project, state_file: Path | None) -> StateStore:
-    """--state-file, else the project's heal.state (a database or a file), else a local file."""
-    state: dict[str, str] = project.heal.get("state", {})
-    if state_file is None and "database" in state:
-        return PgStore(project.dsn(state["database"], "heal's state store"))
-    return FileStore(state_file or project.base / state.get("file", ".hephaestus/heal-state.json"))
-
-
 def heal_project(
     project: Project,
     clusters: Sequence[Cluster],
@@ -181,13 +165,12 @@ def heal_project(
     lock_timeout_s: float = DEFAULT_TIMEOUT_S,
     allow: Allow = Allow(),
 ) -> list[ClusterHeal]:
-    wait = float(project.heal.get("restart_wait_s", 60))
-    options = HealOptions(config_of(project.heal), dry_run, wait, allow, project.resolver())
+    options = HealOptions(HealConfig.of(project.heal), dry_run, project.heal.restart_wait_s, allow, project.resolver())
     webhook = None if dry_run else project.webhook()
     # The cluster lock, whatever state file is used: two heal runs (or a heal and a
     # reconcile) never act on one cluster at once. A dry run acts on nothing.
     lock = nullcontext() if dry_run else connect_lock(project, clusters, "heal", lock_timeout_s)
-    with lock, store_for(project, state_file) as store:
+    with lock, heal_store(project, state_file) as store:
         results = []
         for cluster in clusters:  # one at a time: the store is one session
             with client_factory(cluster) as client:

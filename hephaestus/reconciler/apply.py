@@ -20,19 +20,20 @@ from hephaestus.connect.errors import ClusterUnreachable, OutcomeUnknown
 from hephaestus.connect.ready import UNREACHABLE, ReadyOptions, Target, Verdict, wait_ready
 from hephaestus.errors import HephaestusError
 from hephaestus.reconciler import moves
-from hephaestus.reconciler.audit import AuditUnavailable, Journal
+from hephaestus.reconciler.journal import StepJournal as Journal
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.waves import batches as cut
 from hephaestus.reconciler.waves import reads, topic_prefix, waves
 from hephaestus.safety.gate import Cleared
+from hephaestus.settings import WRITE_CONCURRENCY
+from hephaestus.state.audit import AuditUnavailable
 
 Invalid = dict[str, dict[str, tuple[str, ...]]]
 
 
 Progress = Callable[[StepResult, int, int], None]  # (finished step, done so far, total)
 TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
-WRITE_CONCURRENCY = 64  # measured: 100 updates take 7 s at 64 in flight, 36 s one at a time (bench/README.md)
 
 
 @dataclass(frozen=True)

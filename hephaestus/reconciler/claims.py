@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hephaestus import ownership
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.model import Live, config_hash
+from hephaestus.state import ownership
 
 
 class Claims:

@@ -21,18 +21,18 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from hephaestus import ownership
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.generator.output import render_document, write_files
-from hephaestus.lock import connect_lock, new_run_id
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.audit import journal_for
 from hephaestus.reconciler.desired import GENERATED, check_name, load_desired
 from hephaestus.reconciler.plan import is_ksqldb_managed
 from hephaestus.safety.gate import Cleared, Item, clear, judge
 from hephaestus.secrets import REDACTOR, credentials_in, is_placeholder
+from hephaestus.state import ownership
+from hephaestus.state.backend import connect_lock, journal_for, ownership_store
+from hephaestus.state.lock import new_run_id
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def import_project(
 ) -> list[ClusterImport]:
     """Every cluster planned first (any refusal: nothing written anywhere), then under the
     clusters' lock the files written and ownership recorded; a dry run takes no lock."""
-    store = ownership.store_for(project)
+    store = ownership_store(project)
     run_id = new_run_id()
     lock = nullcontext() if dry_run else connect_lock(project, clusters, "import", lock_timeout_s, run_id)
     with lock:

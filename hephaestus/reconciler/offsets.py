@@ -19,11 +19,11 @@ from typing import Any
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect.errors import ConnectError
 from hephaestus.errors import HephaestusError
-from hephaestus.lock import connect_lock, new_run_id, timeout_of
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.audit import journal_for
 from hephaestus.safety.effects import Effect, of_offsets
 from hephaestus.safety.gate import Allow, Cleared, Item, check
+from hephaestus.state.backend import connect_lock, journal_for, timeout_of
+from hephaestus.state.lock import new_run_id
 
 RESUME = {"RUNNING": "resume", "PAUSED": "pause"}
 

@@ -12,13 +12,13 @@ from typing import TypeVar
 
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.errors import HephaestusError
-from hephaestus.ownership import Claim, owns
 from hephaestus.project import Cluster, Project, normalised_url
 from hephaestus.reconciler import health, pubdb, publications, sealed
 from hephaestus.reconciler.model import Desired, Live, config_hash
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, changes_of, is_ksqldb_managed, plan, step_effects
 from hephaestus.secrets import REDACTOR
+from hephaestus.state.ownership import Claim, owns
 
 T = TypeVar("T")
 

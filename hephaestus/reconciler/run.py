@@ -19,23 +19,24 @@ from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from hephaestus import ownership
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError, InputError, InputErrors
-from hephaestus.lock import DEFAULT_TIMEOUT_S, connect_lock, new_run_id
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, gating, pubdb, sealed
-from hephaestus.reconciler.audit import journal_for
 from hephaestus.reconciler.claims import Claims
 from hephaestus.reconciler.desired import held_back, load_desired
+from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
 from hephaestus.reconciler.planning import Read, Wanted, planned, targeted
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
+from hephaestus.state import ownership
+from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, journal_for, ownership_store
+from hephaestus.state.lock import new_run_id
 
 
 class Hooks(Protocol):
@@ -65,9 +66,9 @@ class RunOptions:
 def policy_of(project: Project, force: bool, allow: Allow = Allow()) -> Policy:
     p = project.policy
     return Policy(
-        frozenset((*DEFAULT_IGNORE_KEYS, *p.get("ignore_keys", ()))),
-        p.get("max_deletes", 10),
-        p.get("max_delete_share", 0.5),
+        frozenset((*DEFAULT_IGNORE_KEYS, *p.ignore_keys)),
+        p.max_deletes,
+        p.max_delete_share,
         force,
         allow,
         project.resolver(),
@@ -76,16 +77,16 @@ def policy_of(project: Project, force: bool, allow: Allow = Allow()) -> Policy:
 
 def apply_options_of(project: Project, progress: apply.Progress | None = None) -> apply.ApplyOptions:
     p = project.policy
-    ready = ReadyOptions(timeout_s=p.get("ready_timeout_s", 180.0), stable_s=p.get("stability_window_s", 10.0))
+    ready = ReadyOptions(timeout_s=p.ready_timeout_s, stable_s=p.stability_window_s)
     return apply.ApplyOptions(
-        concurrency=p.get("concurrency", 4),
+        concurrency=p.concurrency,
         ready=ready,
-        write_concurrency=p.get("write_concurrency", apply.WRITE_CONCURRENCY),
+        write_concurrency=p.write_concurrency,
         progress=progress,
-        initial_state=p.get("initial_state", "RUNNING"),
-        batch_size=p.get("batch_size", 0),
-        batch_interval_s=p.get("batch_interval_s", 0.0),
-        max_failures=p.get("max_failures"),
+        initial_state=p.initial_state,
+        batch_size=p.batch_size,
+        batch_interval_s=p.batch_interval_s,
+        max_failures=p.max_failures,
     )
 
 
@@ -114,7 +115,7 @@ def reconcile(
         )
         with lock, ExitStack() as stack, ThreadPoolExecutor(max_workers=max(1, len(every))) as pool:
             clients = _clients(stack, clusters, client_factory)
-            store = ownership.store_for(project)
+            store = ownership_store(project)
             reads = {r.cluster.name: r for r in pool.map(lambda c: _read(clients, c, store, project), clusters)}
             desired, held, unloaded = inputs.result()
             _check_targets(options.targets, clusters, reads, desired)
@@ -280,7 +281,9 @@ class _Run:
         failure before Connect is written to leaves it untouched ("nothing applied")."""
         live = base.basis.live if base.basis else {}
         try:
-            journal = journal_for(self.project, cluster.name, self.run_id, {n: c.config for n, c in live.items()})
+            journal = StepJournal(
+                journal_for(self.project, cluster.name, self.run_id), {n: c.config for n, c in live.items()}
+            )
         except HephaestusError as exc:  # the audit database is not in the project file
             return replace(base, error=f"nothing applied: {exc}")
         with journal:

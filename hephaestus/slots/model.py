@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from hephaestus.safety import views
 from hephaestus.safety.values import Resolver, Value, may_equal
+from hephaestus.settings import PolicySettings
 
 Verdict = Literal["ok", "over_limit", "inactive", "orphan", "lost"]
-DEFAULT_MAX_RETAINED = 1 << 30  # 1 GiB, held by a slot that is being read
-DEFAULT_IDLE_MAX_RETAINED = 64 << 20  # 64 MiB, held by one nobody reads
+DEFAULT_MAX_RETAINED = PolicySettings().slot_max_retained_bytes
+DEFAULT_IDLE_MAX_RETAINED = PolicySettings().slot_idle_max_retained_bytes
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,8 @@ class Limits:
     idle_max_retained: int = DEFAULT_IDLE_MAX_RETAINED
 
     @classmethod
-    def of(cls, policy: Mapping[str, Any]) -> Limits:
-        return cls(
-            int(policy.get("slot_max_retained_bytes", DEFAULT_MAX_RETAINED)),
-            int(policy.get("slot_idle_max_retained_bytes", DEFAULT_IDLE_MAX_RETAINED)),
-        )
+    def of(cls, policy: PolicySettings) -> Limits:
+        return cls(policy.slot_max_retained_bytes, policy.slot_idle_max_retained_bytes)
 
 
 @dataclass(frozen=True)

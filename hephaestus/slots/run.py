@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.errors import HephaestusError, first_line
-from hephaestus.lock import new_run_id
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.audit import journal_for
 from hephaestus.safety.effects import Effect, of_slot_drop
 from hephaestus.safety.gate import Allow, Cleared, Item, check
 from hephaestus.slots.model import Judged, Limits, Slot, droppable, judge, owners, uses
+from hephaestus.state.backend import journal_for
+from hephaestus.state.lock import new_run_id
 
 _SLOTS = """
 SELECT slot_name, plugin, active,

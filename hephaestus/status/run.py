@@ -16,11 +16,11 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect.models import LiveConnector
 from hephaestus.dlq.model import dlq_topics
 from hephaestus.errors import HephaestusError, InputError, InputErrors
-from hephaestus.heal.run import config_of, store_for
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.desired import load_desired
 from hephaestus.slots.model import Limits, Slot, judge
 from hephaestus.slots.run import Read, read_all
+from hephaestus.state.backend import heal_store
 from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of, topics_of
 
 Listings = Mapping[str, Mapping[str, LiveConnector] | HephaestusError]
@@ -105,9 +105,9 @@ def _with_desired(cluster: Cluster, views: list[ConnectorView], errors: list[str
 def _with_heal(
     project: Project, cluster: Cluster, views: list[ConnectorView], errors: list[str]
 ) -> list[ConnectorView]:
-    budget = config_of(project.heal).max_restarts
+    budget = project.heal.max_restarts
     try:
-        records = store_for(project, None).peek(cluster.name)
+        records = heal_store(project, None).peek(cluster.name)
     except (HephaestusError, InputError) as exc:
         errors.append(f"heal state: {exc}")
         records = {}

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from hephaestus.cli import run
-from hephaestus.ownership import FileStore, claims_of
+from hephaestus.state.ownership import OwnershipFile, claims_of
 from tests.connect_double import ConnectDouble, serve
 from tests.loopback import slack_receiver
 
@@ -38,7 +38,9 @@ class Setup:
         (self.folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
 
     def own(self, *names: str) -> None:
-        FileStore(self.root / ".hephaestus/ownership.json").claim("default", "c", claims_of(names, "*", "test", "r0"))
+        OwnershipFile(self.root / ".hephaestus/ownership.json").claim(
+            "default", "c", claims_of(names, "*", "test", "r0")
+        )
 
     def project(self, **extra: Any) -> Path:
         doc = {

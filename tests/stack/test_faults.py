@@ -34,7 +34,7 @@ def bob(
     capsys: pytest.CaptureFixture[str],
 ) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
-    edit_project(fleet, lock={"database": fleet.dbs["bob"]}, policy={"ready_timeout_s": 120, "stability_window_s": 5})
+    edit_project(fleet, state={"database": fleet.dbs["bob"]}, policy={"ready_timeout_s": 120, "stability_window_s": 5})
     yield fleet
 
 
@@ -136,7 +136,7 @@ def test_two_reconciles_at_once_write_once(bob: Fleet, stack: Stack) -> None:
 def test_a_crashed_lock_holder_is_named_then_released(bob: Fleet, stack: Stack) -> None:
     holder = textwrap.dedent(f"""
         import sys, time
-        from hephaestus.lock import Holder, locked, resource_key
+        from hephaestus.state.lock import Holder, locked, resource_key
         from hephaestus.project import load_project
         project = load_project(__import__("pathlib").Path("hephaestus.yaml"))
         with locked(project, [resource_key("connect", "{stack.connect_url}")], Holder("holder-run", "test"), 5):

@@ -133,14 +133,14 @@ def restart_count(fleet: Fleet, name: str) -> int:
 
 def test_postgres_state_store_and_lock(stack: Stack, fresh_db: Callable[..., str]) -> None:
     from hephaestus.heal.policy import Record
-    from hephaestus.heal.state import HealBusy, PgStore
+    from hephaestus.state.heal import HealBusy, HealTable
 
     dsn = stack.dsn(fresh_db("auth"))
-    with PgStore(dsn) as store:
+    with HealTable(dsn) as store:
         store.save("platforms", {"x": Record(count=3, last_restart=1.5, notified=3)})
         with pytest.raises(HealBusy):
-            PgStore(dsn).__enter__()
-    with PgStore(dsn) as store:
+            HealTable(dsn).__enter__()
+    with HealTable(dsn) as store:
         assert store.load("platforms") == {"x": Record(count=3, last_restart=1.5, notified=3)}
     rows = read_rows(dsn, "SELECT cluster, connector FROM hephaestus_heal_state")
     assert rows == [("platforms", "x")]

@@ -80,8 +80,9 @@ def values(stack: Stack, state_db: str, image: str) -> dict[str, Any]:
             "kec": None,
         },
         "databases": databases,
-        "lock": {"database": "state", "timeout_s": 120},
-        "heal": {"state": {"database": "state"}, "restart_wait_s": 10},
+        "state": {"database": "state"},
+        "lock": {"timeout_s": 120},
+        "heal": {"restart_wait_s": 10},
         "slack": {"webhookSecret": {"name": "slack", "key": "url"}},
     }
 

@@ -97,7 +97,7 @@ def test_two_deployments_on_one_cluster_never_touch_each_other(
         edit_project(
             fleet,
             name=name,
-            lock={"database": "state"},
+            state={"database": "state"},
             databases={**doc["databases"], "state": state},
             heal={"restart_wait_s": 3},
         )

@@ -12,10 +12,11 @@ from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.reconciler import render
 from hephaestus.reconciler.apply import ApplyOptions, execute, validate_all
-from hephaestus.reconciler.audit import Journal
+from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.plan import Desired, Live, Policy, plan
 from hephaestus.secrets import digest
+from hephaestus.state.audit import Journal
 from tests.connect_double import ConnectDouble
 from tests.unit.conftest import cleared
 
@@ -75,7 +76,7 @@ def test_one_failing_connector_does_not_stop_the_others() -> None:
     connect = ConnectClient(
         "http://connect", transport=httpx.MockTransport(ConnectDouble(broken)), retry=RetryPolicy.immediate(1)
     )
-    results = {r.name: r for r in execute(connect, p, options, Journal(None, "r", "c", {}), cleared(p))}
+    results = {r.name: r for r in execute(connect, p, options, StepJournal(Journal(None, "r", "c"), {}), cleared(p))}
     assert results["a"].ok and results["c"].ok and results["a"].detail == "RUNNING"
     assert not results["broken"].ok and "boom" in results["broken"].detail
     assert sorted(name for name, _, _ in seen) == ["a", "broken", "c"]

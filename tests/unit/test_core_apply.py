@@ -24,9 +24,10 @@ from hephaestus.reconciler.apply import (
     record_outcomes,
     validate_all,
 )
-from hephaestus.reconciler.audit import AuditUnavailable, Journal
+from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, Step, plan
+from hephaestus.state.audit import AuditUnavailable, Journal
 from tests.connect_double import ConnectDouble, Fault
 from tests.unit.conftest import cleared
 
@@ -56,7 +57,7 @@ def opts(**kwargs: Any) -> ApplyOptions:
 
 
 def no_journal() -> Journal:
-    return Journal(None, "run", "c", {})
+    return StepJournal(Journal(None, "run", "c"), {})
 
 
 def bodies(sink: list[tuple[str, str, Any]]) -> Fault:
@@ -338,13 +339,13 @@ def test_an_outcome_the_journal_refuses_is_reported_not_raised(tmp_path: Path) -
         == "audit log x cannot be written: Read-only file system"
     )
     (tmp_path / "file").write_text("")
-    refused = record_outcomes(Journal(tmp_path / "file" / "audit.jsonl", "r", "c", {}), p, results)
+    refused = record_outcomes(StepJournal(Journal(tmp_path / "file" / "audit.jsonl", "r", "c"), {}), p, results)
     assert refused.startswith(f"audit log {tmp_path / 'file' / 'audit.jsonl'} cannot be written")
 
 
 def test_journal_file_records_intent_then_outcome(tmp_path: Path) -> None:
     log = tmp_path / "audit" / "log.jsonl"
-    journal = Journal(log, "run1", "c", {})
+    journal = StepJournal(Journal(log, "run1", "c"), {})
     double = ConnectDouble()
     p = plan("c", {"a": Desired("a", cfg())}, {}, Policy())
     results = execute(client(double), p, opts(), journal, cleared(p))

@@ -14,12 +14,14 @@ from hypothesis import strategies as st
 
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.globs import globs_overlap, scopes_overlap
-from hephaestus.ownership import Claim, FileStore, OwnershipUnavailable, claims_of, scope_of, store_for
 from hephaestus.project import Project, load_project, normalised_url
+from hephaestus.settings import StateSettings
+from hephaestus.state.backend import ownership_store
+from hephaestus.state.ownership import Claim, OwnershipFile, OwnershipTable, OwnershipUnavailable, claims_of, scope_of
 
 
 def test_claims_round_trip_per_project_and_cluster(tmp_path: Path) -> None:
-    store = FileStore(tmp_path / "o" / "deeper" / "ownership.json")
+    store = OwnershipFile(tmp_path / "o" / "deeper" / "ownership.json")
     assert store.owned("p", "c") == {}
     store.claim("p", "c", [Claim("a", "x_*", "created", "r1", "t1"), Claim("b", "*", "imported", "r1", "t1")])
     store.claim("p", "d", [Claim("a", "*", "adopted", "r2", "t2")])
@@ -46,7 +48,7 @@ def test_claims_round_trip_per_project_and_cluster(tmp_path: Path) -> None:
 def test_a_record_without_since_reads_as_empty(tmp_path: Path) -> None:
     path = tmp_path / "ownership.json"
     path.write_text('{"p": {"c": {"a": {"scope": "*", "how": "created", "run_id": "r"}}}}')
-    assert FileStore(path).owned("p", "c") == {"a": Claim("a", "*", "created", "r", "")}
+    assert OwnershipFile(path).owned("p", "c") == {"a": Claim("a", "*", "created", "r", "")}
 
 
 @pytest.mark.parametrize(
@@ -63,7 +65,7 @@ def test_a_corrupt_record_stops_the_run(tmp_path: Path, text: str) -> None:
     path = tmp_path / "ownership.json"
     path.write_text(text)
     with pytest.raises(InputError) as info:
-        FileStore(path).owned("p", "c")
+        OwnershipFile(path).owned("p", "c")
     assert str(info.value) in (
         f"{path}: ownership record is corrupt: repair it or restore it from backup",
         f"{path}: ownership record of 'a' is corrupt",
@@ -73,7 +75,7 @@ def test_a_corrupt_record_stops_the_run(tmp_path: Path, text: str) -> None:
 def test_an_unwritable_record_is_an_ownership_error(tmp_path: Path) -> None:
     (tmp_path / "ro").write_text("")  # a file where the folder should be
     with pytest.raises(OwnershipUnavailable) as info:
-        FileStore(tmp_path / "ro" / "ownership.json").claim("p", "c", claims_of(["a"], "*", "created", "r"))
+        OwnershipFile(tmp_path / "ro" / "ownership.json").claim("p", "c", claims_of(["a"], "*", "created", "r"))
     assert str(info.value) == f"ownership record {tmp_path / 'ro' / 'ownership.json'}: File exists"
 
 
@@ -87,13 +89,18 @@ def test_claims_of_and_scope_of() -> None:
     assert scope_of(()) == "*" and scope_of(("b_*", "a_*")) == "a_*,b_*"
 
 
-def test_the_store_is_the_lock_database_else_a_file(tmp_path: Path) -> None:
-    local = store_for(Project("p", {}, {}, {}, base=tmp_path))
-    assert isinstance(local, FileStore) and local.path == tmp_path / ".hephaestus/ownership.json"
+def test_the_store_is_the_state_database_else_a_file(tmp_path: Path) -> None:
+    local = ownership_store(Project("p", {}, {}, base=tmp_path))
+    assert isinstance(local, OwnershipFile) and local.path == tmp_path / ".hephaestus/ownership.json"
     from hephaestus.project import Database
 
-    pg = store_for(Project("p", {}, {"state": Database("state", "host=h dbname=s")}, {}, lock={"database": "state"}))
-    assert type(pg).__name__ == "PgStore" and pg.dsn == "host=h dbname=s"  # type: ignore[attr-defined]
+    dbs = {"state": Database("state", "host=h dbname=s")}
+    for state in (StateSettings("state"), StateSettings(lock_database="state"), StateSettings(heal_database="state")):
+        pg = ownership_store(Project("p", {}, dbs, state=state))
+        assert isinstance(pg, OwnershipTable) and pg.dsn == "host=h dbname=s"
+    assert isinstance(
+        ownership_store(Project("p", {}, dbs, state=StateSettings(audit_database="state"))), OwnershipFile
+    )
 
 
 # --- select scopes ----------------------------------------------------------------------------

@@ -306,7 +306,7 @@ def test_a_server_added_internal_key_is_ignored_by_default(tmp_path: Path) -> No
     from hephaestus.project import Project
     from hephaestus.reconciler.run import policy_of
 
-    policy = policy_of(Project(str(tmp_path / "p.yaml"), {}, {}, {}), False)
+    policy = policy_of(Project(str(tmp_path / "p.yaml"), {}, {}), False)
     desired = {"a": Desired("a", cfg())}
     live = {"a": Live("a", cfg(**{"__internal.created.by": "operator"}))}
     assert plan("x", desired, live, policy).in_sync

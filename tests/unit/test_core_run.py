@@ -15,17 +15,18 @@ from typing import Any
 import httpx
 import pytest
 
-from hephaestus import ownership
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
-from hephaestus.lock import DEFAULT_TIMEOUT_S
 from hephaestus.notify import slack as slack_mod
 from hephaestus.project import Cluster, Project, SecretRef
 from hephaestus.reconciler.apply import ApplyOptions
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy, Unhealthy
 from hephaestus.reconciler.run import RunOptions, apply_options_of, policy_of, reconcile
+from hephaestus.settings import PolicySettings, StateSettings, of
+from hephaestus.state import ownership
+from hephaestus.state.backend import DEFAULT_TIMEOUT_S, ownership_store
 from tests.connect_double import ConnectDouble
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -57,7 +58,9 @@ class World:
         for c in clusters.values():
             for kind in ("sink", "custom"):
                 (c.connectors / kind).mkdir(parents=True)
-        self.project = Project("p.yaml", clusters, {}, policy or {}, root / "audit.jsonl" if audit else None, base=root)
+        self.project = Project(
+            "p.yaml", clusters, {}, of(PolicySettings, policy or {}), root / "audit.jsonl" if audit else None, base=root
+        )
 
     def git(self, cluster: str, name: str, config: dict[str, str], kind: str = "sink") -> None:
         path = self.project.clusters[cluster].connectors / kind / f"{name}.json"
@@ -96,10 +99,10 @@ class World:
         return reconcile(self.project, chosen, options, self.client, hooks)
 
     def own(self, cluster: str, *names: str) -> None:
-        ownership.store_for(self.project).claim("default", cluster, ownership.claims_of(names, "*", "test", "r0"))
+        ownership_store(self.project).claim("default", cluster, ownership.claims_of(names, "*", "test", "r0"))
 
     def owned(self, cluster: str) -> list[str]:
-        return sorted(ownership.store_for(self.project).owned("default", cluster))
+        return sorted(ownership_store(self.project).owned("default", cluster))
 
     def audit(self) -> list[dict[str, Any]]:
         path = self.root / "audit.jsonl"
@@ -122,7 +125,7 @@ def slack(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, str]]:
 
 
 def test_policy_and_apply_options_defaults() -> None:
-    project = Project("p.yaml", {}, {}, {})
+    project = Project("p.yaml", {}, {}, PolicySettings())
     assert policy_of(project, False) == Policy(frozenset({"__internal.*"}), 10, 0.5, False)
     assert policy_of(project, True).force is True
     assert apply_options_of(project) == ApplyOptions(
@@ -150,7 +153,7 @@ def test_policy_and_apply_options_from_the_project_file() -> None:
         "stability_window_s": 2.0,
         "initial_state": "PAUSED",
     }
-    project = Project("p.yaml", {}, {}, policy)
+    project = Project("p.yaml", {}, {}, of(PolicySettings, policy))
     assert policy_of(project, False) == Policy(frozenset({"__internal.*", "x.managed", "y"}), 3, 0.25, False)
 
     def progress(result: StepResult, done: int, total: int) -> None:
@@ -205,7 +208,7 @@ def test_an_apply_writes_waits_journals_and_counts(tmp_path: Path, slack: list[A
     # Created and adopted (in git, live, unowned) are now owned; deleted is not; a record of a
     # connector gone from the cluster stays (harmless: nothing is deleted on it).
     assert w.owned("c") == ["gone", "new", "same", "upd"]
-    hows = ownership.store_for(w.project).owned("default", "c")
+    hows = ownership_store(w.project).owned("default", "c")
     assert (hows["new"].how, hows["same"].how, hows["upd"].how) == ("created", "adopted", "test")
     assert sorted(w.doubles["c"].writes()) == [
         ("DELETE", "/connectors/old"),
@@ -292,7 +295,13 @@ def test_failures_are_notified_with_the_webhook(
     w = World(tmp_path, "c")
     monkeypatch.setenv("HOOK", "https://hooks.example/x")
     w.project = Project(
-        "p.yaml", w.project.clusters, {}, {"max_delete_share": 1.0}, None, SecretRef(env="HOOK"), base=tmp_path
+        "p.yaml",
+        w.project.clusters,
+        {},
+        PolicySettings(max_delete_share=1.0),
+        None,
+        SecretRef(env="HOOK"),
+        base=tmp_path,
     )
     w.git("c", "a", cfg())
     w.git("c", "b", cfg(topics="u"))
@@ -578,7 +587,7 @@ def test_a_rename_moves_ownership_and_a_failed_one_keeps_it(tmp_path: Path) -> N
     w.doubles["c"].faults.clear()
     (out,) = w.run()
     assert out.results[0].ok and out.error == "" and list(w.doubles["c"].connectors) == ["new"]
-    claims = ownership.store_for(w.project).owned("default", "c")
+    claims = ownership_store(w.project).owned("default", "c")
     assert sorted(claims) == ["keep", "new"] and claims["new"].how == "renamed"
 
 
@@ -599,7 +608,7 @@ def claims_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any) -> None:
         raise ownership.OwnershipUnavailable("ownership record: disk full")
 
-    monkeypatch.setattr(ownership.FileStore, "claim", refuse)
+    monkeypatch.setattr(ownership.OwnershipFile, "claim", refuse)
 
 
 @pytest.mark.usefixtures("claims_refused")
@@ -620,7 +629,7 @@ def test_an_unreadable_ownership_record_stops_that_cluster_before_any_write(
     def unreadable(*args: Any) -> None:
         raise ownership.OwnershipUnavailable("ownership record (database): connection refused")
 
-    monkeypatch.setattr(ownership.FileStore, "owned", unreadable)
+    monkeypatch.setattr(ownership.OwnershipFile, "owned", unreadable)
     (out,) = w.run()
     assert out.plan is None and out.error == "ownership record (database): connection refused"
     assert w.doubles["c"].writes() == []
@@ -651,7 +660,7 @@ def test_both_an_audit_and_an_ownership_failure_are_reported(tmp_path: Path, mon
 
 def test_an_audit_database_missing_from_the_project_stops_the_cluster_before_any_write(tmp_path: Path) -> None:
     w = World(tmp_path, "c")
-    w.project = replace(w.project, audit_database="nowhere")
+    w.project = replace(w.project, state=StateSettings(audit_database="nowhere"))
     w.git("c", "a", cfg())
     (out,) = w.run()
     assert out.error.startswith("nothing applied: database 'nowhere' is not in p.yaml") and not out.applied
@@ -664,7 +673,7 @@ def test_an_unreachable_audit_database_stops_the_cluster_before_any_write(tmp_pa
     w = World(tmp_path, "c")
     w.project = replace(
         w.project,
-        audit_database="audit",
+        state=StateSettings(audit_database="audit"),
         databases={"audit": Database("audit", "host=127.0.0.1 port=9 dbname=audit connect_timeout=2", None)},
     )
     w.git("c", "a", cfg())
@@ -822,7 +831,7 @@ def test_a_delete_that_failed_is_finished_by_the_next_run_and_never_another_team
     a delete that failed, whatever its outcome, leaves the mark; a later run deletes the
     connector while it still runs the config it had, and never a connector of the same name
     with another config."""
-    from hephaestus.ownership import releasing
+    from hephaestus.state.ownership import releasing
 
     w = World(tmp_path, "c")
     w.git("c", "keep", cfg(topics="k"))
@@ -832,7 +841,7 @@ def test_a_delete_that_failed_is_finished_by_the_next_run_and_never_another_team
     w.doubles["c"].faults.append(lambda r, d: httpx.ReadTimeout("lost") if r.method == "DELETE" else None)
     (out,) = w.run()
     assert [r.ok for r in out.results] == [False]
-    assert ownership.store_for(w.project).owned("default", "c")["gone"].how.startswith("releasing ")
+    assert ownership_store(w.project).owned("default", "c")["gone"].how.startswith("releasing ")
     w.doubles["c"].faults.clear()
     (again,) = w.run()
     assert [(r.name, r.ok) for r in again.results] == [("gone", True)]
@@ -840,7 +849,7 @@ def test_a_delete_that_failed_is_finished_by_the_next_run_and_never_another_team
 
     w.doubles["c"].add("twin", cfg(topics="x"))  # a mark left behind, then another team's connector
     (claim,) = ownership.claims_of(["twin"], "*", "created", "r")
-    ownership.store_for(w.project).claim("default", "c", [releasing(claim, "0" * 16, "r")])
+    ownership_store(w.project).claim("default", "c", [releasing(claim, "0" * 16, "r")])
     (third,) = w.run()
     assert third.results == () and "twin" in w.doubles["c"].connectors
     assert [s.action for s in third.plan.steps if s.name == "twin"] == ["unmanaged"]  # type: ignore[union-attr]
@@ -848,15 +857,15 @@ def test_a_delete_that_failed_is_finished_by_the_next_run_and_never_another_team
 
 
 def test_a_mark_on_a_connector_still_running_its_config_is_claimed_again(tmp_path: Path) -> None:
-    from hephaestus.ownership import releasing
     from hephaestus.reconciler.model import config_hash
+    from hephaestus.state.ownership import releasing
 
     w = World(tmp_path, "c")
     w.git("c", "kept", cfg(topics="k"))
     w.doubles["c"].add("kept", cfg(topics="k"))
     (claim,) = ownership.claims_of(["kept"], "*", "created", "r")
     fingerprint = config_hash(w.doubles["c"].connectors["kept"].config) or ""
-    ownership.store_for(w.project).claim("default", "c", [releasing(claim, fingerprint, "r")])
+    ownership_store(w.project).claim("default", "c", [releasing(claim, fingerprint, "r")])
     w.git("c", "kept", cfg(topics="k", **{"batch.size": "5"}))
     (out,) = w.run()
-    assert out.results[0].ok and ownership.store_for(w.project).owned("default", "c")["kept"].how == "kept"
+    assert out.results[0].ok and ownership_store(w.project).owned("default", "c")["kept"].how == "kept"

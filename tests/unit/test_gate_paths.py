@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from hephaestus.classes import DEBEZIUM_SINK, POSTGRES_SOURCE
-from hephaestus.ownership import FileStore, OwnershipUnavailable, claims_of
+from hephaestus.state.ownership import OwnershipFile, OwnershipUnavailable, claims_of
 from tests.connect_double import ConnectDouble, error
 from tests.unit.conftest import Project
 
@@ -67,8 +67,8 @@ class World:
         if own:
             self.store().claim("default", "c", claims_of([name], "*", "created", "r0"))
 
-    def store(self) -> FileStore:
-        return FileStore(self.project.root / ".hephaestus/ownership.json")
+    def store(self) -> OwnershipFile:
+        return OwnershipFile(self.project.root / ".hephaestus/ownership.json")
 
     def cli(self, *args: str) -> Any:
         self.double.log.clear()
@@ -280,10 +280,10 @@ def test_a_claim_is_released_before_its_delete_and_no_release_no_delete(
     world.git("keep", {**SNK, "topics": "k"})
     world.live("gone", {**SNK, "topics": "x"})
 
-    def broken(self: FileStore, project: str, cluster: str, names: Any) -> None:
+    def broken(self: OwnershipFile, project: str, cluster: str, names: Any) -> None:
         raise OwnershipUnavailable("ownership record: disk full")
 
-    monkeypatch.setattr(FileStore, "claim", broken)  # the mark written before the delete
+    monkeypatch.setattr(OwnershipFile, "claim", broken)  # the mark written before the delete
     out = world.reconcile("--auto-approve")
     assert out.code == 1 and "not applied: ownership record: disk full" in out.out
     assert world.double.writes() == [] and "gone" in world.double.connectors

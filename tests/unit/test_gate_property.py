@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from hephaestus.classes import CONFLUENT_SINK, DEBEZIUM_SINK, POSTGRES_SOURCE
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
-from hephaestus.ownership import FileStore, claims_of
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import sealed
 from hephaestus.reconciler.apply import ApplyOptions
@@ -24,6 +23,7 @@ from hephaestus.reconciler.plan import Desired, Live, Policy, Scope
 from hephaestus.reconciler.run import RunOptions, reconcile
 from hephaestus.safety import effects
 from hephaestus.safety.gate import allow_of
+from hephaestus.state.ownership import OwnershipFile, claims_of
 from tests.connect_double import ConnectDouble
 from tests.unit.conftest import gated
 
@@ -214,9 +214,9 @@ class Run:
         folder = root / "connectors/c"
         for kind in ("source", "sink"):
             (folder / kind).mkdir(parents=True, exist_ok=True)
-        self.project = Project("p.yaml", {"c": Cluster("c", "http://c.test:8083", folder)}, {}, {}, None, base=root)
+        self.project = Project("p.yaml", {"c": Cluster("c", "http://c.test:8083", folder)}, {}, base=root)
         (root / "p.yaml").write_text("clusters: {c: {url: 'http://c.test:8083', connectors: connectors/c}}\n")
-        self.project = Project(str(root / "p.yaml"), self.project.clusters, {}, {}, None, base=root)
+        self.project = Project(str(root / "p.yaml"), self.project.clusters, {}, base=root)
 
     def client(self, cluster: Cluster) -> ConnectClient:
         return ConnectClient(
@@ -232,7 +232,7 @@ class Run:
             p.unlink()
         self.double.connectors.clear()
         self.double.add(name, live, type=kind)
-        FileStore(self.root / ".hephaestus/ownership.json").claim("default", "c", claims_of([name], "*", "t", "r"))
+        OwnershipFile(self.root / ".hephaestus/ownership.json").claim("default", "c", claims_of([name], "*", "t", "r"))
         (self.root / f"connectors/c/{kind}/{name}.json").write_text(json.dumps({"name": name, "config": desired}))
         self.double.log.clear()
 

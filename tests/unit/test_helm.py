@@ -22,7 +22,10 @@ import yaml
 
 from hephaestus.jobs import JOBS
 from hephaestus.project import load_project
+from hephaestus.settings import StateSettings
 from tests.unit.conftest import REPO
+
+PARTS = ("lock", "ownership", "heal", "audit")
 
 # Builds a wheel / fetches helm: the packaging suite (needs the package index and the Go proxy).
 pytestmark = pytest.mark.packaging
@@ -296,11 +299,11 @@ def test_the_rendered_project_file_loads_as_hephaestus_yaml(
     for cluster in project.clusters.values():
         assert cluster.connectors.is_absolute()
     if values == "default":  # no state database: files on the (declared throwaway) volume
-        assert (project.audit_log, project.audit_database) == (Path("/var/lib/hephaestus/audit.jsonl"), None)
-        assert project.heal["state"] == {"file": "/var/lib/hephaestus/heal-state.json"}
-    else:  # heal.state.database names one: the audit trail goes there too
-        assert (project.audit_log, project.audit_database) == (None, "lmsdwh")
-        assert project.heal["state"] == {"database": "lmsdwh"}
+        assert (project.audit_log, project.state) == (Path("/var/lib/hephaestus/audit.jsonl"), StateSettings())
+        assert project.heal.state_file == "/var/lib/hephaestus/heal-state.json"
+    else:  # heal.state.database names one (an earlier release's key): all the state goes there
+        assert (project.audit_log, project.state) == (None, StateSettings("lmsdwh"))
+        assert {p: project.state.database_of(p) for p in PARTS} == dict.fromkeys(PARTS, "lmsdwh")
     # The ownership record's deployment name: stable per release, unless the values name one.
     assert project.name == "data.deploy"
 
@@ -496,11 +499,14 @@ def test_validate_leaves_custom_sinks_out_when_the_upsert_does(helm: str) -> Non
 def test_without_a_state_database_or_claim_the_chart_refuses_ephemeral_state(helm: str) -> None:
     result = helm_run(helm, "template", "deploy", str(CHART))
     assert result.returncode != 0
-    for way_out in ("lock.database", "state.existingClaim", "state.ephemeral: true"):
+    for way_out in ("state.database", "state.existingClaim", "state.ephemeral: true"):
         assert way_out in result.stderr
 
 
-def test_a_state_database_keeps_the_audit_trail_and_heal_state(helm: str) -> None:
+@pytest.mark.parametrize("key", ["state.database", "lock.database", "heal.state.database"])
+def test_a_state_database_keeps_the_lock_the_audit_trail_and_heal_state(helm: str, key: str) -> None:
+    """The chart's `state.database`, or an earlier release's key for it, becomes one
+    `state: {database}` in hephaestus.yaml: no deprecated key reaches the project file."""
     result = helm_run(
         helm,
         "template",
@@ -509,7 +515,9 @@ def test_a_state_database_keeps_the_audit_trail_and_heal_state(helm: str) -> Non
         "--namespace",
         "data",
         "--set",
-        "lock.database=bob",
+        f"{key}=bob",
+        "--set",
+        "lock.timeout_s=60",
         "--set",
         "databases.bob.dsnSecret.name=dsn",
         "--set",
@@ -517,8 +525,8 @@ def test_a_state_database_keeps_the_audit_trail_and_heal_state(helm: str) -> Non
     )
     assert result.returncode == 0, result.stderr
     project = project_file([d for d in yaml.safe_load_all(result.stdout) if d])
-    assert project["audit"] == {"database": "bob"} and "audit_log" not in project
-    assert project["heal"]["state"] == {"database": "bob"} and project["lock"] == {"database": "bob"}
+    assert project["state"] == {"database": "bob"} and "audit_log" not in project and "audit" not in project
+    assert "state" not in project["heal"] and project["lock"] == {"timeout_s": 60}
 
 
 def test_a_claim_keeps_them_as_files(helm: str) -> None:

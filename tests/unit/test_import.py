@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from hephaestus.ownership import FileStore, claims_of
+from hephaestus.state.ownership import OwnershipFile, claims_of
 from tests.connect_double import ConnectDouble
 from tests.unit.conftest import Project
 
@@ -55,7 +55,7 @@ def test_a_generated_fleet_made_by_hand_imports_byte_for_byte_and_then_plans_not
     assert {rel: (project.connectors / rel).read_bytes() for rel in generated} == generated
     assert not (project.connectors / "platforms/sink/MY_KSQL_SINK.json").exists()
     assert not (project.connectors / "platforms/sink/stag_x.json").exists()
-    owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
+    owned = OwnershipFile(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
     assert sorted(owned) == sorted(json.loads(raw)["name"] for raw in generated.values())
     assert {c.how for c in owned.values()} == {"imported"} and double.writes() == []
 
@@ -147,7 +147,7 @@ def test_a_key_the_plugin_types_password_is_a_secret_whatever_its_name(fleet: tu
 
 
 def test_import_takes_the_cluster_lock_and_a_dry_run_does_not(fleet: tuple[Project, ConnectDouble]) -> None:
-    from hephaestus.lock import FileLock, Holder, resource_key
+    from hephaestus.state.lock import FileLock, Holder, resource_key
 
     project, double = fleet
     double.add("hand_a", {"connector.class": SINK, "topics": "a"})
@@ -164,7 +164,7 @@ def test_import_takes_the_cluster_lock_and_a_dry_run_does_not(fleet: tuple[Proje
     assert done.code == 0 and "cluster platforms" in done.out
     (lock,) = (project.root / ".hephaestus/locks").iterdir()
     holder = json.loads(lock.read_text())
-    owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
+    owned = OwnershipFile(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
     assert holder["command"] == "import" and holder["run_id"] == owned["hand_a"].run_id
 
 
@@ -197,7 +197,7 @@ def test_in_git_connectors_are_claimed_not_rewritten_and_owned_ones_absent_from_
         json.dumps({"name": "hand_custom", "config": {"connector.class": SINK, "topics": "c"}})
     )
     double.add("hand_z", {"connector.class": SINK, "topics": "z"})
-    FileStore(project.root / ".hephaestus/ownership.json").claim(
+    OwnershipFile(project.root / ".hephaestus/ownership.json").claim(
         "default", "platforms", claims_of(["hand_owned"], "*", "created", "r0")
     )
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"))
@@ -207,7 +207,7 @@ def test_in_git_connectors_are_claimed_not_rewritten_and_owned_ones_absent_from_
     assert (folder / "hand_z.json").exists() and not (folder / "hand_custom.json").exists()
     assert json.loads((folder / "hand_owned.json").read_text())["config"]["topics"] == "o"
     assert json.loads((folder / "hand_git.json").read_text()) == mine
-    owned = FileStore(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
+    owned = OwnershipFile(project.root / ".hephaestus/ownership.json").owned("default", "platforms")
     assert (owned["hand_git"].how, owned["hand_owned"].how) == ("imported", "created")
 
 

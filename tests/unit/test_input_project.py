@@ -11,8 +11,8 @@ import pytest
 
 from hephaestus.cli import run
 from hephaestus.errors import InputError
-from hephaestus.ownership import FileStore, claims_of
 from hephaestus.project import load_project
+from hephaestus.state.ownership import OwnershipFile, claims_of
 from tests.connect_double import ConnectDouble
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -51,7 +51,7 @@ def world(tmp_path: Path, capsys: pytest.CaptureFixture[str], served: tuple[Conn
     double.connectors.clear()
     double.log.clear()
     double.add("gone", {"connector.class": SINK, "topics": "old"})  # a delete the guard holds back
-    FileStore(tmp_path / ".hephaestus/ownership.json").claim("default", "c", claims_of(["gone"], "*", "test", "r0"))
+    OwnershipFile(tmp_path / ".hephaestus/ownership.json").claim("default", "c", claims_of(["gone"], "*", "test", "r0"))
     folder = tmp_path / "connectors/c/sink"
     folder.mkdir(parents=True)
     (folder / "a.json").write_text(json.dumps({"name": "a", "config": {"connector.class": SINK, "topics": "t"}}))

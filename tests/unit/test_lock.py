@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hephaestus.lock import FileLock, Holder, LockBusy, resource_key
+from hephaestus.state.lock import FileLock, Holder, LockBusy, resource_key
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def test_a_second_process_waits_then_names_the_holder_then_gets_it_once_released
     holder = textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from hephaestus.lock import FileLock, Holder
+        from hephaestus.state.lock import FileLock, Holder
         with FileLock(Path({str(tmp_path)!r}), "connect http://c:8083").held(Holder("run-a", "reconcile").now(), 5):
             print("held", flush=True)
             sys.stdin.readline()

@@ -19,6 +19,7 @@ from hephaestus.kafka import Record, Span
 from hephaestus.records import SchemaRegistry, decode
 from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
+from hephaestus.settings import PolicySettings
 from hephaestus.slots.model import Limits, Slot, droppable, judge, owners, size, uses
 from hephaestus.snapshot.notifications import parse
 from hephaestus.status.model import ConnectorView, lag, problems_of, topics_of
@@ -171,7 +172,7 @@ def test_a_slot_is_owned_by_every_source_that_could_use_it_and_only_orphans_drop
     assert droppable(idle, False) == ""
     assert "could be read" in droppable(idle, True)  # a cluster or a folder unread: who uses it is unknown
     assert (size(512), size(50 << 20), size(3 << 30)) == ("512 B", "50.0 MiB", "3.0 GiB")
-    assert Limits.of({"slot_max_retained_bytes": 5}) == Limits(5, 64 << 20)
+    assert Limits.of(PolicySettings(slot_max_retained_bytes=5)) == Limits(5, 64 << 20)
 
 
 def test_status_names_every_problem_of_a_connector() -> None:

@@ -9,6 +9,7 @@ import pytest
 from hephaestus.dlq.model import ERROR_HEADER, replay_of
 from hephaestus.kafka import Record
 from hephaestus.reconciler.waves import topic_prefix
+from hephaestus.settings import PolicySettings, of
 from hephaestus.slots.model import DEFAULT_IDLE_MAX_RETAINED, DEFAULT_MAX_RETAINED, Limits, Slot, judge, size
 
 MiB = 1 << 20
@@ -50,8 +51,10 @@ def test_a_slot_is_judged_with_a_reason_an_operator_can_act_on(
 
 
 def test_limits_come_from_the_policy_or_their_defaults() -> None:
-    assert Limits.of({}) == Limits(DEFAULT_MAX_RETAINED, DEFAULT_IDLE_MAX_RETAINED) == Limits(1 << 30, 64 * MiB)
-    assert Limits.of({"slot_max_retained_bytes": "7", "slot_idle_max_retained_bytes": 3}) == Limits(7, 3)
+    assert Limits.of(PolicySettings()) == Limits(DEFAULT_MAX_RETAINED, DEFAULT_IDLE_MAX_RETAINED)
+    assert Limits(DEFAULT_MAX_RETAINED, DEFAULT_IDLE_MAX_RETAINED) == Limits(1 << 30, 64 * MiB)
+    chosen = of(PolicySettings, {"slot_max_retained_bytes": 7, "slot_idle_max_retained_bytes": 3})
+    assert Limits.of(chosen) == Limits(7, 3)
 
 
 @pytest.mark.parametrize(

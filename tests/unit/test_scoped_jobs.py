@@ -11,9 +11,9 @@ import pytest
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.errors import HephaestusError
 from hephaestus.heal.run import HealOptions, heal_cluster
-from hephaestus.heal.state import FileStore
 from hephaestus.project import Cluster, Project
 from hephaestus.snapshot import manual
+from hephaestus.state.heal import HealFile
 from tests.connect_double import ConnectDouble
 
 SINK = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": "t"}
@@ -25,7 +25,7 @@ def test_heal_restarts_only_what_the_cluster_selects(tmp_path: Path) -> None:
         double.add(name, SINK).task_states = ["FAILED"]
     cluster = Cluster("c", "http://c.test", tmp_path, ("mine_*",))
     client = ConnectClient(cluster.url, transport=httpx.MockTransport(double), retry=RetryPolicy.immediate(1))
-    with FileStore(tmp_path / "heal.json") as store:
+    with HealFile(tmp_path / "heal.json") as store:
         out = heal_cluster(client, cluster, store, HealOptions(restart_wait_s=0.0), None, now=lambda: 1000.0)
     assert [(i.name, i.verdict) for i in out.items] == [("mine_a", "restart")]
     assert double.writes() == [("POST", "/connectors/mine_a/restart")]
@@ -34,6 +34,6 @@ def test_heal_restarts_only_what_the_cluster_selects(tmp_path: Path) -> None:
 
 def test_a_manual_snapshot_refuses_a_connector_outside_select(tmp_path: Path) -> None:
     cluster = Cluster("c", "http://127.0.0.1:9", tmp_path, ("mine_*",))
-    project = Project("p.yaml", {"c": cluster}, {}, {})
+    project = Project("p.yaml", {"c": cluster}, {})
     with pytest.raises(HephaestusError, match="'theirs_src' is outside the select of cluster.s. c: another"):
         manual.locate(project, [cluster], "theirs_src")  # refused before any request (port 9: nothing there)

@@ -117,15 +117,16 @@ reference is empty. Half a reference is an error, not a silently missing secret.
 
 {{/* The deployment's hephaestus.yaml (see hephaestus/project.schema.json). */}}
 {{/*
-The deployment's state database: lock.database, else heal.state.database, else "". When there
-is one, the audit trail and heal's restart records go to its PostgreSQL (with the lock and the
-ownership record); without one they are files under stateDir, which must then be a claim
+The deployment's state database: state.database, else (the keys of earlier releases)
+lock.database, else heal.state.database, else "". When there is one, the lock, the ownership
+record, the audit trail and heal's restart records go to its PostgreSQL (hephaestus.yaml
+`state: {database}`); without one they are files under stateDir, which must then be a claim
 (state.existingClaim) or be declared throwaway (state.ephemeral: true).
 */}}
 {{- define "hephaestus.stateDatabase" -}}
-{{- $db := (.Values.lock | default dict).database | default ((((.Values.heal | default dict).state) | default dict).database) | default "" -}}
+{{- $db := .Values.state.database | default (.Values.lock | default dict).database | default ((((.Values.heal | default dict).state) | default dict).database) | default "" -}}
 {{- if and (not $db) (not .Values.state.existingClaim) (not .Values.state.ephemeral) -}}
-{{- fail "state: the audit trail and heal's restart budget would sit on an emptyDir and reset with every pod. Keep them in PostgreSQL (lock.database: one of databases), on a claim (state.existingClaim), or accept that with state.ephemeral: true" -}}
+{{- fail "state: the audit trail and heal's restart budget would sit on an emptyDir and reset with every pod. Keep them in PostgreSQL (state.database: one of databases), on a claim (state.existingClaim), or accept that with state.ephemeral: true" -}}
 {{- end -}}
 {{- $db -}}
 {{- end -}}
@@ -178,21 +179,22 @@ ownership record); without one they are files under stateDir, which must then be
 {{- $stateDb := include "hephaestus.stateDatabase" . -}}
 {{- $project := dict "clusters" $clusters -}}
 {{- if $stateDb -}}
-{{- $_ := set $project "audit" (dict "database" $stateDb) -}}
+{{- $_ := set $project "state" (dict "database" $stateDb) -}}
 {{- else -}}
 {{- $_ := set $project "audit_log" (printf "%s/audit.jsonl" (include "hephaestus.stateDir" .)) -}}
 {{- end -}}
 {{- $_ := set $project "name" (.Values.projectName | default (printf "%s.%s" .Release.Namespace .Release.Name)) -}}
 {{- if $databases -}}{{- $_ := set $project "databases" $databases -}}{{- end -}}
 {{- with .Values.policy -}}{{- $_ := set $project "policy" . -}}{{- end -}}
-{{- with .Values.lock -}}{{- $_ := set $project "lock" . -}}{{- end -}}
+{{- with omit (.Values.lock | default dict) "database" -}}{{- $_ := set $project "lock" . -}}{{- end -}}
 {{- with include "hephaestus.secretFile" (list "slack.webhookSecret" .Values.slack.webhookSecret) -}}
 {{- $_ := set $project "slack" (dict "webhook_file" .) -}}
 {{- end -}}
 {{- $heal := deepCopy (.Values.heal | default dict) -}}
-{{- if and (not $heal.state) $stateDb -}}
-{{- $_ := set $heal "state" (dict "database" $stateDb) -}}
-{{- else if not $heal.state -}}
+{{- if and $heal.state $heal.state.database -}}
+{{- $_ := unset $heal "state" -}}
+{{- end -}}
+{{- if and (not $heal.state) (not $stateDb) -}}
 {{- $_ := set $heal "state" (dict "file" (printf "%s/heal-state.json" (include "hephaestus.stateDir" .))) -}}
 {{- end -}}
 {{- $_ := set $project "heal" $heal -}}

@@ -4,9 +4,9 @@ Only an owned JDBC sink absent from git may be deleted, so the record must be sh
 runner of the deployment (Helm hooks, the heal CronJob, CI's dry run), outlive their pods and
 be readable without writing. It lives where the cluster lock lives, for the same reason: the
 runs that serialise on one lock are the runs that share one fleet. That is a table in the
-lock database (`lock.database`, else heal's state database), else a JSON file beside the
-file locks (one machine). Why not a marker key in each connector's config, nor a compacted
-topic: see ARCHITECTURE.md ("Ownership").
+state database (`state: {database}`), else a JSON file beside the file locks (one
+machine). Why not a marker key in each connector's config, nor a compacted topic: see
+ARCHITECTURE.md ("Ownership").
 
 A record is keyed by (project, cluster, connector); the scope (`select` at claim time) and
 how it was claimed are kept beside it. Claims and releases happen under the cluster lock.
@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from hephaestus import pg
 from hephaestus.errors import HephaestusError, InputError
-from hephaestus.lock import create_table, state_dsn
-from hephaestus.project import Project
+from hephaestus.state import schema
 from hephaestus.yamlsrc import load_json, save_json
 
 
@@ -55,7 +55,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class FileStore:
+class OwnershipFile:
     """{project: {cluster: {connector: claim}}} in one JSON file, replaced atomically."""
 
     def __init__(self, path: Path) -> None:
@@ -108,13 +108,7 @@ def _claim(name: str, raw: Any, where: Path | str) -> Claim:
     return Claim(name, raw["scope"], raw["how"], raw["run_id"], str(raw.get("since", "")))
 
 
-_DDL = """CREATE TABLE IF NOT EXISTS hephaestus_ownership (
-  project text NOT NULL, cluster text NOT NULL, connector text NOT NULL, scope text NOT NULL,
-  how text NOT NULL, run_id text NOT NULL, since timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (project, cluster, connector))"""
-
-
-class PgStore:
+class OwnershipTable:
     """One row per owned connector; every call is its own short transaction."""
 
     def __init__(self, dsn: str) -> None:
@@ -149,14 +143,10 @@ class PgStore:
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
-        import psycopg  # only deployments with a state database pay for the import
-
-        try:
-            with psycopg.connect(self.dsn, connect_timeout=10) as conn:  # commits on a clean exit
-                create_table(conn, _DDL)
-                yield conn
-        except psycopg.Error as exc:
-            raise OwnershipUnavailable(f"ownership record (database): {str(exc).splitlines()[0]}") from exc
+        # Committed on a clean exit; every driver error is the record being unavailable.
+        with pg.session(self.dsn, "ownership record (database)", error=OwnershipUnavailable, autocommit=False) as conn:
+            schema.ensure(conn, "ownership")
+            yield conn
 
 
 def claims_of(names: Iterable[str], scope: str, how: str, run_id: str) -> list[Claim]:
@@ -180,9 +170,3 @@ def owns(claim: Claim, fingerprint: str | None) -> bool:
     if not claim.how.startswith(RELEASING):
         return True
     return fingerprint is not None and claim.how == RELEASING + fingerprint
-
-
-def store_for(project: Project) -> Store:
-    """The lock database's table, else the file beside the file locks."""
-    dsn = state_dsn(project)
-    return PgStore(dsn) if dsn else FileStore(project.base / ".hephaestus" / "ownership.json")

@@ -1,24 +1,24 @@
 """Where heal remembers restart counts between cron runs, under a lock (edge).
 
-A PostgreSQL table in a configured database for the cron job (pods come and go), a local JSON
-file for one-off runs. The lock is taken without waiting: a second heal run at the same time
-finds it held and restarts nothing, so no connector is restarted twice.
+A PostgreSQL table in the state database for the cron job (pods come and go), a local JSON
+file for one-off runs. The heal lock is the state's lock (state.lock) of the key `heal`,
+taken without waiting: a second heal run at the same time finds it held and restarts
+nothing, so no connector is restarted twice.
 """
 
 from __future__ import annotations
 
-import fcntl
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Protocol
+from typing import Any, Protocol
 
-import psycopg
-from psycopg.types.json import Jsonb
-
+from hephaestus import pg
 from hephaestus.errors import HephaestusError, InputError
-from hephaestus.heal.policy import Record
-from hephaestus.lock import create_table
+from hephaestus.state import schema
+from hephaestus.state.lock import FileLock, Holder, Lock, LockBusy, PgLock, new_run_id
+from hephaestus.state.records import HealRecord as Record
 from hephaestus.yamlsrc import clip, load_json, save_json
 
 Records = dict[str, Record]
@@ -28,8 +28,8 @@ class HealBusy(HephaestusError):
     """Another heal run holds the lock."""
 
 
-class StateStore(Protocol):
-    def __enter__(self) -> StateStore: ...
+class HealStore(Protocol):
+    def __enter__(self) -> HealStore: ...
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
@@ -42,24 +42,36 @@ def _record(raw: dict[str, object]) -> Record:
     return Record(**{k: v for k, v in raw.items() if k in Record.__dataclass_fields__})  # type: ignore[arg-type]
 
 
-class FileStore:
+class _Locked:
+    """Holds the heal lock from `__enter__` to `__exit__`, never waiting for it."""
+
+    _stack: ExitStack | None = None
+
+    def _hold(self, lock: Lock, busy: str) -> None:
+        stack = ExitStack()
+        try:
+            stack.enter_context(lock.held(Holder(new_run_id(), "heal").now(), 0.0))
+        except LockBusy as exc:
+            raise HealBusy(busy) from exc
+        self._stack = stack
+
+    def _release(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+
+
+class HealFile(_Locked):
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock: IO[str] | None = None
 
-    def __enter__(self) -> FileStore:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.path.with_suffix(".lock"), "w")  # noqa: SIM115 - held until exit
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            self._lock.close()
-            raise HealBusy(f"another heal run holds {self.path.with_suffix('.lock')}") from exc
+    def __enter__(self) -> HealFile:
+        lock = FileLock(self.path.parent, f"heal {self.path}", self.path.with_suffix(".lock"))
+        self._hold(lock, f"another heal run holds {lock.path}")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._lock:
-            self._lock.close()  # closing releases the flock
+        self._release()  # closing the lock file releases the flock
 
     def _all(self) -> dict[str, dict[str, dict[str, object]]]:
         if not self.path.exists():
@@ -113,60 +125,60 @@ _FIELDS: dict[str, tuple[type, ...]] = {
 }
 
 
-_DDL = """CREATE TABLE IF NOT EXISTS hephaestus_heal_state (
-  cluster text NOT NULL, connector text NOT NULL, record jsonb NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (cluster, connector))"""
-_LOCK_KEY = 0x4E45_414C  # one advisory lock for every heal run against this database
-
-
-class PgStore:
+class HealTable(_Locked):
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
-        self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+        self._conn: Any = None
 
-    def __enter__(self) -> PgStore:
+    def __enter__(self) -> HealTable:
+        self._hold(PgLock(self.dsn, "heal"), "another heal run holds the heal lock (pg advisory lock)")
         try:
-            self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise HephaestusError(f"heal state database: {exc}") from exc
-        row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK_KEY]).fetchone()
-        if not row or not row[0]:
-            self._conn.close()
-            raise HealBusy("another heal run holds the heal lock (pg advisory lock)")
-        create_table(self._conn, _DDL)
+            self._conn = pg.connect(self.dsn, "heal state database", application="hephaestus heal")
+            with pg.errors("heal state database"):
+                schema.ensure(self._conn, "heal")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._conn:
-            self._conn.close()  # ending the session releases the advisory lock
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        self._release()  # ending the lock's session releases the advisory lock
 
-    def _db(self) -> psycopg.Connection[tuple[object, ...]]:
+    def _db(self) -> Any:
         assert self._conn is not None, "use the store as a context manager"
         return self._conn
 
     def peek(self, cluster: str) -> Records:
         """The records as last saved, on a connection of its own and without the heal lock."""
+        from psycopg.errors import UndefinedTable
+
         try:
-            with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+            with pg.session(self.dsn, "heal state database", application="hephaestus status") as conn:
                 rows = conn.execute(
                     "SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster]
                 ).fetchall()
-        except psycopg.errors.UndefinedTable:
-            return {}  # heal never ran against this database
-        except psycopg.Error as exc:
-            raise HephaestusError(f"heal state database: {exc}") from exc
+        except pg.DatabaseError as exc:
+            if isinstance(exc.__cause__, UndefinedTable):
+                return {}  # heal never ran against this database
+            raise
         return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
 
     def load(self, cluster: str) -> Records:
-        rows = (
-            self._db()
-            .execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
-            .fetchall()
-        )
+        with pg.errors("heal state database"):
+            rows = (
+                self._db()
+                .execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
+                .fetchall()
+            )
         return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
 
     def save(self, cluster: str, records: Records) -> None:
-        with self._db().transaction():
+        from psycopg.types.json import Jsonb
+
+        with pg.errors("heal state database"), self._db().transaction():
             self._db().execute("DELETE FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
             for name, record in records.items():
                 self._db().execute(

@@ -1,0 +1,43 @@
+"""What the audit journal records of a reconcile step: its intent before the write, its
+outcome after, with the config hashes before and after and the keys that changed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hephaestus.reconciler.model import config_hash
+from hephaestus.reconciler.outcome import StepResult
+from hephaestus.reconciler.plan import Step
+from hephaestus.state.audit import Journal
+
+
+class StepJournal:
+    """A cluster's journal in one run, and its live configs before the run (for the hashes)."""
+
+    def __init__(self, journal: Journal, before: Mapping[str, Mapping[str, str]]) -> None:
+        self.journal = journal
+        self.before = before
+
+    def __enter__(self) -> StepJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.journal.close()
+
+    def check(self) -> None:
+        self.journal.check()
+
+    def intent(self, step: Step) -> None:
+        self.journal.event(step.name, step.action, "intent", "", self._about(step))
+
+    def outcome(self, step: Step, result: StepResult) -> None:
+        self.journal.event(step.name, step.action, "ok" if result.ok else "failed", result.detail, self._about(step))
+
+    def _about(self, step: Step) -> dict[str, Any]:
+        return {
+            "renamed_from": step.renamed_from or None,
+            "config_hash_before": config_hash(self.before.get(step.renamed_from or step.name)),
+            "config_hash_after": None if step.action == "delete" else config_hash(step.config),
+            "changed_keys": [c.key for c in step.changes],
+        }

@@ -1,0 +1,210 @@
+"""Reconcile's workflow: plan, review, approve, apply (Terraform's, for Connect).
+
+The CLI parses flags into a `Request`, calls `prepare` and `approve`, and prints; every
+decision is made here: which sealed plan rules, whether `--out` may be written, the options
+of the run, whether a plan shown on a terminal may apply, and the exit code.
+
+- `--dry-run` plans and changes nothing; `--out plan.json` seals that plan (its steps, what it
+  was computed from, the options) for `--plan`.
+- `--plan plan.json` executes exactly those steps once the seal and every precondition hold,
+  or nothing (a stale plan exits 2; an edited, truncated or foreign one exits 1).
+- Otherwise, on a terminal the plan is shown and applied only after `yes`; without a terminal
+  `--auto-approve` is required (the jobs of Helm hooks and cron pass it: they are automation).
+  The plan shown is sealed in memory and applied as a saved one is: if anything moved between
+  showing and applying, nothing is applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+from hephaestus.errors import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, HephaestusError, InputError
+from hephaestus.project import Cluster, Project
+from hephaestus.reconciler import apply, sealed
+from hephaestus.reconciler.outcome import ClusterOutcome
+from hephaestus.reconciler.run import RunOptions, apply_options_of
+from hephaestus.safety.gate import allow_of
+from hephaestus.state.backend import timeout_of
+
+T = TypeVar("T")
+
+# Options whose value decides what a plan covers: fixed by a sealed plan (flag as typed).
+_SCOPE = {
+    "clusters": "--cluster",
+    "targets": "--target",
+    "force": "--force",
+    "allow_destructive": "--allow-destructive",
+    "deploy_custom": "--deploy-custom-sinks",
+    "send_snapshot": "--send-incremental-snapshot",
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for, parsed: the flags that are not the plan's scope."""
+
+    given: sealed.Options
+    dry_run: bool = False
+    drift_exit: bool = False  # --exit-code
+    drift_only: bool = False
+    plan_file: Path | None = None
+    out: Path | None = None
+    lock_timeout_s: float | None = None
+    batch_size: int | None = None
+    batch_interval_s: float | None = None
+    max_failures: int | None = None
+    auto_approve: bool = False
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run ready to go: the options that rule (a sealed plan's, else the given), the clusters."""
+
+    scope: sealed.Options
+    clusters: list[Cluster]
+    options: RunOptions
+    seal: sealed.Sealed | None
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.seal is None and not self.options.dry_run
+
+
+def prepare(
+    project: Project, request: Request, progress: apply.Progress | None, note: Callable[[str], None]
+) -> Prepared:
+    """Check the request (nothing is read from Connect until it holds) and build the run."""
+    allow_of(request.given.allow_destructive)  # an unknown effect is an error before anything is read
+    seal = _sealed_plan(project, request, note)
+    scope = seal.options if seal is not None else request.given
+    clusters = project.select(scope.clusters)
+    if request.out:
+        check_out(request.out, project, request.dry_run)
+    return Prepared(scope, clusters, options_of(project, request, scope, seal, progress), seal)
+
+
+def _sealed_plan(project: Project, request: Request, note: Callable[[str], None]) -> sealed.Sealed | None:
+    """The sealed plan of --plan, checked (seal, signature, shape, files); its options rule."""
+    if not request.plan_file:
+        return None
+    if request.out:
+        raise InputError("--out", "a sealed plan is applied as it is: --out makes a new one (with --dry-run)")
+    given = request.given.as_dict()
+    changed = [flag for key, flag in _SCOPE.items() if given[key] not in ((), [], False, "")]
+    if changed:
+        raise InputError(changed[0], f"the plan fixes what it covers: {', '.join(changed)} cannot be given with --plan")
+    plan = sealed.load(request.plan_file, project)
+    note(f"applying plan {plan.id} ({request.plan_file})")
+    return plan
+
+
+def check_out(out: Path, project: Project, dry_run: bool) -> None:
+    """--out seals a dry run's plan; it never overwrites an input, nor a file that is no plan."""
+    if not dry_run:
+        raise InputError("--out", "--out saves a plan: use it with --dry-run (then apply it with --plan)")
+    target = out.resolve()
+    inputs = {
+        Path(project.file).resolve(),
+        *(c.secrets_file.resolve() for c in project.clusters.values() if c.secrets_file),
+    }
+    if project.audit_log:
+        inputs.add(project.audit_log.resolve())
+    folders = [c.connectors.resolve() for c in project.clusters.values()] + [(project.base / ".hephaestus").resolve()]
+    if target in inputs or any(f == target or f in target.parents for f in folders):
+        raise InputError(str(out), "--out would overwrite an input of hephaestus: name a file of its own")
+    if target.exists() and not _is_plan(target):
+        raise InputError(str(out), "--out would overwrite a file that is not a hephaestus plan")
+
+
+def _is_plan(path: Path) -> bool:
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"hephaestus_plan"' in head
+
+
+def options_of(
+    project: Project,
+    request: Request,
+    scope: sealed.Options,
+    seal: sealed.Sealed | None,
+    progress: apply.Progress | None,
+) -> RunOptions:
+    """The run's options: the project's policy, overridden by the flags given."""
+    applying = apply_options_of(project, progress)
+    applying = replace(
+        applying,
+        batch_size=_given(request.batch_size, applying.batch_size),
+        batch_interval_s=_given(request.batch_interval_s, applying.batch_interval_s),
+        max_failures=_given(request.max_failures, applying.max_failures),
+    )
+    return RunOptions(
+        dry_run=request.dry_run,
+        force=scope.force,
+        deploy_custom=scope.deploy_custom,
+        apply=applying,
+        drift_only=request.drift_only,
+        unassigned_grace_s=project.policy.unassigned_grace_s,
+        lock_timeout_s=timeout_of(project, request.lock_timeout_s),
+        allow=allow_of(scope.allow_destructive),
+        targets=tuple(scope.targets),
+        sealed=seal,
+    )
+
+
+def _given(flag: T | None, policy: T) -> T:
+    return policy if flag is None else flag
+
+
+Outcomes = Sequence[ClusterOutcome]
+
+
+@dataclass(frozen=True)
+class Approval:
+    """What the review of a plan decided: apply `sealed`, or stop with `exit_code`."""
+
+    sealed: sealed.Sealed | None = None
+    exit_code: int = EXIT_OK
+
+
+def approve(
+    project: Project,
+    prepared: Prepared,
+    preview: Callable[[RunOptions], Outcomes],
+    ask: Callable[[Outcomes], str] | None,
+) -> Approval:
+    """Show the plan and ask for `yes` (Terraform's prompt); what was shown is sealed and is
+    what may apply. `ask` is None without a terminal: then nothing is applied unasked."""
+    if ask is None:
+        raise HephaestusError(
+            "reconcile would apply changes without a terminal to confirm them: pass "
+            "--auto-approve (the `job run` jobs do), or review with --dry-run --out and "
+            "apply with --plan"
+        )
+    shown = preview(replace(prepared.options, dry_run=True))
+    if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in shown):
+        stopped = any(o.refused or o.failed for o in shown)
+        return Approval(exit_code=exit_code(shown, True, False) if stopped else EXIT_OK)
+    if ask(shown).strip() != "yes":
+        raise HephaestusError("apply cancelled: nothing was changed")
+    return Approval(sealed.build(project, shown, prepared.scope, prepared.clusters))
+
+
+def exit_code(outcomes: Outcomes, dry_run: bool, drift_exit: bool) -> int:
+    """The exit policy (Helm hooks and cron read it): 1 a failure, 2 a refusal, or with
+    --dry-run --exit-code drift or an unhealthy managed connector; 1 when an apply left a
+    managed connector unhealthy; else 0."""
+    if any(o.failed for o in outcomes):
+        return EXIT_ERROR
+    if any(o.refused for o in outcomes):
+        return EXIT_DRIFT
+    unhealthy = any(o.unhealthy for o in outcomes)
+    if not dry_run and unhealthy:
+        return EXIT_ERROR  # the apply did not leave git's connectors running
+    if dry_run and drift_exit and (unhealthy or any(o.drift for o in outcomes)):
+        return EXIT_DRIFT
+    return EXIT_OK

@@ -1,0 +1,109 @@
+"""The typed settings of the project file: defaults declared once, the schema carrying them,
+and the one `state: {database}` with the keys of earlier releases still honoured."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from hephaestus.project import load_project
+from hephaestus.settings import (
+    NOT_KEYS,
+    SECTIONS,
+    HealSettings,
+    LockSettings,
+    PolicySettings,
+    StateSettings,
+    schema_defaults,
+)
+from tests.unit.conftest import REPO
+
+SCHEMA = json.loads((REPO / "hephaestus" / "project.schema.json").read_text())
+PARTS = ("lock", "ownership", "heal", "audit")
+# Keys of a section that are not settings of their own (earlier releases' database keys, and
+# heal's `state` object, whose `file` becomes HealSettings.state_file).
+SCHEMA_ONLY = {"lock": {"database"}, "heal": {"state"}}
+
+
+def section(name: str) -> dict[str, dict[str, object]]:
+    props: dict[str, dict[str, object]] = SCHEMA["properties"][name]["properties"]
+    return props
+
+
+@pytest.mark.parametrize("name", sorted(SECTIONS))
+def test_the_schema_and_the_models_have_the_same_keys(name: str) -> None:
+    keys = {f.name for f in fields(SECTIONS[name])} - NOT_KEYS.get(name, set())
+    assert set(section(name)) - SCHEMA_ONLY.get(name, set()) == keys
+
+
+@pytest.mark.parametrize("name", sorted(SECTIONS))
+def test_the_schema_declares_the_models_defaults(name: str) -> None:
+    declared = {k: v["default"] for k, v in section(name).items() if "default" in v}
+    assert declared == schema_defaults()[name], "copy settings.schema_defaults() into project.schema.json"
+
+
+def test_heals_state_file_default_is_the_schemas() -> None:
+    assert section("heal")["state"]["properties"]["file"]["default"] == HealSettings().state_file  # type: ignore[index]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "hephaestus.yaml"
+    path.write_text("clusters: {c: {url: 'http://c:8083', connectors: c}}\ndatabases: {s: {dsn: 'dbname=s'}}\n" + text)
+    return path
+
+
+def test_absent_sections_take_the_defaults(tmp_path: Path) -> None:
+    project = load_project(write(tmp_path, ""))
+    assert (project.policy, project.heal, project.lock, project.state) == (
+        PolicySettings(),
+        HealSettings(),
+        LockSettings(),
+        StateSettings(),
+    )
+
+
+def test_sections_are_typed_as_the_models_say(tmp_path: Path) -> None:
+    text = (
+        "policy: {ignore_keys: [a], max_deletes: 3, ready_timeout_s: 5, max_failures: 2}\n"
+        "heal: {exclude: [x_*], backoff_unit_s: 1, state: {file: h.json}}\nlock: {timeout_s: 7}\n"
+    )
+    project = load_project(write(tmp_path, text))
+    assert project.policy == PolicySettings(ignore_keys=("a",), max_deletes=3, ready_timeout_s=5.0, max_failures=2)
+    assert project.heal == HealSettings(exclude=("x_*",), backoff_unit_s=1.0, state_file="h.json")
+    assert isinstance(project.policy.ready_timeout_s, float) and project.lock == LockSettings(7.0)
+
+
+def test_one_state_database_keeps_every_part(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        project = load_project(write(tmp_path, "state: {database: s}\n"))
+    assert {p: project.state.database_of(p) for p in PARTS} == dict.fromkeys(PARTS, "s")
+    assert "deprecated" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("lock: {database: s}\n", {"lock": "s", "ownership": "s", "heal": None, "audit": None}),
+        ("heal: {state: {database: s}}\n", {"lock": "s", "ownership": "s", "heal": "s", "audit": None}),
+        ("audit: {database: s}\n", {"lock": None, "ownership": None, "heal": None, "audit": "s"}),
+    ],
+)
+def test_the_keys_of_earlier_releases_still_choose_their_part_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str, where: dict[str, str | None]
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        project = load_project(write(tmp_path, text))
+    assert {p: project.state.database_of(p) for p in PARTS} == where
+    assert "is deprecated: use `state: {database: s}`" in caplog.text
+
+
+def test_the_state_database_wins_over_the_keys_of_earlier_releases(tmp_path: Path) -> None:
+    text = "databases: {s: {}, old: {}}\nstate: {database: s}\nlock: {database: old}\naudit: {database: old}\n"
+    path = tmp_path / "hephaestus.yaml"
+    path.write_text("clusters: {c: {url: 'http://c:8083', connectors: c}}\n" + text)
+    project = load_project(path)
+    assert {p: project.state.database_of(p) for p in PARTS} == dict.fromkeys(PARTS, "s")
