@@ -41,9 +41,10 @@ class DatabaseError(HephaestusError):
     """A database hephaestus reads or writes failed, or could not be reached."""
 
 
-def text(exc: BaseException) -> str:
-    """A driver's error as one redacted line."""
-    return REDACTOR(" ".join(first_line(exc).split()))
+def text(exc: BaseException, whole: bool = False) -> str:
+    """A driver's error as one redacted line: its first line, or (`whole`) all its lines
+    joined, where the DETAIL is what the user needs (a snapshot's checks)."""
+    return REDACTOR(" ".join((str(exc) if whole else first_line(exc)).split()))
 
 
 def driver_errors() -> tuple[type[BaseException], ...]:

@@ -1,10 +1,8 @@
-"""Read table columns and primary keys from a live PostgreSQL (edge: psycopg)."""
+"""Read table columns and primary keys from a live PostgreSQL (through the PostgreSQL edge)."""
 
 from __future__ import annotations
 
-import psycopg
-
-from hephaestus.errors import HephaestusError
+from hephaestus import pg
 from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
 
 _COLUMNS = """
@@ -31,12 +29,9 @@ ORDER BY n.nspname, cl.relname, array_position(i.indkey::int2[], a.attnum)
 
 def dump(dsn: str, database: str) -> Catalog:
     """The catalog of `database` (the DSN's dbname is overridden by `database`)."""
-    try:
-        with psycopg.connect(dsn, dbname=database, connect_timeout=10) as conn:
-            columns = conn.execute(_COLUMNS).fetchall()
-            keys = conn.execute(_PRIMARY_KEYS).fetchall()
-    except psycopg.Error as exc:
-        raise HephaestusError(f"cannot read schema of database {database!r}: {exc}") from exc
+    with pg.session(dsn, f"cannot read schema of database {database!r}", dbname=database) as conn:
+        columns = conn.execute(_COLUMNS).fetchall()
+        keys = conn.execute(_PRIMARY_KEYS).fetchall()
     cols: dict[TableRef, list[Column]] = {}
     for schema, table, name, type_ in columns:
         cols.setdefault(TableRef(schema, table), []).append(Column(name, type_))

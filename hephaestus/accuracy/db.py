@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import sql
 
+from hephaestus import pg
 from hephaestus.accuracy import queries
 from hephaestus.accuracy.model import Key
 from hephaestus.accuracy.queries import Query, Range, TableQuery
-from hephaestus.errors import HephaestusError, first_line
+from hephaestus.errors import HephaestusError
 from hephaestus.generator.model import TableRef
 from hephaestus.project import Project
 
@@ -57,10 +58,9 @@ def dsn_for(project: Project, database: str) -> str | None:
 
 def connect(dsn: str, database: str) -> Connection:
     """A read-only REPEATABLE READ session: every query of a side sees one snapshot."""
-    try:
-        conn = psycopg.connect(dsn, connect_timeout=10, application_name="hephaestus accuracy")
-    except psycopg.Error as exc:
-        raise HephaestusError(f"cannot connect to database {database}: {first_line(exc)}") from exc
+    conn = pg.connect(
+        dsn, f"cannot connect to database {database}", autocommit=False, application="hephaestus accuracy"
+    )
     conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
     conn.read_only = True
     conn.execute(_SESSION)

@@ -14,14 +14,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-import psycopg
-
+from hephaestus import pg
 from hephaestus.accuracy import db, pairs
 from hephaestus.accuracy.bisect import DeepOptions, deep_diff
 from hephaestus.accuracy.db import Connection, PgSide, TableInfo
 from hephaestus.accuracy.model import Counts, Filters, KeyDiff, Report, TablePair, TableResult, judge
 from hephaestus.accuracy.queries import NATIVE_TYPES, TableQuery
-from hephaestus.errors import HephaestusError, InputError, InputErrors, first_line
+from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.generator.model import Definition
 from hephaestus.project import Project
 
@@ -100,8 +99,8 @@ def compare(job: _Job) -> TableResult:
             result = _compare(job, source, sink)
     except HephaestusError as exc:
         result = TableResult(job.pair, "error", error=str(exc))
-    except psycopg.Error as exc:
-        result = TableResult(job.pair, "error", error=first_line(exc))
+    except pg.driver_errors() as exc:  # a query's error: this table's, redacted
+        result = TableResult(job.pair, "error", error=pg.text(exc))
     return replace(result, seconds=round(time.monotonic() - start, 3))
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
-from hephaestus.errors import HephaestusError, first_line
+from hephaestus import pg
 from hephaestus.reconciler.publications import Change, Published
 
 
@@ -53,26 +54,6 @@ def table_ident(name: str) -> Any:
     return sql.Identifier(schema or "public", table)
 
 
-class _connect:
-    """A short autocommit session; every psycopg error becomes one line naming the database."""
-
-    def __init__(self, dsn: str, database: str) -> None:
-        self.dsn, self.database = dsn, database
-
-    def __enter__(self) -> Any:
-        import psycopg  # only a project with source databases pays for the import
-
-        try:
-            self.conn = psycopg.connect(
-                self.dsn, autocommit=True, connect_timeout=10, application_name="hephaestus publications"
-            )
-        except psycopg.Error as exc:
-            raise HephaestusError(f"database {self.database}: {first_line(exc)}") from exc
-        return self.conn
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        import psycopg
-
-        self.conn.close()
-        if isinstance(exc, psycopg.Error):
-            raise HephaestusError(f"database {self.database}: {first_line(exc)}") from exc
+def _connect(dsn: str, database: str) -> AbstractContextManager[Any]:
+    """A short autocommit session; every driver error becomes one line naming the database."""
+    return pg.session(dsn, f"database {database}", application="hephaestus publications")

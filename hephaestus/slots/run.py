@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hephaestus import pg
 from hephaestus.clients import ClientFactory, connect_client
-from hephaestus.errors import HephaestusError, first_line
+from hephaestus.errors import HephaestusError
 from hephaestus.project import Cluster, Project
 from hephaestus.safety.effects import Effect, of_slot_drop
 from hephaestus.safety.gate import Allow, Cleared, Item, check
@@ -36,13 +37,8 @@ class SlotReport:
 
 
 def read_slots(dsn: str, database: str) -> list[Slot]:
-    import psycopg
-
-    try:
-        with psycopg.connect(dsn, connect_timeout=10, autocommit=True, application_name="hephaestus slots") as conn:
-            rows = conn.execute(_SLOTS).fetchall()
-    except psycopg.Error as exc:
-        raise HephaestusError(f"database {database}: {first_line(exc)}") from exc
+    with pg.session(dsn, f"database {database}", application="hephaestus slots") as conn:
+        rows = conn.execute(_SLOTS).fetchall()
     return [
         Slot(
             database,
@@ -164,8 +160,6 @@ def clear_drop(found: SlotReport, database: str, name: str, allow: Allow) -> tup
 
 def drop(project: Project, database: str, name: str, judged: Judged, cleared: Cleared) -> None:
     """Drop an orphan slot the gate cleared, audited before and after."""
-    import psycopg
-
     if name not in cleared.names() or cleared.cluster != f"database {database}":
         raise HephaestusError(f"slot {name}: not cleared by the gate (a bug): nothing dropped")
     with journal_for(project, f"database {database}", new_run_id()) as journal:
@@ -173,9 +167,9 @@ def drop(project: Project, database: str, name: str, judged: Judged, cleared: Cl
         detail = f"slot {name} of database {database} ({judged.reason or 'retaining no WAL'})"
         journal.event(name, "slot-drop", "intent", detail)
         try:
-            with psycopg.connect(project.dsn(database, "slots"), connect_timeout=10, autocommit=True) as conn:
+            with pg.session(project.dsn(database, "slots"), f"slot {name} not dropped") as conn:
                 conn.execute("SELECT pg_drop_replication_slot(%s)", [name])
-        except psycopg.Error as exc:
-            journal.event(name, "slot-drop", "failed", first_line(exc))
-            raise HephaestusError(f"slot {name} not dropped: {first_line(exc)}") from exc
+        except pg.DatabaseError as exc:
+            journal.event(name, "slot-drop", "failed", pg.text(exc.__cause__ or exc))
+            raise
         journal.event(name, "slot-drop", "ok", detail)

@@ -10,6 +10,7 @@ from typing import ParamSpec, TypeVar
 import psycopg
 from psycopg import sql
 
+from hephaestus import pg
 from hephaestus.errors import HephaestusError
 from hephaestus.polling import Bound, until
 from hephaestus.reconciler.pubdb import table_ident as _ident
@@ -17,10 +18,6 @@ from hephaestus.snapshot.signal import SIGNAL_TABLE_DDL, Signal
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _one_line(exc: psycopg.Error) -> str:
-    return " ".join(str(exc).split())  # libpq's messages span lines; the CLI prints one
 
 
 def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -32,7 +29,7 @@ def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             try:
                 return fn(*args, **kwargs)
             except psycopg.Error as exc:
-                raise HephaestusError(f"source database: {what} failed: {_one_line(exc)}") from exc
+                raise HephaestusError(f"source database: {what} failed: {pg.text(exc, whole=True)}") from exc
 
         return call
 
@@ -40,10 +37,10 @@ def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 
 def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:
-    try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
-    except psycopg.Error as exc:
-        raise HephaestusError(f"cannot connect to the source database: {_one_line(exc)}") from exc
+    conn: psycopg.Connection[tuple[object, ...]] = pg.connect(
+        dsn, "cannot connect to the source database", application="hephaestus snapshot"
+    )
+    return conn
 
 
 @_db_errors("checking the tables")
