@@ -4,6 +4,10 @@ One place for the broker calls of `dlq`, `status` and the exporter, each batched
 many partitions in one `list_offsets`, group positions requested together and awaited once.
 Every failure is a HephaestusError naming what was asked; librdkafka's own messages name only
 brokers and topics, never credentials (the bootstrap string holds none).
+
+The edge makes every client (`admin`, `consumer`, `producer`), so the test seam is one:
+`seam(admin=…, consumer=…, producer=…)` hands in fakes, as `httpx.MockTransport` does for
+HTTP and `pg.seam` for PostgreSQL. confluent-kafka is imported when a client is first made.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +49,45 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...]
 
 
-def _admin(bootstrap: str) -> Any:
+Factory = Callable[[dict[str, Any]], Any]
+_fakes: dict[str, Factory] = {}  # the seam: a client kind -> its fake's factory
+
+
+def _client(kind: str, config: dict[str, Any]) -> Any:
+    if kind in _fakes:
+        return _fakes[kind](config)
+    import confluent_kafka
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(TIMEOUT_S * 1000)})
+    made: dict[str, Factory] = {
+        "admin": AdminClient,
+        "consumer": confluent_kafka.Consumer,
+        "producer": confluent_kafka.Producer,
+    }
+    return made[kind](config)
+
+
+def consumer(config: dict[str, Any]) -> Any:
+    """A consumer of `config` (librdkafka's keys)."""
+    return _client("consumer", config)
+
+
+@contextmanager
+def seam(**fakes: Factory) -> Iterator[None]:
+    """Tests: the clients of the kinds given (admin, consumer, producer) come from these."""
+    unknown = set(fakes) - {"admin", "consumer", "producer"}
+    assert not unknown, f"no such Kafka client: {unknown}"
+    before = dict(_fakes)
+    _fakes.update(fakes)
+    try:
+        yield
+    finally:
+        _fakes.clear()
+        _fakes.update(before)
+
+
+def _admin(bootstrap: str) -> Any:
+    return _client("admin", {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(TIMEOUT_S * 1000)})
 
 
 def _wait(futures: Mapping[Any, Any], what: str) -> dict[Any, Any]:
@@ -134,12 +174,12 @@ def read(
 ) -> Iterator[Record]:
     """Records of each partition from its offset up to (not including) its end, partition after
     partition; at most `limit` in all. Bounded: a partition that stops yielding ends the read."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
     todo = {tp: o for tp, o in froms.items() if o < ends.get(tp, 0)}
     if not todo:
         return
-    consumer = Consumer(
+    reader = consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"hephaestus-read-{uuid.uuid4().hex}",
@@ -148,10 +188,10 @@ def read(
         }
     )
     try:
-        consumer.assign([TopicPartition(t, p, o) for (t, p), o in todo.items()])
-        yield from _drain(consumer, todo, ends, limit)
+        reader.assign([TopicPartition(t, p, o) for (t, p), o in todo.items()])
+        yield from _drain(reader, todo, ends, limit)
     finally:
-        consumer.close()
+        reader.close()
 
 
 def _drain(
@@ -201,17 +241,18 @@ def replay(
     half-way leaves every committed chunk sent once and every other one not at all (aborted,
     invisible to read_committed consumers): a rerun starts after the last committed chunk. The
     transactional id fences a second replay of the same records running at once."""
-    from confluent_kafka import Consumer, KafkaException, Producer
+    from confluent_kafka import KafkaException
 
-    producer = Producer(
+    producer = _client(
+        "producer",
         {
             "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id,
             "enable.idempotence": True,
             "acks": "all",
-        }
+        },
     )
-    group_of = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    group_of = consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     sent = 0
     try:
         producer.init_transactions(TIMEOUT_S * 3)

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from hephaestus import kafka
 from hephaestus.errors import HephaestusError
 from hephaestus.records import SchemaRegistry, decode
 
@@ -97,7 +98,7 @@ def _records(
     """Yields each record's notification (None: a record that is not one of ours), and
     CAUGHT_UP at the end of the topic (another notification kind, or a record that cannot be
     read, must not end the read early)."""
-    consumer = Consumer(
+    consumer = kafka.consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"hephaestus-{uuid.uuid4().hex}",
@@ -128,7 +129,7 @@ def _records(
         consumer.close()
 
 
-def _partitions(consumer: Consumer, topic: str) -> list[TopicPartition]:
+def _partitions(consumer: Any, topic: str) -> list[TopicPartition]:
     try:
         meta = consumer.list_topics(topic, timeout=10)
     except KafkaException as exc:
