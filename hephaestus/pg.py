@@ -92,6 +92,14 @@ def session(dsn: str, what: str, *, error: type[HephaestusError] = DatabaseError
         yield conn
 
 
+def table_ident(name: str) -> Any:
+    """`users` or `public.users` as the quoted identifier `"public"."users"` (publications, snapshot signals)."""
+    from psycopg import sql
+
+    schema, _, table = name.rpartition(".")
+    return sql.Identifier(schema or "public", table)
+
+
 def _connect_with() -> Factory:
     if _factory is not None:
         return _factory

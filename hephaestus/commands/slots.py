@@ -42,8 +42,8 @@ def slots(
 ) -> None:
     """Every logical replication slot: active, WAL retained, owner or orphan; exit 2 when one is
     over its limit, inactive or orphaned while retaining WAL, or lost; 1 on an error."""
+    from hephaestus.fleet.read import report
     from hephaestus.project import load_project
-    from hephaestus.slots.run import report
 
     project = load_project(project_file)
     found = report(project, databases)
@@ -75,7 +75,7 @@ def _row(j: Any) -> dict[str, Any]:
 
 
 def _text(found: Any) -> None:
-    from hephaestus.slots.model import size
+    from hephaestus.fleet.slots import size
 
     for j in found.judged:
         s = j.slot

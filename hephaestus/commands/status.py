@@ -72,7 +72,7 @@ def _tables(views: Any, show_all: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from hephaestus.slots.model import size
+    from hephaestus.fleet.slots import size
     from hephaestus.terminal import printable
 
     # A pipe or a log (cron, a Helm hook) gets whole names, not names folded to 80 columns.

@@ -66,7 +66,7 @@ def _definitions(definitions: Path, catalogs: Path) -> str:
 
 
 def _connector_files(project: Project) -> str:
-    from hephaestus.reconciler.desired import load_desired
+    from hephaestus.fleet.desired import load_desired
 
     files = sum(len(load_desired(c, include_custom=True)) for c in project.clusters.values())
     return f"{project.file} ({files} connector files in {len(project.clusters)} clusters)"

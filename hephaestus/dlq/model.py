@@ -17,7 +17,6 @@ from typing import Any
 from hephaestus.kafka import Record, Span
 from hephaestus.secrets import MASK, REDACTOR, is_sensitive
 
-DLQ_KEY = "errors.deadletterqueue.topic.name"
 ERROR_HEADER = "__connect.errors."
 # Shown by `dlq show`; the stack trace is long and may quote row values: left out.
 SHOWN = ("stage", "class.name", "exception.class.name", "exception.message", "topic", "partition", "offset")
@@ -35,11 +34,6 @@ class Dlq:
     @property
     def depth(self) -> int:
         return sum(s.depth for s in self.spans)
-
-
-def dlq_topics(configs: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """Sink name → its DLQ topic, for every connector that names one."""
-    return {name: c[DLQ_KEY] for name, c in sorted(configs.items()) if c.get(DLQ_KEY, "").strip()}
 
 
 def errors_of(record: Record) -> dict[str, str]:

@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 
 from hephaestus import kafka
 from hephaestus.clients import ClientFactory, connect_client
-from hephaestus.dlq.model import Dlq, Replay, dlq_topics, end_positions, own_headers, replay_of, start_positions
+from hephaestus.dlq.model import Dlq, Replay, end_positions, own_headers, replay_of, start_positions
 from hephaestus.errors import HephaestusError, InputError
+from hephaestus.fleet.topics import dlq_topics
 from hephaestus.kafka import Record
 from hephaestus.project import Cluster, Project
 from hephaestus.records import Decoded, SchemaRegistry, decode

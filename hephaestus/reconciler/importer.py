@@ -24,9 +24,9 @@ from pathlib import Path
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.fleet.desired import GENERATED, check_name, load_desired
 from hephaestus.generator.output import render_document, write_files
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.desired import GENERATED, check_name, load_desired
 from hephaestus.reconciler.plan import is_ksqldb_managed
 from hephaestus.safety.gate import Cleared, Item, clear, judge
 from hephaestus.secrets import REDACTOR, credentials_in, is_placeholder

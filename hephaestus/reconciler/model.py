@@ -10,18 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from hephaestus.safety.gate import Allow
+from hephaestus.fleet.model import Desired as Desired  # the plan's input, with Live
 from hephaestus.secrets import mask_config
-
-
-@dataclass(frozen=True)
-class Desired:
-    name: str
-    config: Mapping[str, str] = field(hash=False)
-    origin: str = ""
-    renamed_from: str = ""  # the live connector this one takes over (offsets and all)
-    allow: Allow = Allow()  # the file's `allow_destructive` (true, or effect codes): what of it may go
-    state: str = ""  # the file's `state` (RUNNING, PAUSED, STOPPED): converged by pause/resume/stop
 
 
 @dataclass(frozen=True)

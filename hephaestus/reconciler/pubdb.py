@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hephaestus import pg
+from hephaestus.pg import table_ident
 from hephaestus.reconciler.publications import Change, Published
 
 
@@ -44,14 +45,6 @@ def alter(dsn: str, change: Change) -> None:
                         pub, sql.SQL(", ").join(table_ident(t) for t in tables)
                     )
                 )
-
-
-def table_ident(name: str) -> Any:
-    """`users` or `public.users` as the quoted identifier `"public"."users"` (also for snapshots)."""
-    from psycopg import sql
-
-    schema, _, table = name.rpartition(".")
-    return sql.Identifier(schema or "public", table)
 
 
 def _connect(dsn: str, database: str) -> AbstractContextManager[Any]:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from hephaestus.fleet.sources import POSTGRES_SOURCE, SIGNAL_TABLE_DDL, captured, source_ref
 from hephaestus.reconciler.model import Desired, Live
-from hephaestus.reconciler.sources import POSTGRES_SOURCE, SIGNAL_TABLE_DDL, captured, source_ref
 
 Problems = dict[str, dict[str, tuple[str, ...]]]  # connector -> key -> messages (as config/validate)
 

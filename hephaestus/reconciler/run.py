@@ -23,11 +23,11 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.fleet.desired import held_back, load_desired
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, gating, pubdb, sealed
 from hephaestus.reconciler.claims import Claims
-from hephaestus.reconciler.desired import held_back, load_desired
 from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult

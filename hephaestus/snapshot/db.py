@@ -12,9 +12,10 @@ from psycopg import sql
 
 from hephaestus import pg
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.sources import SIGNAL_TABLE_DDL
+from hephaestus.pg import table_ident as _ident
 from hephaestus.polling import Bound, until
-from hephaestus.reconciler.pubdb import table_ident as _ident
-from hephaestus.snapshot.signal import SIGNAL_TABLE_DDL, Signal
+from hephaestus.snapshot.signal import Signal
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.sources import POSTGRES_SOURCE, SourceRef, source_ref
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.snapshot import db
-from hephaestus.snapshot.signal import POSTGRES_SOURCE, check_capturable, execute_snapshot, newly_captured
-from hephaestus.snapshot.source import SourceRef, dsn_for, source_ref
+from hephaestus.snapshot.signal import check_capturable, execute_snapshot, newly_captured
+from hephaestus.snapshot.source import dsn_for
 
 
 @dataclass(frozen=True)

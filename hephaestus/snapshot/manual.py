@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectorNotFound
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.sources import qualified, source_ref
 from hephaestus.project import Cluster, Project
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.gate import Cleared, Item, check
 from hephaestus.snapshot import db, notifications
-from hephaestus.snapshot.signal import Signal, check_capturable, execute_snapshot, qualified, stop_snapshot
-from hephaestus.snapshot.source import dsn_for, source_ref
+from hephaestus.snapshot.signal import Signal, check_capturable, execute_snapshot, stop_snapshot
+from hephaestus.snapshot.source import dsn_for
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hephaestus.errors import HephaestusError
-from hephaestus.reconciler.sources import POSTGRES_SOURCE as POSTGRES_SOURCE  # re-exported
-from hephaestus.reconciler.sources import SIGNAL_TABLE_DDL as SIGNAL_TABLE_DDL
-from hephaestus.reconciler.sources import captured as captured
-from hephaestus.reconciler.sources import qualified as qualified
+from hephaestus.fleet.sources import POSTGRES_SOURCE, captured
 
 SIGNAL_ID_MAX = 42  # the signal table's id is VARCHAR(42)
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

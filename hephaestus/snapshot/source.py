@@ -1,10 +1,8 @@
-"""Which database, slot, publication and signal table a source connector uses (pure + lookup)."""
+"""The DSN of the database a source connector reads (fleet.sources says which one it is)."""
 
 from __future__ import annotations
 
 from hephaestus.project import Project
-from hephaestus.reconciler.sources import SourceRef as SourceRef  # re-exported for the snapshot jobs
-from hephaestus.reconciler.sources import source_ref as source_ref
 
 
 def dsn_for(project: Project, database: str) -> str:

@@ -13,11 +13,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from hephaestus.fleet.read import configs_of, listings, read_all, report
 from hephaestus.notify.metrics import Metrics
 from hephaestus.project import Project
-from hephaestus.slots.run import read_all, report
 from hephaestus.status.metrics import slot_metrics, status_metrics
-from hephaestus.status.run import fleet_status, listings
+from hephaestus.status.run import fleet_status
 
 log = logging.getLogger("hephaestus.exporter")
 
@@ -27,15 +27,9 @@ def check(project: Project) -> Metrics:
     start = time.monotonic()
     clusters = list(project.clusters.values())
     listed = listings(clusters)
-    configs = {
-        name: {n: c.config for n, c in found.items()}
-        for name, found in listed.items()
-        if not isinstance(found, Exception)
-    }
-    errors = [f"cluster {name}: {found}" for name, found in listed.items() if isinstance(found, Exception)]
     read = read_all(project)  # the slots too: one query per database per check, shared
     metrics = status_metrics(fleet_status(project, clusters, listed, read))
-    slot_metrics(report(project, listed=(configs, errors), read=read), into=metrics)
+    slot_metrics(report(project, listed=configs_of(listed), read=read), into=metrics)
     metrics.set(
         "exporter_check_duration_seconds", "How long the last check of the fleet took.", time.monotonic() - start
     )

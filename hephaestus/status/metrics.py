@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from hephaestus.fleet.read import SlotReport
 from hephaestus.notify.metrics import Metrics
-from hephaestus.slots.run import SlotReport
 from hephaestus.status.model import ClusterView, ConnectorView
 
 

@@ -67,8 +67,3 @@ def lag(topics: Sequence[str], spans: Mapping[str, Sequence[Span]], committed: M
         for t in topics
         for s in spans.get(t, ())
     )
-
-
-def topics_of(config: Mapping[str, str]) -> tuple[str, ...]:
-    """A sink's `topics` list (a `topics.regex` sink is not resolved: no lag is shown for it)."""
-    return tuple(t.strip() for t in config.get("topics", "").split(",") if t.strip())

@@ -12,33 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from hephaestus import kafka
-from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect.models import LiveConnector
-from hephaestus.dlq.model import dlq_topics
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.fleet.desired import load_desired
+from hephaestus.fleet.read import Listings, Read, listings, read_all
+from hephaestus.fleet.slots import Limits, Slot, judge
+from hephaestus.fleet.topics import dlq_topics, topics_of
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.desired import load_desired
-from hephaestus.slots.model import Limits, Slot, judge
-from hephaestus.slots.run import Read, read_all
 from hephaestus.state.backend import heal_store
-from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of, topics_of
-
-Listings = Mapping[str, Mapping[str, LiveConnector] | HephaestusError]
-
-
-def listings(
-    clusters: Sequence[Cluster], *, client_factory: ClientFactory = connect_client
-) -> dict[str, dict[str, LiveConnector] | HephaestusError]:
-    """One Connect listing per cluster (what failed kept as the error), shared by status and
-    slots so that a check lists each cluster once."""
-    out: dict[str, dict[str, LiveConnector] | HephaestusError] = {}
-    for cluster in clusters:
-        try:
-            with client_factory(cluster) as client:
-                out[cluster.name] = client.fleet()
-        except HephaestusError as exc:
-            out[cluster.name] = exc
-    return out
+from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of
 
 
 def fleet_status(

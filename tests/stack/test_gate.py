@@ -114,7 +114,11 @@ def test_each_destructive_change_is_refused_with_zero_writes_through_each_path(
     assert other.writes() == []
     monkeypatch.delenv("HEPH_GATE_URL")
     live = connect.http.get(f"/connectors/{sink}/config").json()
+    mine = WorkerLog(stack)
     connect.put_config(sink, {**live, "batch.size": "5"})  # someone edits it by hand
+    # The worker logs a request after answering it: wait for this edit's line before reading
+    # the log from here on, or the hand edit is taken for a write of hephaestus (it was, once).
+    wait_until(lambda: mine.writes([sink]) or None, timeout=30, message="the hand edit in the worker log")
     log = WorkerLog(stack)
     refused(*fleet.cli("reconcile", "--project", project, "--plan", str(saved)), f"the live config or state of {sink}")
     assert connect.http.get(f"/connectors/{sink}/config").json()["batch.size"] == "5"

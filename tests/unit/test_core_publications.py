@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from hephaestus.fleet.sources import POSTGRES_SOURCE
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.publications import Change, Published, Source, sources, upkeep
-from hephaestus.reconciler.sources import POSTGRES_SOURCE
 
 KEY = ("bob", "pub")
 

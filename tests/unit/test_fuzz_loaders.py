@@ -30,10 +30,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.desired import load_desired
 from hephaestus.generator.catalogs import load_catalogs
 from hephaestus.generator.definitions import load_definitions
 from hephaestus.project import Cluster, load_project
-from hephaestus.reconciler.desired import load_desired
 from hephaestus.yamlsrc import core_scalar, load_json, load_yaml
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,8 +13,9 @@ import pytest
 
 from hephaestus.cli import run
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.sources import POSTGRES_SOURCE
 from hephaestus.snapshot import db
-from hephaestus.snapshot.signal import POSTGRES_SOURCE, execute_snapshot
+from hephaestus.snapshot.signal import execute_snapshot
 from tests.connect_double import ConnectDouble
 
 

@@ -14,15 +14,16 @@ import fastavro
 import httpx
 import pytest
 
-from hephaestus.dlq.model import dlq_topics, end_positions, errors_of, masked, own_headers, replay_of, start_positions
+from hephaestus.dlq.model import end_positions, errors_of, masked, own_headers, replay_of, start_positions
+from hephaestus.fleet.slots import Limits, Slot, droppable, judge, owners, size, uses
+from hephaestus.fleet.topics import dlq_topics, topics_of
 from hephaestus.kafka import Record, Span
 from hephaestus.records import SchemaRegistry, decode
 from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
 from hephaestus.settings import PolicySettings
-from hephaestus.slots.model import Limits, Slot, droppable, judge, owners, size, uses
 from hephaestus.snapshot.notifications import parse
-from hephaestus.status.model import ConnectorView, lag, problems_of, topics_of
+from hephaestus.status.model import ConnectorView, lag, problems_of
 from tests.schema_registry_double import transport
 
 NOTIFICATION = {

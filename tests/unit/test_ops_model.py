@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from hephaestus.dlq.model import ERROR_HEADER, replay_of
+from hephaestus.fleet.slots import DEFAULT_IDLE_MAX_RETAINED, DEFAULT_MAX_RETAINED, Limits, Slot, judge, size
 from hephaestus.kafka import Record
 from hephaestus.reconciler.waves import topic_prefix
 from hephaestus.settings import PolicySettings, of
-from hephaestus.slots.model import DEFAULT_IDLE_MAX_RETAINED, DEFAULT_MAX_RETAINED, Limits, Slot, judge, size
 
 MiB = 1 << 20
 LIMITS = Limits(100 * MiB, 10 * MiB)

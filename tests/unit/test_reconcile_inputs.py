@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.fleet.desired import load_desired
 from hephaestus.project import load_project
-from hephaestus.reconciler.desired import load_desired
 
 
 def write(path: Path, text: str) -> Path:
@@ -140,7 +140,7 @@ def test_select_also_scopes_the_live_side(tmp_path: Path) -> None:
 
 
 def test_held_back_names_the_custom_connectors_without_the_flag(tmp_path: Path) -> None:
-    from hephaestus.reconciler.desired import held_back
+    from hephaestus.fleet.desired import held_back
 
     project = load_project(write(tmp_path / "hephaestus.yaml", PROJECT))
     connector(tmp_path / "connectors/platforms/custom/local_manabie_custom.json", "local_manabie_custom")

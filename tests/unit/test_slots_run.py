@@ -13,6 +13,7 @@ import pytest
 from hephaestus import pg, pgschema
 from hephaestus.connect import ConnectClient
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet import read
 from hephaestus.http import RetryPolicy
 from hephaestus.project import Cluster, Database, Project
 from hephaestus.safety.gate import Allow, Refused
@@ -52,8 +53,8 @@ def test_a_slot_named_by_a_live_source_is_its_and_one_nobody_names_is_an_orphan(
     project, server, double = world(tmp_path, [row("bob_slot", True, 10), row("old_slot", False, GIB)])
     double.add("bob_source", SOURCE, type="source")
     with pg.seam(server.connect):
-        listed = run.live_configs(project, client_factory=factory(double))
-        found = run.report(project, listed=listed)
+        listed = read.live_configs(project, client_factory=factory(double))
+        found = read.report(project, listed=listed)
     verdicts = {j.slot.name: (j.owner, j.verdict) for j in found.judged}
     assert verdicts == {"bob_slot": ("c/bob_source", "ok"), "old_slot": (None, "orphan")}
     assert server.connects[0]["application_name"] == "hephaestus slots" and found.errors == ()
@@ -66,7 +67,7 @@ def test_a_source_declared_in_git_owns_its_slot_before_it_runs(tmp_path: Path) -
         json.dumps({"name": "bob_source", "config": SOURCE})
     )
     with pg.seam(server.connect):
-        found = run.report(project, listed=run.live_configs(project, client_factory=factory(double)))
+        found = read.report(project, listed=read.live_configs(project, client_factory=factory(double)))
     (judged,) = found.judged
     assert judged.owner == "c/bob_source (in git)" and judged.verdict != "orphan"
 
@@ -75,10 +76,10 @@ def test_an_unreadable_database_is_reported_and_no_slot_is_called_an_orphan_whil
     project, server, double = world(tmp_path, [row("old_slot", False, GIB)])
     down = Server(refuse="could not connect: Connection refused")
     with pg.seam(down.connect):
-        found, errors = run.read_all(project)
+        found, errors = read.read_all(project)
     assert found == {} and errors == ["database bob: could not connect: Connection refused"]
     with pg.seam(server.connect):
-        blind = run.report(project, listed=({}, ["cluster c: unreachable"]))
+        blind = read.report(project, listed=({}, ["cluster c: unreachable"]))
     (judged,) = blind.judged
     assert judged.verdict == "inactive" and "readable clusters" in judged.reason
 
@@ -88,7 +89,7 @@ def test_an_orphan_is_dropped_only_through_the_gate_and_audited_before_and_after
     double.add("bob_source", SOURCE, state="STOPPED", type="source")
     project = Project("p.yaml", project.clusters, project.databases, audit_log=tmp_path / "a.jsonl", base=tmp_path)
     with pg.seam(server.connect):
-        found = run.report(project, listed=run.live_configs(project, client_factory=factory(double)))
+        found = read.report(project, listed=read.live_configs(project, client_factory=factory(double)))
         with pytest.raises(Refused, match="bob_slot"):  # a source could still use it: whatever is allowed
             run.clear_drop(found, "bob", "bob_slot", Allow(every=True))
         judged, cleared = run.clear_drop(found, "bob", "old_slot", Allow())  # --drop-orphan is the consent
@@ -102,7 +103,7 @@ def test_a_drop_the_database_refuses_is_audited_as_failed(tmp_path: Path) -> Non
     project, server, double = world(tmp_path, [row("old_slot", False, GIB)])
     project = Project("p.yaml", project.clusters, project.databases, audit_log=tmp_path / "a.jsonl", base=tmp_path)
     with pg.seam(server.connect):
-        found = run.report(project, listed=run.live_configs(project, client_factory=factory(double)))
+        found = read.report(project, listed=read.live_configs(project, client_factory=factory(double)))
         judged, cleared = run.clear_drop(found, "bob", "old_slot", Allow(every=True))
     server.handlers = []  # the drop statement is now unknown: the fake refuses it
     with pg.seam(server.connect), pytest.raises(HephaestusError, match="^slot old_slot not dropped: "):

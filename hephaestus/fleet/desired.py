@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from hephaestus.errors import InputError, InputErrors
+from hephaestus.fleet.model import Desired
 from hephaestus.project import Cluster
-from hephaestus.reconciler.plan import Desired
 from hephaestus.safety.gate import Allow, allow_of
 from hephaestus.yamlsrc import CLIP, clip, format_path, load_json
 
