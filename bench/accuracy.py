@@ -30,7 +30,7 @@ from psycopg import sql
 
 from hephaestus.accuracy import run
 from hephaestus.accuracy.model import Report
-from hephaestus.accuracy.run import RunOptions, run_accuracy
+from hephaestus.accuracy.run import AccuracyOptions, run_accuracy
 from hephaestus.generator.definitions import load_definitions
 from hephaestus.project import load_project
 
@@ -118,7 +118,7 @@ def project(root: Path, src: str, dst: str) -> None:
 
 def accuracy(root: Path, deep: bool) -> Report:
     report = run_accuracy(
-        load_project(root / "hephaestus.yaml"), load_definitions(root / "defs"), RunOptions(deep=deep)
+        load_project(root / "hephaestus.yaml"), load_definitions(root / "defs"), AccuracyOptions(deep=deep)
     )
     assert report.results[0].error is None, report.results[0].error
     return report

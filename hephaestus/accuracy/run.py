@@ -29,7 +29,7 @@ U = TypeVar("U")
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class AccuracyOptions:
     env: str | None = None
     org: str | None = None
     tables: tuple[str, ...] = ()
@@ -44,10 +44,10 @@ class _Job:
     source_dsn: str
     sink_dsn: str
     slots: tuple[str, ...]  # candidate slots of the pair's source
-    options: RunOptions
+    options: AccuracyOptions
 
 
-def run_accuracy(project: Project, defs: Sequence[Definition], options: RunOptions) -> Report:
+def run_accuracy(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> Report:
     start = time.monotonic()
     jobs = plan_jobs(project, defs, options)
     with ThreadPoolExecutor(max(1, options.concurrency), thread_name_prefix="accuracy") as pool:
@@ -55,7 +55,7 @@ def run_accuracy(project: Project, defs: Sequence[Definition], options: RunOptio
     return Report(results, options.deep, time.monotonic() - start)
 
 
-def plan_jobs(project: Project, defs: Sequence[Definition], options: RunOptions) -> list[_Job]:
+def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> list[_Job]:
     """The pairs to compare with their DSNs; every missing database reported at once."""
     every = [(d, pair) for d in defs for pair in pairs.table_pairs([d])]
     chosen = set(pairs.select([pair for _, pair in every], options.tables))
@@ -73,7 +73,7 @@ def plan_jobs(project: Project, defs: Sequence[Definition], options: RunOptions)
     ]
 
 
-def _slots(project: Project, d: Definition, options: RunOptions) -> tuple[str, ...]:
+def _slots(project: Project, d: Definition, options: AccuracyOptions) -> tuple[str, ...]:
     cluster = project.clusters.get(d.cluster)
     return tuple(pairs.slot_candidates(d, options.env, options.org, cluster.select if cluster else ()))
 
@@ -168,7 +168,7 @@ def keyed_expectation(pair: TablePair, src: TableInfo, dst: TableInfo) -> TableI
     return replace(src, primary_key=dst.primary_key)
 
 
-def _measure(source: PgSide, sink: PgSide, options: RunOptions) -> tuple[Counts, KeyDiff | None]:
+def _measure(source: PgSide, sink: PgSide, options: AccuracyOptions) -> tuple[Counts, KeyDiff | None]:
     if options.deep:
         return deep_diff(source, sink, options.deep_options, both=concurrently)
     return Counts(*concurrently(source.count, sink.count)), None

@@ -63,12 +63,12 @@ def accuracy(
     both sides. Exit 0 all match, 2 a mismatch beyond tolerance, 1 an error."""
     from hephaestus.accuracy import publish, render
     from hephaestus.accuracy.bisect import DeepOptions
-    from hephaestus.accuracy.run import RunOptions, run_accuracy
+    from hephaestus.accuracy.run import AccuracyOptions, run_accuracy
     from hephaestus.generator.definitions import load_definitions
     from hephaestus.project import load_project
 
     project = load_project(project_file)
-    options = RunOptions(env, org, tables, deep, DeepOptions(limit=key_limit), concurrency)
+    options = AccuracyOptions(env, org, tables, deep, DeepOptions(limit=key_limit), concurrency)
     report = run_accuracy(project, load_definitions(definitions), options)
     click.echo(render.as_json(report) if output == "json" else _text(report), nl=False)
     publish.notify(project, report)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +18,10 @@ from hephaestus.commands.common import (
     lock_timeout_option,
     project_option,
 )
+
+if TYPE_CHECKING:
+    from hephaestus.dlq.model import Dlq
+    from hephaestus.project import Cluster
 
 _json_opt = click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 _connector_opt = click.option("--connector", required=True, help="The sink whose dead-letter queue to use.")
@@ -36,34 +38,14 @@ def dlq() -> None:
 @_json_opt
 def dlq_list(project_file: Path, clusters: tuple[str, ...], output: str) -> None:
     """Each sink's DLQ topic, depth and oldest record; exit 2 when any holds records."""
+    from hephaestus.dlq import render
     from hephaestus.dlq.run import find
     from hephaestus.project import load_project
 
     project = load_project(project_file)
     found = [d for c in project.select(clusters) for d in find(c)]
-    if output == "json":
-        click.echo(json.dumps({"dlqs": [_dlq(d) for d in found]}, indent=2))
-    else:
-        for d in found:
-            oldest = f", oldest {_when(d.oldest_ms)}" if d.oldest_ms is not None else ""
-            click.echo(f"{d.cluster:12} {d.connector}: {d.depth} record(s) in {d.topic}{oldest}")
-        click.echo(f"{sum(1 for d in found if d.depth)} of {len(found)} dead-letter queue(s) hold records")
+    click.echo(render.list_json(found) if output == "json" else render.list_text(found), nl=False)
     sys.exit(EXIT_DRIFT if any(d.depth for d in found) else EXIT_OK)
-
-
-def _dlq(d: Any) -> dict[str, Any]:
-    return {
-        "cluster": d.cluster,
-        "connector": d.connector,
-        "topic": d.topic,
-        "depth": d.depth,
-        "oldest": _when(d.oldest_ms) if d.oldest_ms is not None else None,
-        "partitions": [{"partition": s.partition, "start": s.start, "end": s.end} for s in d.spans],
-    }
-
-
-def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
 
 
 @dlq.command("show")
@@ -78,46 +60,16 @@ def dlq_show(
 ) -> None:
     """The parked records: Connect's error headers, and with --values the key and value decoded,
     secrets masked (a row is data: it is printed only when asked for)."""
-    from hephaestus.dlq.model import errors_of, masked
+    from hephaestus.dlq import render
     from hephaestus.dlq.run import show
 
     cluster, dlq_ = _located(project_file, clusters, connector)
-    shown = show(cluster, dlq_, limit)
-    rows: list[dict[str, Any]] = [
-        {
-            "partition": s.record.partition,
-            "offset": s.record.offset,
-            "time": _when(s.record.timestamp_ms) if s.record.timestamp_ms is not None else None,
-            "error": errors_of(s.record),
-            "key": {"format": s.key.kind, **({"value": masked(s.key.value)} if values else {})},
-            "value": {"format": s.value.kind, **({"value": masked(s.value.value)} if values else {})},
-        }
-        for s in shown
-    ]
-    if output == "json":
-        doc = {"connector": connector, "topic": dlq_.topic, "depth": dlq_.depth, "records": rows}
-        click.echo(json.dumps(doc, indent=2, default=str))
-        return
-    click.echo(f"{connector}: {dlq_.depth} record(s) in {dlq_.topic}; showing {len(rows)}")
-    for r in rows:
-        click.echo(_record_text(r))
+    rows = render.record_rows(show(cluster, dlq_, limit), values)
+    shown = render.show_json if output == "json" else render.show_text
+    click.echo(shown(connector, dlq_, rows), nl=False)
 
 
-def _record_text(r: dict[str, Any]) -> str:
-    e = r["error"]
-    return (
-        f"- [{r['partition']}] offset {r['offset']} at {r['time']}: {e.get('stage', '?')} failed in "
-        f"{e.get('class.name', '?')}: {e.get('exception.class.name', '')}: {e.get('exception.message', '')}\n"
-        f"    from {e.get('topic', '?')}[{e.get('partition', '?')}] offset {e.get('offset', '?')}"
-        + "".join(
-            f"\n    {part} ({r[part]['format']}): {json.dumps(r[part]['value'], default=str)}"
-            for part in ("key", "value")
-            if "value" in r[part]
-        )
-    )
-
-
-def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> Any:
+def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> tuple[Cluster, Dlq]:
     """The one cluster with the sink, and its DLQ (`--cluster` narrows the search)."""
     from hephaestus.dlq.run import locate
     from hephaestus.project import load_project
@@ -155,6 +107,7 @@ def dlq_replay(
     """Send parked records back to their original topic and partition (keys and headers kept),
     from where the last replay stopped; the sink's upsert then applies them. Only to a topic
     the sink reads; in transactions that record how far it got, under the cluster's lock."""
+    from hephaestus.dlq import render
     from hephaestus.dlq.run import replay
     from hephaestus.project import load_project
     from hephaestus.safety.gate import allow_of
@@ -163,22 +116,16 @@ def dlq_replay(
     allow = allow_of(allow_destructive)
     project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)
-    planned = replay(project, cluster, found, until, True, allow, timeout_of(project, lock_timeout), batch)
+    wait_s = timeout_of(project, lock_timeout)
+    planned = replay(project, cluster, found, until, True, allow, wait_s, batch)
     if dry_run or not planned.count:
-        _replayed(connector, planned, "would replay" if dry_run else "replayed")
+        click.echo(render.replayed(connector, planned, "would replay" if dry_run else "replayed"))
         return
     if not yes:
         confirm(f"Replay {planned.count} record(s) of {connector}'s dead-letter queue to {', '.join(planned.targets)}?")
-    _replayed(
-        connector, replay(project, cluster, found, until, False, allow, timeout_of(project, lock_timeout)), "replayed"
-    )
-
-
-def _replayed(connector: str, result: Any, verb: str) -> None:
-    click.echo(
-        f"{connector}: {verb} {result.count} record(s)"
-        + (f" to {', '.join(result.targets)}" if result.targets else " (nothing parked since the last replay)")
-    )
+    # The batch given is the batch sent (it was once dropped here, and 500 went instead).
+    sent = replay(project, cluster, found, until, False, allow, wait_s, batch)
+    click.echo(render.replayed(connector, sent, "replayed"))
 
 
 @dlq.command("purge")

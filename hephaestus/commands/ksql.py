@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from hephaestus.commands.common import EXIT_DRIFT, EXIT_OK, cluster_option, lock_timeout_option, project_option
 
 if TYPE_CHECKING:
-    from hephaestus.ksql.apply import Target
+    from hephaestus.ksql.apply import KsqlTarget
 
 _VERSION = click.IntRange(1, 999_999)
 
@@ -36,16 +36,8 @@ def init_cmd(project_file: Path, clusters: tuple[str, ...], lock_timeout: float 
 
     project = load_project(project_file)
     selected = project.select_ksqldb(clusters)
-    with _lock(project, selected, "ksql init", lock_timeout):
-        for result in run.init(selected):
-            _echo(render.init_text(result))
-
-
-def _lock(project: Any, clusters: list[Any], command: str, timeout: float | None) -> Any:
-    """One actor per ksqlDB cluster, like the Connect clusters (see hephaestus.state.lock)."""
-    from hephaestus.state.backend import timeout_of, urls_lock
-
-    return urls_lock(project, "ksqldb", [c.url for c in clusters], command, timeout_of(project, timeout))
+    for result in run.init(project, selected, lock_timeout):
+        _echo(render.init_text(result))
 
 
 @ksql.command("apply")
@@ -79,8 +71,6 @@ def apply_cmd(
     """Apply pending migrations in version order: RUNNING, the statements, MIGRATED (or ERROR).
 
     Exit 2 when applied files changed or vanished (see `ksql validate`); nothing is applied then."""
-    from contextlib import nullcontext
-
     from hephaestus.ksql import apply as applying
     from hephaestus.ksql import render, run
     from hephaestus.ksql.variables import parse_defines
@@ -90,21 +80,20 @@ def apply_cmd(
     project = load_project(project_file)
     selected = project.select_ksqldb(clusters)
     prepared = run.prepare(selected, parse_defines(defines))
-    with nullcontext() if dry_run else _lock(project, selected, "ksql apply", lock_timeout):
-        for result in run.apply(prepared, options):
-            _echo(render.apply_text(result))
+    for result in run.apply(project, prepared, options, lock_timeout):
+        _echo(render.apply_text(result))
 
 
-def _target(all_: bool, next_: bool, until: int | None, version: int | None) -> Target:
-    from hephaestus.ksql.apply import Target
+def _target(all_: bool, next_: bool, until: int | None, version: int | None) -> KsqlTarget:
+    from hephaestus.ksql.apply import KsqlTarget
 
     chosen = [
         t
         for t, on in (
-            (Target("all"), all_),
-            (Target("next"), next_),
-            (Target("until", until or 0), until is not None),
-            (Target("version", version or 0), version is not None),
+            (KsqlTarget("all"), all_),
+            (KsqlTarget("next"), next_),
+            (KsqlTarget("until", until or 0), until is not None),
+            (KsqlTarget("version", version or 0), version is not None),
         )
         if on
     ]

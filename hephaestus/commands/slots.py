@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +16,10 @@ from hephaestus.commands.common import (
     project_option,
     pushgateway_option,
 )
+
+if TYPE_CHECKING:
+    from hephaestus.fleet.read import SlotReport
+    from hephaestus.project import Project
 
 
 @click.command()
@@ -44,6 +47,7 @@ def slots(
     over its limit, inactive or orphaned while retaining WAL, or lost; 1 on an error."""
     from hephaestus.fleet.read import report
     from hephaestus.project import load_project
+    from hephaestus.slots import render
 
     project = load_project(project_file)
     found = report(project, databases)
@@ -52,60 +56,26 @@ def slots(
         return
     _publish(project, found, metrics_textfile, pushgateway)
     if output == "json":
-        click.echo(json.dumps({"slots": [_row(j) for j in found.judged], "errors": list(found.errors)}, indent=2))
+        click.echo(render.as_json(found), nl=False)
     else:
-        _text(found)
+        click.echo(render.text(found), nl=False)
+        click.echo(render.errors(found), nl=False, err=True)
     sys.exit(EXIT_ERROR if found.errors else EXIT_DRIFT if found.problems else EXIT_OK)
 
 
-def _row(j: Any) -> dict[str, Any]:
-    s = j.slot
-    return {
-        "database": s.database,
-        "slot": s.name,
-        "plugin": s.plugin,
-        "active": s.active,
-        "retained_bytes": s.retained_bytes,
-        "lag_bytes": s.lag_bytes,
-        "wal_status": s.wal_status,
-        "owner": j.owner,
-        "verdict": j.verdict,
-        "reason": j.reason,
-    }
-
-
-def _text(found: Any) -> None:
-    from hephaestus.fleet.slots import size
-
-    for j in found.judged:
-        s = j.slot
-        held = "-" if s.retained_bytes is None else size(s.retained_bytes)
-        click.echo(
-            f"{s.database:16} {s.name:40} {'active' if s.active else 'inactive':8} {held:>10} "
-            f"{s.wal_status or '-':10} {j.owner or 'orphan'}"
-            + (f"  {j.verdict.upper()}: {j.reason}" if j.verdict != "ok" else "")
-        )
-    for error in found.errors:
-        click.echo(f"error: {error}", err=True)
-    click.echo(f"{len(found.problems)} of {len(found.judged)} slot(s) need attention")
-
-
-def _publish(project: Any, found: Any, textfile: Path | None, pushgateway: str | None) -> None:
+def _publish(project: Project, found: SlotReport, textfile: Path | None, pushgateway: str | None) -> None:
     from hephaestus.notify import slack
+    from hephaestus.slots import render
 
     if found.problems:
-        lines = [
-            f"`{slack.escape(j.slot.database)}`/`{slack.escape(j.slot.name)}`: {j.verdict} ({slack.escape(j.reason)})"
-            for j in found.problems
-        ]
-        slack.post(project.webhook(), "hephaestus slots: replication slots need attention\n" + "\n".join(lines))
+        slack.post(project.webhook(), render.slack_text(found))
     if textfile or pushgateway:
         from hephaestus.status.metrics import slot_metrics
 
         slot_metrics(found).publish(textfile, pushgateway, "hephaestus_slots")
 
 
-def _drop(project: Any, found: Any, databases: tuple[str, ...], name: str, yes: bool) -> None:
+def _drop(project: Project, found: SlotReport, databases: tuple[str, ...], name: str, yes: bool) -> None:
     from hephaestus.safety.gate import Allow
     from hephaestus.slots.run import clear_drop, drop
 

@@ -60,15 +60,13 @@ def send_cmd(
     from hephaestus.errors import HephaestusError
     from hephaestus.project import load_project
     from hephaestus.snapshot import manual
-    from hephaestus.state.backend import connect_lock, timeout_of
 
     if not tables and not stop:
         raise HephaestusError("name at least one table to snapshot")
     project = load_project(project_file)
     found = manual.locate(project, project.select(clusters), connector)
     cleared = manual.judged(found, connector, tables, stop)
-    with connect_lock(project, [found.cluster], "snapshot", timeout_of(project, lock_timeout)):
-        signal = manual.send(project, found, connector, tables, where, stop, slot_timeout, cleared)
+    signal = manual.send(project, found, connector, tables, where, stop, slot_timeout, cleared, lock_timeout)
     click.echo(f"sent {signal.type} {signal.id} to {connector}: {signal.data}")
 
 

@@ -13,12 +13,12 @@ from hephaestus.generator.model import (
     TenantFilter,
     TopicPipeline,
 )
-from hephaestus.generator.naming import Scope
+from hephaestus.generator.naming import NamingScope
 from hephaestus.generator.source import converters
 
 
 def sink_config(
-    d: Definition, s: Scope, source_table: TableRef, sink: SinkSpec, pk: tuple[str, ...], fields: tuple[str, ...]
+    d: Definition, s: NamingScope, source_table: TableRef, sink: SinkSpec, pk: tuple[str, ...], fields: tuple[str, ...]
 ) -> dict[str, str]:
     """One sink; `pk` and `fields` come from the table catalogs (checked by the caller)."""
     build = _confluent if sink.flavour == "confluent" else _debezium
@@ -36,7 +36,7 @@ def sink_config(
 
 
 def topic_sink_config(
-    d: Definition, s: Scope, t: TopicPipeline, sink: SinkSpec, fields: tuple[str, ...]
+    d: Definition, s: NamingScope, t: TopicPipeline, sink: SinkSpec, fields: tuple[str, ...]
 ) -> dict[str, str]:
     """A sink of a topic ksqlDB writes: flat rows (no Debezium envelope, so no unwrap), keyed by
     the value's fields (ksqlDB's KAFKA key format is raw bytes, read as a string), no deletes."""

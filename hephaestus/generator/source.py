@@ -5,7 +5,7 @@ from __future__ import annotations
 from hephaestus.classes import POSTGRES_SOURCE as POSTGRES_CONNECTOR
 from hephaestus.generator import naming
 from hephaestus.generator.model import Definition, TableRef
-from hephaestus.generator.naming import Scope
+from hephaestus.generator.naming import NamingScope
 
 
 def captured_tables(d: Definition) -> list[TableRef]:
@@ -13,7 +13,7 @@ def captured_tables(d: Definition) -> list[TableRef]:
     return sorted({p.source_table for p in d.pipelines})
 
 
-def source_config(d: Definition, s: Scope) -> dict[str, str]:
+def source_config(d: Definition, s: NamingScope) -> dict[str, str]:
     src = d.source
     db = d.database
     config = {
@@ -53,7 +53,7 @@ def _heartbeat_query(table: TableRef) -> str:
     )
 
 
-def _route(s: Scope, reference: bool) -> dict[str, str]:
+def _route(s: NamingScope, reference: bool) -> dict[str, str]:
     # db.schema.table -> env.org.db.schema.table; dots escaped (the reference's were not, and
     # compat keeps its string: another string is a config change, so a restart).
     return {
@@ -64,7 +64,7 @@ def _route(s: Scope, reference: bool) -> dict[str, str]:
     }
 
 
-def _notifications(d: Definition, s: Scope) -> dict[str, str]:
+def _notifications(d: Definition, s: NamingScope) -> dict[str, str]:
     # Four dotted parts: the route regex (three parts, whole match) leaves this topic alone.
     if not d.source.notifications:
         return {}

@@ -37,7 +37,7 @@ class MigrationFailed(HephaestusError):
 
 
 @dataclass(frozen=True)
-class Target:
+class KsqlTarget:
     kind: Kind = "all"
     number: int = 0  # for until / version
 
@@ -50,7 +50,7 @@ class Selection:
 
 @dataclass(frozen=True)
 class Options:
-    target: Target = Target()
+    target: KsqlTarget = KsqlTarget()
     dry_run: bool = False
     settle_attempts: int = 10  # reads of the previous version before giving up (ksql-migrations: 10)
     settle_wait_s: float = 1.0
@@ -75,7 +75,7 @@ class ApplyResult:
     skipped: tuple[int, ...] = ()
 
 
-def select(scan: Scan, previous: str, target: Target) -> Selection:
+def select(scan: Scan, previous: str, target: KsqlTarget) -> Selection:
     """Which files to run after `previous`, the last migrated version. Pure."""
     minimum = 1 if previous == NONE_VERSION else int(previous) + 1
     if target.kind == "version":

@@ -30,7 +30,7 @@ import httpx
 from tenacity import Retrying
 
 from hephaestus import http
-from hephaestus.ksql.errors import Call, KsqlError, KsqlStatementError, from_status, from_transport
+from hephaestus.ksql.errors import KsqlCall, KsqlError, KsqlStatementError, from_status, from_transport
 from hephaestus.polling import Bound, until
 
 _log = logging.getLogger("hephaestus.ksql")
@@ -322,8 +322,8 @@ class KsqlClient:
     def _unexpected(self, method: str, path: str, what: str) -> KsqlError:
         return KsqlError(f"unexpected answer: {what}", self._where(method, path))
 
-    def _where(self, method: str, path: str) -> Call:
-        return Call(self.name, self._server, method, path)
+    def _where(self, method: str, path: str) -> KsqlCall:
+        return KsqlCall(self.name, self._server, method, path)
 
     def _on_response(self, response: httpx.Response) -> None:
         _log.debug("%s %s -> %d", response.request.method, response.request.url.path, response.status_code)

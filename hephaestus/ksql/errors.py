@@ -29,7 +29,7 @@ _MAYBE_RUN_STATUS = frozenset({502, 504})
 
 
 @dataclass(frozen=True)
-class Call:
+class KsqlCall:
     cluster: str
     server: str  # base URL without credentials
     method: str
@@ -43,7 +43,7 @@ class KsqlError(HephaestusError):
     def __init__(
         self,
         server_message: str,
-        call: Call,
+        call: KsqlCall,
         status: int | None = None,
         error_code: int | None = None,
         *,
@@ -101,7 +101,7 @@ class KsqlStatementError(KsqlError):
         return "fix the statement; nothing after it was sent"
 
 
-def from_status(status: int, doc: Any, reason: str, call: Call) -> KsqlError:
+def from_status(status: int, doc: Any, reason: str, call: KsqlCall) -> KsqlError:
     body = doc if isinstance(doc, dict) else {}
     message = str(body.get("message") or reason).strip()
     code = body.get("error_code") if isinstance(body.get("error_code"), int) else None
@@ -114,7 +114,7 @@ def from_status(status: int, doc: Any, reason: str, call: Call) -> KsqlError:
     return KsqlError(message, call, status, code)
 
 
-def from_transport(exc: httpx.TransportError, call: Call) -> KsqlError:
+def from_transport(exc: httpx.TransportError, call: KsqlCall) -> KsqlError:
     found = no_answer(exc)
     if not found.maybe_sent:
         return KsqlError(found.what, call, transient=True)

@@ -15,6 +15,7 @@ from hephaestus.safety.gate import Cleared, Item, check
 from hephaestus.snapshot import db, notifications
 from hephaestus.snapshot.signal import Signal, check_capturable, execute_snapshot, stop_snapshot
 from hephaestus.snapshot.source import dsn_for
+from hephaestus.state.backend import connect_lock, timeout_of
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,24 @@ def send(
     stop: bool,
     slot_timeout_s: float,
     cleared: Cleared,
+    lock_timeout_s: float | None = None,
 ) -> Signal:
-    """Check everything, wait for the slot, then insert one signal row (once the gate cleared it)."""
+    """Under the cluster's lock (one actor per cluster, like every writer): check everything,
+    wait for the slot, then insert one signal row (once the gate cleared it)."""
+    with connect_lock(project, [found.cluster], "snapshot", timeout_of(project, lock_timeout_s)):
+        return _send(project, found, connector, tables, where, stop, slot_timeout_s, cleared)
+
+
+def _send(
+    project: Project,
+    found: Located,
+    connector: str,
+    tables: Sequence[str],
+    where: str | None,
+    stop: bool,
+    slot_timeout_s: float,
+    cleared: Cleared,
+) -> Signal:
     if connector not in cleared.names():
         raise HephaestusError(f"snapshot of {connector}: not cleared by the gate (a bug): no signal sent")
     wanted = [qualified(t) for t in tables]

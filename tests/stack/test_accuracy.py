@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hephaestus.accuracy.bisect import DeepOptions
-from hephaestus.accuracy.run import RunOptions, run_accuracy
+from hephaestus.accuracy.run import AccuracyOptions, run_accuracy
 from hephaestus.generator.definitions import load_definitions
 from hephaestus.project import load_project
 from tests.loopback import slack_receiver
@@ -202,7 +202,7 @@ def test_deep_on_composite_keys_and_differing_collations(
         "INSERT INTO grades VALUES (9, 'new', NULL, NULL, NULL)",
     )
     pair_project(tmp_path, stack, src, dst, "grades")
-    options = RunOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=10))
+    options = AccuracyOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=10))
     report = run_accuracy(load_project(tmp_path / "hephaestus.yaml"), load_definitions(tmp_path / "defs"), options)
     (result,) = report.results
     assert result.error is None and result.verdict == "mismatch" and report.exit_code == 2
@@ -266,7 +266,7 @@ def test_deep_hashes_values_natively_and_finds_a_change_in_every_type(
     pair_project(tmp_path, stack, src, dst, "kinds")
 
     def deep() -> Any:
-        options = RunOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=100))
+        options = AccuracyOptions(deep=True, deep_options=DeepOptions(factor=4, threshold=40, limit=100))
         (result,) = run_accuracy(
             load_project(tmp_path / "hephaestus.yaml"), load_definitions(tmp_path / "defs"), options
         ).results

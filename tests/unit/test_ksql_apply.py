@@ -11,13 +11,13 @@ import pytest
 
 from hephaestus.errors import HephaestusError
 from hephaestus.ksql import operations, run
-from hephaestus.ksql.apply import MigrationFailed, Options, Target, select
+from hephaestus.ksql.apply import KsqlTarget, MigrationFailed, Options, select
 from hephaestus.ksql.client import RetryPolicy
 from hephaestus.ksql.files import scan
 from hephaestus.ksql.metadata import NONE_VERSION, Names
 from hephaestus.ksql.session import open_client
 from hephaestus.ksql.store import BrokenChain
-from hephaestus.project import KsqlDB
+from hephaestus.project import KsqlDB, Project
 from tests.ksqldb_stub import KsqlStub, ksqldb_stub
 
 FAST = partial(open_client, retry=RetryPolicy.immediate())
@@ -32,16 +32,18 @@ def folder(tmp_path: Path, *versions: int) -> Path:
 @pytest.mark.parametrize(
     ("previous", "target", "expected", "skipped"),
     [
-        (NONE_VERSION, Target("all"), [1, 2, 5, 9], ()),
-        ("2", Target("all"), [5, 9], ()),
-        ("2", Target("next"), [5], ()),
-        ("2", Target("until", 6), [5], ()),
-        ("2", Target("until", 1), [], ()),
-        (NONE_VERSION, Target("version", 5), [5], (1, 2)),
-        ("9", Target("all"), [], ()),
+        (NONE_VERSION, KsqlTarget("all"), [1, 2, 5, 9], ()),
+        ("2", KsqlTarget("all"), [5, 9], ()),
+        ("2", KsqlTarget("next"), [5], ()),
+        ("2", KsqlTarget("until", 6), [5], ()),
+        ("2", KsqlTarget("until", 1), [], ()),
+        (NONE_VERSION, KsqlTarget("version", 5), [5], (1, 2)),
+        ("9", KsqlTarget("all"), [], ()),
     ],
 )
-def test_select(tmp_path: Path, previous: str, target: Target, expected: list[int], skipped: tuple[int, ...]) -> None:
+def test_select(
+    tmp_path: Path, previous: str, target: KsqlTarget, expected: list[int], skipped: tuple[int, ...]
+) -> None:
     chosen = select(scan(folder(tmp_path, 1, 2, 5, 9)), previous, target)
     assert [f.version for f in chosen.migrations] == expected and chosen.skipped == skipped
 
@@ -49,12 +51,12 @@ def test_select(tmp_path: Path, previous: str, target: Target, expected: list[in
 @pytest.mark.parametrize(
     ("previous", "target", "message"),
     [
-        ("9", Target("next"), "no eligible migrations"),
-        (NONE_VERSION, Target("version", 3), "no migration file with version 3"),
-        ("5", Target("version", 2), "must be newer"),
+        ("9", KsqlTarget("next"), "no eligible migrations"),
+        (NONE_VERSION, KsqlTarget("version", 3), "no migration file with version 3"),
+        ("5", KsqlTarget("version", 2), "must be newer"),
     ],
 )
-def test_select_refuses(tmp_path: Path, previous: str, target: Target, message: str) -> None:
+def test_select_refuses(tmp_path: Path, previous: str, target: KsqlTarget, message: str) -> None:
     with pytest.raises(HephaestusError, match=message):
         select(scan(folder(tmp_path, 1, 2, 5, 9)), previous, target)
 
@@ -71,16 +73,21 @@ def cluster(stub: KsqlStub, migrations: Path) -> KsqlDB:
 
 def initialised(stub: KsqlStub, migrations: Path) -> list[run.Prepared]:
     c = cluster(stub, migrations)
-    list(run.init([c], FAST))
+    list(run.init(project_at(migrations.parent), [c], None, FAST))
     return run.prepare([c], {})
+
+
+def project_at(base: Path) -> Project:
+    """A project whose cluster locks are files under `base` (the lock is the run's, not ours)."""
+    return Project("p.yaml", {}, {}, base=base)
 
 
 def test_a_table_that_lags_its_stream_is_read_again_before_the_next_file(stub: KsqlStub, tmp_path: Path) -> None:
     prepared = initialised(stub, folder(tmp_path, 1, 2, 3))
     stub.pull_lag = 2  # each write shows in the table only two reads later
     sleeps: list[float] = []
-    options = Options(Target("all"), settle_wait_s=0.25, sleep=sleeps.append)
-    [result] = run.apply(prepared, options, FAST)
+    options = Options(KsqlTarget("all"), settle_wait_s=0.25, sleep=sleeps.append)
+    [result] = run.apply(project_at(tmp_path), prepared, options, None, FAST)
     assert [a.version for a in result.applied] == [1, 2, 3]
     assert sleeps == [0.25] * 4  # versions 1 and 2 each read RUNNING twice before MIGRATED
 
@@ -88,9 +95,9 @@ def test_a_table_that_lags_its_stream_is_read_again_before_the_next_file(stub: K
 def test_a_previous_version_that_never_reads_migrated_stops_the_run(stub: KsqlStub, tmp_path: Path) -> None:
     prepared = initialised(stub, folder(tmp_path, 1, 2))
     stub.pull_lag = 50
-    options = Options(Target("all"), settle_attempts=3, settle_wait_s=0, sleep=lambda s: None)
+    options = Options(KsqlTarget("all"), settle_attempts=3, settle_wait_s=0, sleep=lambda s: None)
     with pytest.raises(BrokenChain, match="version 1 reads absent, not MIGRATED, after 3 reads"):
-        list(run.apply(prepared, options, FAST))
+        list(run.apply(project_at(tmp_path), prepared, options, None, FAST))
     assert "S2" not in stub.sources
 
 
@@ -101,7 +108,7 @@ def test_when_even_the_error_cannot_be_recorded_the_statement_failure_is_still_r
     stub.fail("CREATE STREAM S1", "Kafka topic t1 does not exist")
     stub.fail("'ERROR'", "server going down", status=503, code=50303, times=None)
     with pytest.raises(MigrationFailed) as err:
-        list(run.apply(prepared, Options(Target("all")), FAST))
+        list(run.apply(project_at(tmp_path), prepared, Options(KsqlTarget("all")), None, FAST))
     assert "left RUNNING (could not record ERROR: server going down)" in str(err.value)
     assert "Kafka topic t1 does not exist" in str(err.value)
 
