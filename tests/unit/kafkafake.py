@@ -80,6 +80,7 @@ class Cluster:
     produced: list[tuple[str, int, bytes | None]] = field(default_factory=list)
     unreachable: bool = False
     fail_commit_after: int | None = None  # commits that succeed before one fails
+    commits: list[int] = field(default_factory=list)  # the records of each committed transaction
     configs: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, topic: str, partition: int, count: int, start: int = 0) -> None:
@@ -193,6 +194,7 @@ class Producer:
         if self.c.fail_commit_after is not None and self.commits >= self.c.fail_commit_after:
             raise broker_error("transaction coordinator gone")
         self.c.produced.extend(self.open)
+        self.c.commits.append(len(self.open))
         group = self.c.groups.setdefault(self._meta, {})
         group.update({(tp.topic, tp.partition): tp.offset for tp in self.offsets})
         self.open, self.commits = None, self.commits + 1

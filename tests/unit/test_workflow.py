@@ -1,0 +1,102 @@
+"""Reconcile's workflow decisions (reconciler.workflow), apart from the CLI that prints them:
+the exit policy Helm hooks and cron read, and what the approval prompt may let through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hephaestus.errors import HephaestusError, InputError
+from hephaestus.project import Project
+from hephaestus.reconciler import workflow
+from hephaestus.reconciler.sealed import Options
+
+
+@dataclass
+class Outcome:
+    """What the exit policy reads of a ClusterOutcome."""
+
+    failed: bool = False
+    refused: str = ""
+    unhealthy: bool = False
+    drift: bool = False
+    plan: Any = None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "dry_run", "drift_exit", "code"),
+    [
+        (Outcome(), False, False, 0),
+        (Outcome(failed=True, refused="x"), False, False, 1),  # a failure outranks a refusal
+        (Outcome(refused="resnapshot"), False, False, 2),
+        (Outcome(refused="resnapshot"), True, False, 2),
+        (Outcome(unhealthy=True), False, False, 1),  # an apply that left a connector down
+        (Outcome(unhealthy=True), True, False, 0),
+        (Outcome(unhealthy=True), True, True, 2),
+        (Outcome(drift=True), True, True, 2),
+        (Outcome(drift=True), True, False, 0),
+        (Outcome(drift=True), False, True, 0),  # --exit-code is a dry run's
+    ],
+)
+def test_the_exit_policy(outcome: Outcome, dry_run: bool, drift_exit: bool, code: int) -> None:
+    assert workflow.exit_code([Outcome(), outcome], dry_run, drift_exit) == code  # type: ignore[list-item]
+
+
+def prepared(tmp_path: Path) -> workflow.Prepared:
+    project = Project(str(tmp_path / "p.yaml"), {}, {}, base=tmp_path)
+    return workflow.prepare(project, workflow.Request(Options()), None, lambda line: None)
+
+
+def test_without_a_terminal_nothing_is_applied_unasked(tmp_path: Path) -> None:
+    p = prepared(tmp_path)
+    assert p.needs_approval
+    with pytest.raises(HephaestusError, match="without a terminal to confirm them: pass --auto-approve"):
+        workflow.approve(Project("p.yaml", {}, {}), p, lambda o: pytest.fail("nothing is planned"), None)
+
+
+def test_a_plan_with_nothing_to_apply_is_not_asked_about_and_a_refused_one_exits_2(tmp_path: Path) -> None:
+    p = prepared(tmp_path)
+    asked: list[object] = []
+    calm = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome()], asked.append)  # type: ignore[arg-type, list-item, return-value]
+    assert calm == workflow.Approval(None, 0) and asked == []
+    refused = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome(refused="x")], asked.append)  # type: ignore[list-item, return-value]
+    assert refused == workflow.Approval(None, 2) and asked == []
+
+
+def test_anything_but_yes_cancels(tmp_path: Path) -> None:
+    p = prepared(tmp_path)
+    pending = Outcome(plan=type("P", (), {"in_sync": False})())
+    for answer in ("no", "y", "YES please", ""):
+        with pytest.raises(HephaestusError, match="apply cancelled: nothing was changed"):
+            workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [pending], lambda shown: answer)  # type: ignore[list-item, return-value]
+
+
+def test_the_preview_is_a_dry_run_of_the_same_options(tmp_path: Path) -> None:
+    p = prepared(tmp_path)
+    seen: list[Any] = []
+    workflow.approve(Project("p.yaml", {}, {}), p, lambda o: seen.append(o) or [Outcome()], lambda s: "no")  # type: ignore[func-returns-value, return-value]
+    assert seen[0].dry_run and not p.options.dry_run and seen[0].targets == p.options.targets
+
+
+def test_out_needs_a_dry_run_and_never_overwrites_an_input(tmp_path: Path) -> None:
+    project = Project(str(tmp_path / "p.yaml"), {}, {}, audit_log=tmp_path / "audit.jsonl", base=tmp_path)
+    with pytest.raises(InputError, match="use it with --dry-run"):
+        workflow.check_out(tmp_path / "plan.json", project, False)
+    for target in ("p.yaml", "audit.jsonl", ".hephaestus/x.json"):
+        with pytest.raises(InputError, match="would overwrite an input"):
+            workflow.check_out(tmp_path / target, project, True)
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a hephaestus plan"):
+        workflow.check_out(tmp_path / "notes.txt", project, True)
+    workflow.check_out(tmp_path / "plan.json", project, True)
+
+
+def test_a_sealed_plan_fixes_its_scope(tmp_path: Path) -> None:
+    project = Project(str(tmp_path / "p.yaml"), {}, {}, base=tmp_path)
+    (tmp_path / "plan.json").write_text("{}")
+    request = workflow.Request(Options(targets=("a*",)), plan_file=tmp_path / "plan.json")
+    with pytest.raises(InputError, match="--target cannot be given with --plan"):
+        workflow.prepare(project, request, None, lambda line: None)
