@@ -1,0 +1,123 @@
+"""`status`, the exporter's check and `slots` end to end, with Connect on the loopback double,
+PostgreSQL and Kafka through the edges' seams: each cluster listed once, a failed task named
+in every output, heal's counts, DLQ depth, consumer lag and the source's slot joined in."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hephaestus import kafka, pg
+from hephaestus.cli import run
+from hephaestus.project import load_project
+from hephaestus.state import schema
+from hephaestus.status import exporter
+from tests.connect_double import ConnectDouble
+from tests.unit.kafkafake import Cluster
+from tests.unit.pgfake import Server, on
+
+GIB = 1 << 30
+SOURCE = {
+    "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+    "database.dbname": "bob",
+    "slot.name": "bob_slot",
+    "topic.prefix": "bob",
+}
+SINK = {
+    "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+    "topics": "bob.public.users",
+    "errors.deadletterqueue.topic.name": "dlq.users",
+}
+
+
+@pytest.fixture
+def world(
+    served: tuple[ConnectDouble, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, ConnectDouble, Server]]:
+    schema.forget()
+    double, url = served
+    double.connectors.clear()
+    double.add("bob_source", SOURCE, type="source")
+    sink = double.add("users_sink", SINK)
+    sink.task_states = ["FAILED"]
+    broker = Cluster()
+    broker.add("bob.public.users", 0, 10)
+    broker.add("dlq.users", 0, 3)
+    broker.groups["connect-users_sink"] = {("bob.public.users", 0): 4}
+    rows = [
+        ("bob_slot", "pgoutput", True, 2 * GIB, 10, "reserved", "bob"),
+        ("old", "pgoutput", False, GIB, 1, None, "bob"),
+    ]
+    database = Server(handlers=[on(r"FROM pg_replication_slots", rows)])
+    (tmp_path / "heal-state.json").write_text(json.dumps({"c": {"users_sink": {"count": 3, "notified": 3}}}))
+    (tmp_path / "c" / "sink").mkdir(parents=True)  # git's connector folder: nothing in it
+    project = tmp_path / "hephaestus.yaml"
+    project.write_text(
+        f"clusters: {{c: {{url: '{url}', connectors: c, kafka_bootstrap: 'b:9092'}}}}\n"
+        "databases: {bob: {dsn: 'dbname=bob'}}\nheal: {max_restarts: 5, state: {file: heal-state.json}}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    with kafka.seam(admin=broker.admin, consumer=broker.consumer), pg.seam(database.connect):
+        yield project, double, database
+
+
+def test_status_names_the_failed_task_with_its_restarts_dlq_lag_and_the_sources_slot(
+    world: tuple[Path, ConnectDouble, Server], capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, double, _ = world
+    assert run(["status", "--project", str(project), "-o", "json"]) == 2
+    (cluster,) = json.loads(capsys.readouterr().out)["clusters"]
+    by_name = {c["name"]: c for c in cluster["connectors"]}
+    sink, source = by_name["users_sink"], by_name["bob_source"]
+    assert (sink["healthy"], sink["restarts"], sink["budget"]) == (False, 3, 5)
+    assert (sink["dlq_depth"], sink["consumer_lag"]) == (3, 6)
+    assert (source["slot"], source["slot_retained"], source["slot_verdict"]) == ("bob_slot", 2 * GIB, "over_limit")
+    assert cluster["errors"] == []
+    assert [p for m, p in double.log if m == "GET" and p == "/connectors"] == ["/connectors"], "one listing"
+
+
+def test_status_text_shows_the_unhealthy_and_an_unreadable_database_is_an_error(
+    world: tuple[Path, ConnectDouble, Server], capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, _, database = world
+    database.refuse = "could not connect: Connection refused"
+    code = run(["status", "--project", str(project)])
+    out = capsys.readouterr().out
+    assert code == 1 and "users_sink" in out and "0:FAILED" in out and "3/5" in out, out
+    assert "error: database bob: could not connect: Connection refused" in out
+
+
+def test_the_exporters_check_says_what_status_says(world: tuple[Path, ConnectDouble, Server]) -> None:
+    project, _, _ = world
+    from prometheus_client import generate_latest
+
+    samples = _samples(generate_latest(exporter.check(load_project(project)).registry).decode())
+    sink = (("cluster", "c"), ("connector", "users_sink"), ("kind", "sink"))
+    assert samples[("hephaestus_connector_healthy", sink)] == 0.0
+    assert samples[("hephaestus_sink_dlq_records", sink)] == 3.0
+    assert samples[("hephaestus_connector_heal_restarts", sink)] == 3.0
+    assert samples[("hephaestus_slots_errors", ())] == 0.0
+    assert any(name == "hephaestus_slot_active" for name, _ in samples)
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_slots_lists_every_slot_with_its_owner_and_exits_2_on_a_problem(
+    world: tuple[Path, ConnectDouble, Server], capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, _, _ = world
+    assert run(["slots", "--project", str(project)]) == 2
+    out = capsys.readouterr().out
+    assert "bob_slot" in out and "c/bob_source" in out and "OVER_LIMIT" in out
+    assert "old" in out and "orphan" in out and "2 of 2 slot(s) need attention" in out
