@@ -44,7 +44,7 @@ def judged(clusters: Sequence[Cluster], policy: Policy) -> tuple[dict[str, Plan]
         deletes=deletes,
         policy=gate.DeletePolicy(policy.max_deletes, policy.max_delete_share, policy.force),
     )
-    return {n: replace(p, refused=verdict.reason(n)) for n, p in plans.items()}, verdict
+    return {n: replace(p, refusals=tuple(r.message for r in verdict.refused(n))) for n, p in plans.items()}, verdict
 
 
 def _changes(cluster: str, p: Plan) -> list[fleet.Change]:

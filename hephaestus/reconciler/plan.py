@@ -83,7 +83,9 @@ class Unhealthy:
 class Plan:
     cluster: str
     steps: tuple[Step, ...]
-    refused: str = ""  # why the gate refused it (safety.gate: effects, fleet rules, delete policy)
+    # Why the gate refused it, one reason per refusal (safety.gate: effects, fleet rules, the
+    # delete policy; a sealed plan gone stale): none, and the plan may be applied.
+    refusals: tuple[str, ...] = ()
     health: tuple[Unhealthy, ...] = ()  # managed connectors not running as they should
     adopt: tuple[str, ...] = ()  # in git and live but not yet owned: recorded as owned by an apply
     warnings: tuple[str, ...] = ()
@@ -91,6 +93,14 @@ class Plan:
 
     def of(self, *actions: Action) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.action in actions)
+
+    @property
+    def refused(self) -> str:
+        """One readable line: the first refusal, and how many more ("" when none)."""
+        if not self.refusals:
+            return ""
+        more = f" (and {len(self.refusals) - 1} more refused)" if len(self.refusals) > 1 else ""
+        return self.refusals[0] + more
 
     @property
     def writes(self) -> tuple[Step, ...]:

@@ -75,7 +75,8 @@ def planned(
     p, problems, published = with_publications(project, p, wanted.desired, live, keep=seal is not None)
     basis = replace(basis, published=published)
     if seal is not None:
-        p = replace(p, refused=sealed.stale(seal, cluster.name, p, basis))
+        stale = sealed.stale(seal, cluster.name, p, basis)
+        p = replace(p, refusals=(stale,) if stale else ())
     return ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, basis=basis)
 
 

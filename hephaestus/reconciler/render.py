@@ -116,6 +116,7 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         "url": o.url,
         "error": o.error or None,
         "refused": plan.refused if plan and plan.refused else None,
+        "refusals": list(plan.refusals) if plan else [],
         "applied": o.applied,
         "counts": plan.counts() if plan else {},
         "health": [{"name": u.name, "reason": u.reason} for u in plan.health] if plan else [],

@@ -347,9 +347,10 @@ def _view(read: Read, desired: Mapping[str, Desired], out: ClusterOutcome | None
 def _judged(o: ClusterOutcome, p: Plan | None, blind: list[str], seal: sealed.Sealed | None) -> ClusterOutcome:
     if p is None or o.plan is None:
         return o
-    refused = o.plan.refused or (sealed.effects_moved(seal, o.cluster, p) if seal else "") or p.refused
+    moved = sealed.effects_moved(seal, o.cluster, p) if seal else ""
+    refusals = o.plan.refusals or ((moved,) if moved else ()) or p.refusals
     warn = (f"the fleet's rules did not see {', '.join(blind)}: its connectors were not checked for second writers",)
-    return replace(o, plan=replace(p, refused=refused, warnings=(*p.warnings, *(warn if blind else ()))))
+    return replace(o, plan=replace(p, refusals=refusals, warnings=(*p.warnings, *(warn if blind else ()))))
 
 
 def _alter_publications(project: Project, p: Plan) -> tuple[StepResult, ...]:

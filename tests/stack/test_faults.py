@@ -22,7 +22,7 @@ from tests.stack.faults import WorkerLog, finished, hephaestus, kill_worker, res
 from tests.stack.fleet import Fleet, dump_yaml, make_fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.exclusive]  # workers killed: nothing else may run
 
 
 @pytest.fixture

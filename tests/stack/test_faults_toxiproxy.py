@@ -23,7 +23,7 @@ from tests.stack.fleet import Fleet, make_fleet
 from tests.stack.support import ConnectClient, Stack, wait_until
 from tests.stack.test_faults import edit_project, run_reconcile
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.exclusive]  # links cut, workers restarted
 
 
 @pytest.fixture(scope="module")

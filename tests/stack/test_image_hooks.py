@@ -29,7 +29,8 @@ from tests.stack.pods import REPO, Pod, Ran, pods, run
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 from tests.unit.test_helm import render
 
-pytestmark = pytest.mark.timeout(1500)
+# The chart's jobs heal and reconcile whatever their select names: alone on the stack.
+pytestmark = [pytest.mark.timeout(1500), pytest.mark.exclusive]
 
 PASSWORD_FILE_DBS = ("bob", "auth", "eureka", "fatima", "tokyo_jprep_dwh", "invoicemgmt", "kec_dwh")
 SYNC_S = 120

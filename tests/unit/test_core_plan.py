@@ -80,7 +80,7 @@ def test_steps_are_exact_and_in_name_order() -> None:
             Step("create", "noclass", {"topics": "t"}, connector_class=""),
             Step("delete", "z_old", reason="JDBC sink absent from git", connector_class=DBZ_SINK),
         ),
-        refused="",
+        refusals=(),
     )
     assert [s.risk for s in p.steps] == ["", "restart", "create", "create", "delete"]
     assert p.counts() == {

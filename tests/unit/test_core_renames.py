@@ -161,3 +161,4 @@ def test_every_refused_rename_is_counted() -> None:
     p = gated("x", desired, live, Policy(force=True), Scope(frozenset(live)))
     assert p.refused.startswith("destructive rename of n1 (slot-changed: slot.name: ")
     assert p.refused.endswith("(and 1 more refused)")
+    assert [r.split(" (")[0] for r in p.refusals] == ["destructive rename of n1", "destructive rename of n2"]
