@@ -61,6 +61,9 @@ class Connection:
         self.server = server
         self.closed = False
         self.info = Info(dbname=str(id(server)))
+        # An AdaptContext, as psycopg.sql needs to render identifiers (default encoding).
+        self.adapters = psycopg.adapters
+        self.connection = None
 
     def __enter__(self) -> Connection:
         return self
@@ -78,7 +81,8 @@ class Connection:
     def execute(self, query: Any, params: list[Any] | None = None) -> Result:
         if self.closed:
             raise psycopg.OperationalError("the connection is closed")
-        text = " ".join(str(query).split())
+        rendered = query.as_string(self) if hasattr(query, "as_string") else str(query)
+        text = " ".join(rendered.split())
         self.server.statements.append(text)
         return Result(self._answer(text, list(params or [])))
 
