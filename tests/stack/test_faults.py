@@ -136,10 +136,10 @@ def test_two_reconciles_at_once_write_once(bob: Fleet, stack: Stack) -> None:
 def test_a_crashed_lock_holder_is_named_then_released(bob: Fleet, stack: Stack) -> None:
     holder = textwrap.dedent(f"""
         import sys, time
-        from hephaestus.state.lock import Holder, locked, resource_key
+        from hephaestus.state.backend import urls_lock
         from hephaestus.project import load_project
         project = load_project(__import__("pathlib").Path("hephaestus.yaml"))
-        with locked(project, [resource_key("connect", "{stack.connect_url}")], Holder("holder-run", "test"), 5):
+        with urls_lock(project, "connect", ["{stack.connect_url}"], "test", 5, run_id="holder-run"):
             print("held", flush=True)
             time.sleep(600)
     """)
