@@ -109,7 +109,19 @@ class PgLock:
         with conn:
             with pg.errors("lock database"):  # only the lock's own calls: the run inside is not ours to label
                 self._take(conn, holder, timeout_s)
-            yield  # closing the connection ends the session and releases the lock
+            try:
+                yield
+            finally:
+                self._release(conn)  # then closing the connection ends the session
+
+    def _release(self, conn: Any) -> None:
+        """Unlock before the connection closes: the server ends a closed session on its own time,
+        so a run that takes the lock right after a clean exit could still find it held (one did,
+        with tests side by side). A crashed holder's lock still goes with its session."""
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [_CLASS_ID, self.key])
+        except pg.driver_errors():
+            pass  # the session is gone, and its lock with it
 
     def _take(self, conn: Any, holder: Holder, timeout_s: float) -> None:
         schema.ensure(conn, "lock")

@@ -375,6 +375,23 @@ class ConnectClient:
     def status(self, name: str) -> dict[str, Any] | None:
         return connector_status(self.http, name)
 
+    def config(self, name: str) -> dict[str, Any]:
+        """The stored config (GET …/config), asked again while a rebalance makes Connect answer
+        409 or 500: with tests side by side, another test's write can be rebalancing."""
+        response = self._call("GET", f"/connectors/{name}/config")
+        if response.status_code != 200:
+            raise AssertionError(f"GET {name} config: {response.status_code} {response.text}")
+        config: dict[str, Any] = response.json()
+        return config
+
+    def offsets(self, name: str) -> list[dict[str, Any]]:
+        """The connector's offsets (GET …/offsets), asked again through a rebalance as `config`."""
+        response = self._call("GET", f"/connectors/{name}/offsets")
+        if response.status_code != 200:
+            raise AssertionError(f"GET {name} offsets: {response.status_code} {response.text}")
+        offsets: list[dict[str, Any]] = response.json()["offsets"]
+        return offsets
+
     def names(self) -> list[str]:
         response = self._call("GET", "/connectors")
         response.raise_for_status()

@@ -72,7 +72,7 @@ def client(proxy: Proxy, timeout: float = 2.0) -> Hephaestus:
 
 def sink_config(fleet: Fleet, connect: ConnectClient) -> tuple[str, dict[str, str]]:
     name = fleet.name("platforms", "_to_")
-    return name, connect.http.get(f"/connectors/{name}/config").json()
+    return name, connect.config(name)
 
 
 @pytest.mark.parametrize(("toxic", "attributes"), [("latency", {"latency": 6000}), ("reset_peer", {"timeout": 0})])
@@ -98,7 +98,7 @@ def test_an_update_whose_answer_is_lost_is_applied_once(
     print(f"{toxic} on update: one PUT, {requests} requests, {time.monotonic() - start:.1f}s", file=sys.stderr)
     assert requests >= 2  # the answer was lost: the client had to read the live state
     assert [(s.method, s.status) for s in log.writes([name])] == [("PUT", 200)]
-    assert connect.http.get(f"/connectors/{name}/config").json()["batch.size"] == "77"
+    assert connect.config(name)["batch.size"] == "77"
 
 
 def test_a_create_and_a_delete_whose_answers_time_out_are_sent_once(

@@ -52,7 +52,7 @@ def _arrives(fleet: Fleet, user_id: str) -> None:
 @when("the source connector is deleted by hand", target_fixture="saved_config")
 def delete_source(fleet: Fleet, connect: ConnectClient) -> dict[str, Any]:
     name = _source(fleet)
-    config: dict[str, Any] = connect.http.get(f"/connectors/{name}/config").json()
+    config: dict[str, Any] = connect.config(name)
     connect.delete(name)
     wait_until(lambda: name not in connect.names(), timeout=30, message="source deleted")
     bob = fleet.stack.dsn(fleet.dbs["bob"])

@@ -113,7 +113,7 @@ def test_each_destructive_change_is_refused_with_zero_writes_through_each_path(
     refused(*fleet.cli("reconcile", "--project", project, "--plan", str(saved)), "a foreign plan", expected=1)
     assert other.writes([fleet.dbs["bob"], fleet.dbs["auth"]]) == []  # other tests run beside this one
     monkeypatch.delenv("HEPH_GATE_URL")
-    live = connect.http.get(f"/connectors/{sink}/config").json()
+    live = connect.config(sink)
     mine = WorkerLog(stack)
     connect.put_config(sink, {**live, "batch.size": "5"})  # someone edits it by hand
     # The worker logs a request after answering it: wait for this edit's line before reading
@@ -121,7 +121,7 @@ def test_each_destructive_change_is_refused_with_zero_writes_through_each_path(
     wait_until(lambda: mine.writes([sink]) or None, timeout=30, message="the hand edit in the worker log")
     log = WorkerLog(stack)
     refused(*fleet.cli("reconcile", "--project", project, "--plan", str(saved)), f"the live config or state of {sink}")
-    assert connect.http.get(f"/connectors/{sink}/config").json()["batch.size"] == "5"
+    assert connect.config(sink)["batch.size"] == "5"
 
     # an import of a sink made by hand, its credential put behind a placeholder: the reconcile
     # that would write the placeholder points the sink at "anything": refused

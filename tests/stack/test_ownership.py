@@ -181,7 +181,7 @@ def test_a_renamed_sink_keeps_its_offsets_and_rows_arrive_once(bob: Fleet, conne
         and result["detail"].endswith(" offset partitions carried over; RUNNING")
     ), result
     assert old not in connect.names() and connect.wait_running(new)
-    carried = connect.http.get(f"/connectors/{new}/offsets").json()["offsets"]
+    carried = connect.offsets(new)
     assert carried and all(o["offset"]["kafka_offset"] > 0 for o in carried)
 
     execute(source_dsn, "INSERT INTO users (user_id, name) VALUES ('u3', 'Cy')")
@@ -193,9 +193,7 @@ def test_a_renamed_sink_keeps_its_offsets_and_rows_arrive_once(bob: Fleet, conne
     assert read_rows(sink_dsn, "SELECT name FROM users WHERE user_id = 'u1'") == [("changed at the sink",)]
 
     def committed() -> int:
-        return sum(
-            o["offset"]["kafka_offset"] for o in connect.http.get(f"/connectors/{new}/offsets").json()["offsets"]
-        )
+        return sum(o["offset"]["kafka_offset"] for o in connect.offsets(new))
 
     start = sum(o["offset"]["kafka_offset"] for o in carried)
     wait_until(lambda: committed() > start or None, timeout=90, message="the renamed sink commits u3")

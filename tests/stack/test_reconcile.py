@@ -74,7 +74,7 @@ def test_changed_sink_option_updates_only_that_connector(bob: Fleet, connect: Co
     updates = [s for s in steps if s["action"] == "update"]
     assert [u["name"] for u in updates] == [target]
     assert updates[0]["changes"] == [{"key": "batch.size", "before": None, "after": "100"}]
-    assert connect.http.get(f"/connectors/{target}/config").json()["batch.size"] == "100"
+    assert connect.config(target)["batch.size"] == "100"
     execute(bob.stack.dsn(bob.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-after', 'Bo')")
     assert replicated(bob, "auth", "users", "user_id", "u-after")
 

@@ -52,12 +52,12 @@ def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(
     assert [e["effect"] for e in step["effects"]] == ["slot-changed"]
     assert f"destructive update of {doc['name']} (slot-changed: slot.name" in cluster["refused"]
     assert connect.status(doc["name"]) is not None
-    live = connect.http.get(f"/connectors/{doc['name']}/config").json()
+    live = connect.config(doc["name"])
     assert live["slot.name"] == old_slot  # nothing written
 
     code, report = fleet.reconcile("--allow-destructive")
     assert code == 0, json.dumps(report, indent=1)
-    assert connect.http.get(f"/connectors/{doc['name']}/config").json()["slot.name"] == new_slot
+    assert connect.config(doc["name"])["slot.name"] == new_slot
     bob = fleet.stack.dsn(fleet.dbs["bob"])
     wait_until(
         lambda: (
@@ -87,16 +87,16 @@ def test_a_saved_plan_is_refused_after_a_live_edit_and_applied_when_nothing_move
     plan_id = json.loads(saved.read_text())["id"]
     assert code == 0 and f"Plan `{plan_id}` sealed" in out and "restart" in out, out
 
-    live = connect.http.get(f"/connectors/{doc['name']}/config").json()
+    live = connect.config(doc["name"])
     connect.put_config(doc["name"], {**live, "batch.size": "5"})  # someone edits it by hand
     code, out = fleet.cli("reconcile", "--project", project, "--plan", str(saved))
     assert code == 2 and f"the live config or state of {doc['name']} changed since the plan" in out, out
-    assert connect.http.get(f"/connectors/{doc['name']}/config").json()["batch.size"] == "5"
+    assert connect.config(doc["name"])["batch.size"] == "5"
 
     fleet.cli("reconcile", "--project", project, "--dry-run", "--out", str(saved))
     code, out = fleet.cli("reconcile", "--project", project, "--plan", str(saved))
     assert code == 0, out
-    assert connect.http.get(f"/connectors/{doc['name']}/config").json()["batch.size"] == "77"
+    assert connect.config(doc["name"])["batch.size"] == "77"
 
 
 def test_a_paused_connector_stays_paused_across_reconciles_and_heal(fleet: Fleet, connect: ConnectClient) -> None:

@@ -111,7 +111,7 @@ def test_postgres_to_postgres_through_debezium(
     connect.wait_running(sink)
 
     # Connect stores placeholders, not the secrets they resolve to.
-    stored = connect.http.get(f"/connectors/{sink}/config").json()
+    stored = connect.config(sink)
     assert stored["connection.password"] == stack.secret_ref(dst, "password")
 
     wait_in_sync(stack, src, dst, ["u1", "u2"])

@@ -168,7 +168,7 @@ def test_missing_signal_table_names_its_ddl(users_only: Fleet, connect: ConnectC
     (error,) = report["clusters"][0]["invalid"][source]["signal.data.collection"]
     assert "signal table public.dbz_signals does not exist" in error and "CREATE TABLE public.dbz_signals" in error
     assert not report["clusters"][0]["applied"] and report["clusters"][0]["results"] == []
-    live = connect.http.get(f"/connectors/{source}/config").json()
+    live = connect.config(source)
     assert "public.students" not in live["table.include.list"], "the source was not updated"
 
 

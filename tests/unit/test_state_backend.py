@@ -112,3 +112,17 @@ def test_an_audit_table_that_refuses_stops_the_run_before_any_write() -> None:
     server = Server(refuse="FATAL: role does not exist")
     with pg.seam(server.connect), pytest.raises(AuditUnavailable, match="audit table hephaestus_audit cannot be"):
         Journal(None, "r", "c", "dbname=s").check()
+
+
+def test_a_clean_exit_unlocks_before_the_session_ends() -> None:
+    """The server ends a closed session on its own time: the unlock is what frees the lock at once."""
+    server = Server(
+        handlers=[
+            on(r"pg_try_advisory_lock", [(True,)]),
+            on(r"^INSERT INTO hephaestus_lock_holders", []),
+            on(r"pg_advisory_unlock", [(True,)]),
+        ]
+    )
+    with pg.seam(server.connect), PgLock("dbname=s", "heal").held(Holder("r", "heal").now(), 0.0):
+        assert not any("pg_advisory_unlock" in s for s in server.statements)
+    assert server.statements[-1] == "SELECT pg_advisory_unlock(%s, hashtext(%s))"
