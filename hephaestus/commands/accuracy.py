@@ -5,11 +5,14 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from hephaestus.commands.common import metrics_textfile_option, project_option, pushgateway_option
+
+if TYPE_CHECKING:
+    from hephaestus.accuracy.model import Report
 
 
 @click.command("accuracy")
@@ -79,7 +82,7 @@ def accuracy(
 commands: list[click.Command] = [accuracy]
 
 
-def _text(report: Any) -> str:
+def _text(report: Report) -> str:
     """The table at the terminal's width and in colour on a terminal (NO_COLOR honoured);
     whole lines, no colour, in a pipe or a log (cron, a Helm hook)."""
     from hephaestus.accuracy import render

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hephaestus.commands.common import EXIT_OK, cluster_option, lock_timeout_option, project_option
 from hephaestus.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from hephaestus.reconciler.importer import ClusterImport
 
 
 def _secret(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
@@ -75,7 +80,7 @@ def import_(
         _echo_text(r, dry_run)
 
 
-def _as_json(results: Any, dry_run: bool) -> dict[str, Any]:
+def _as_json(results: Sequence[ClusterImport], dry_run: bool) -> dict[str, Any]:
     return {
         "dry_run": dry_run,
         "clusters": [
@@ -88,7 +93,7 @@ def _as_json(results: Any, dry_run: bool) -> dict[str, Any]:
     }
 
 
-def _echo_text(r: Any, dry_run: bool) -> None:
+def _echo_text(r: ClusterImport, dry_run: bool) -> None:
     from hephaestus.generator.output import render_document
 
     click.echo(f"cluster {r.cluster}")

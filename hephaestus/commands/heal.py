@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from hephaestus.commands.common import (
     project_option,
     pushgateway_option,
 )
+
+if TYPE_CHECKING:
+    from hephaestus.heal.run import ClusterHeal
 
 
 @click.command()
@@ -84,7 +87,7 @@ def heal(
     )
 
 
-def _dict(r: Any) -> dict[str, Any]:
+def _dict(r: ClusterHeal) -> dict[str, Any]:
     return {
         "cluster": r.cluster,
         "url": r.url,
@@ -94,7 +97,7 @@ def _dict(r: Any) -> dict[str, Any]:
     }
 
 
-def _text(r: Any) -> None:
+def _text(r: ClusterHeal) -> None:
     click.echo(f"cluster {r.cluster} ({r.url})")
     if r.error:
         click.echo(f"  error: {r.error}")

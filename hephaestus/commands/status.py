@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,11 @@ from hephaestus.commands.common import (
     project_option,
     pushgateway_option,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from hephaestus.status.model import ClusterView
 
 
 @click.command()
@@ -56,7 +61,7 @@ def status(
     sys.exit(EXIT_ERROR if any(v.errors for v in views) else EXIT_DRIFT if any(v.unhealthy for v in views) else EXIT_OK)
 
 
-def _dict(v: Any) -> dict[str, Any]:
+def _dict(v: ClusterView) -> dict[str, Any]:
     return {
         "cluster": v.cluster,
         "url": v.url,
@@ -68,7 +73,7 @@ def _dict(v: Any) -> dict[str, Any]:
     }
 
 
-def _tables(views: Any, show_all: bool) -> None:
+def _tables(views: Sequence[ClusterView], show_all: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
