@@ -17,7 +17,16 @@ from hephaestus.globs import globs_overlap, scopes_overlap
 from hephaestus.project import Project, load_project, normalised_url
 from hephaestus.settings import StateSettings
 from hephaestus.state.backend import ownership_store
-from hephaestus.state.ownership import Claim, OwnershipFile, OwnershipTable, OwnershipUnavailable, claims_of, scope_of
+from hephaestus.state.ownership import (
+    Claim,
+    OwnershipFile,
+    OwnershipTable,
+    OwnershipUnavailable,
+    claims_of,
+    owns,
+    releasing,
+    scope_of,
+)
 
 
 def test_claims_round_trip_per_project_and_cluster(tmp_path: Path) -> None:
@@ -87,6 +96,14 @@ def test_claims_of_and_scope_of() -> None:
     ]
     assert all(c.since.endswith("+00:00") for c in claims)
     assert scope_of(()) == "*" and scope_of(("b_*", "a_*")) == "a_*,b_*"
+
+
+def test_a_releasing_claim_keeps_its_connector_and_scope_and_says_when_and_which_config() -> None:
+    (claim,) = claims_of(["a"], "x_*", "created", "r1")
+    mark = releasing(claim, "0123abcd", "r2")
+    assert (mark.connector, mark.scope, mark.how, mark.run_id) == ("a", "x_*", "releasing 0123abcd", "r2")
+    assert mark.since.endswith("+00:00") and mark.since >= claim.since
+    assert owns(mark, "0123abcd") and not owns(mark, "ffff0000") and not owns(mark, None) and owns(claim, None)
 
 
 def test_the_store_is_the_state_database_else_a_file(tmp_path: Path) -> None:

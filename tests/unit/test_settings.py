@@ -107,3 +107,11 @@ def test_the_state_database_wins_over_the_keys_of_earlier_releases(tmp_path: Pat
     path.write_text("clusters: {c: {url: 'http://c:8083', connectors: c}}\n" + text)
     project = load_project(path)
     assert {p: project.state.database_of(p) for p in PARTS} == dict.fromkeys(PARTS, "s")
+
+
+def test_heals_decisions_take_the_settings_given() -> None:
+    from hephaestus.heal.policy import HealConfig
+
+    s = HealSettings(max_restarts=2, unassigned_grace_s=5.0, backoff_unit_s=1.0, exclude=("x_*",))
+    assert HealConfig.of(s) == HealConfig(2, 5.0, 1.0, ("x_*",))
+    assert HealConfig.of(HealSettings()) == HealConfig()

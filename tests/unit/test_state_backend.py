@@ -15,7 +15,7 @@ from hephaestus.state.audit import AuditUnavailable, Journal
 from hephaestus.state.backend import FileBackend, PgBackend, backend_for, heal_store, journal_for, ownership_store
 from hephaestus.state.heal import HealBusy, HealFile, HealTable
 from hephaestus.state.lock import FileLock, Holder, LockBusy, PgLock
-from hephaestus.state.ownership import OwnershipFile, OwnershipTable, OwnershipUnavailable, claims_of
+from hephaestus.state.ownership import Claim, OwnershipFile, OwnershipTable, OwnershipUnavailable, claims_of
 from tests.unit.pgfake import Server, on
 
 PARTS = ("lock", "ownership", "heal", "audit")
@@ -79,6 +79,13 @@ def test_ownership_claims_go_to_the_table_in_one_transaction() -> None:
             pass
 
         def executemany(self, query: str, rows: list[list[str]]) -> None:
+            # The statement as the table's columns and key need it (a strict server would refuse
+            # anything else; so does this stand-in).
+            assert query == (
+                "INSERT INTO hephaestus_ownership (project, cluster, connector, scope, how, run_id) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (project, cluster, connector) DO UPDATE "
+                "SET scope = excluded.scope, how = excluded.how, run_id = excluded.run_id, since = now()"
+            ), query
             seen.append(rows)
 
     def connect(dsn: str, **options: object) -> object:
@@ -88,7 +95,8 @@ def test_ownership_claims_go_to_the_table_in_one_transaction() -> None:
 
     with pg.seam(connect):
         OwnershipTable("dbname=s").claim("p", "c", claims_of(["b", "a"], "*", "created", "r1"))
-    assert [row[2] for row in seen[0]] == ["a", "b"] and server.connects[0]["autocommit"] is False
+    assert seen[0] == [["p", "c", "a", "*", "created", "r1"], ["p", "c", "b", "*", "created", "r1"]]
+    assert server.connects[0]["autocommit"] is False
     assert server.versions["ownership"] == 1
 
 
@@ -126,3 +134,42 @@ def test_a_clean_exit_unlocks_before_the_session_ends() -> None:
     with pg.seam(server.connect), PgLock("dbname=s", "heal").held(Holder("r", "heal").now(), 0.0):
         assert not any("pg_advisory_unlock" in s for s in server.statements)
     assert server.statements[-1] == "SELECT pg_advisory_unlock(%s, hashtext(%s))"
+
+
+def test_the_ownership_table_reads_each_row_as_a_claim_of_its_project_and_cluster() -> None:
+    from datetime import UTC, datetime
+
+    since = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
+    rows = [("a", "*", "created", "r1", since), ("b", "x_*", "releasing 0123", "r2", since)]
+    seen: list[list[object]] = []
+
+    def owned(text: str, params: list[object]) -> list[tuple[object, ...]] | None:
+        if not text.startswith("SELECT connector, scope, how, run_id, since FROM hephaestus_ownership"):
+            return None
+        assert text.endswith("FROM hephaestus_ownership WHERE project = %s AND cluster = %s"), text
+        seen.append(params)
+        return rows
+
+    server = Server(handlers=[owned])
+    with pg.seam(server.connect):
+        claims = OwnershipTable("dbname=s").owned("proj", "c")
+    assert seen == [["proj", "c"]]
+    assert claims == {
+        "a": Claim("a", "*", "created", "r1", "2026-12-02T05:00:00+00:00"),
+        "b": Claim("b", "x_*", "releasing 0123", "r2", "2026-12-02T05:00:00+00:00"),
+    }
+
+
+def test_a_release_deletes_only_the_named_connectors_of_its_project_and_cluster() -> None:
+    seen: list[list[object]] = []
+
+    def delete(text: str, params: list[object]) -> list[tuple[object, ...]] | None:
+        if not text.startswith("DELETE FROM hephaestus_ownership WHERE project = %s AND cluster = %s"):
+            return None
+        seen.append(params)
+        return []
+
+    server = Server(handlers=[delete])
+    with pg.seam(server.connect):
+        OwnershipTable("dbname=s").release("proj", "c", iter(["a", "b"]))
+    assert seen == [["proj", "c", ["a", "b"]]] and "connector = ANY(%s)" in server.statements[-1]
