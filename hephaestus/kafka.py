@@ -205,7 +205,10 @@ def _drain(
         if msg.error() is not None:
             raise HephaestusError(f"Kafka: reading {msg.topic()}: {msg.error().str()}")
         tp = (msg.topic(), msg.partition())
-        if tp not in todo or msg.offset() >= ends[tp]:
+        if tp not in todo:
+            continue
+        if msg.offset() >= ends[tp]:  # past the end: the offsets before it hold no record (a
+            del todo[tp]  # transaction's marker, a compacted or expired record), so it is done
             continue
         todo[tp] = msg.offset() + 1
         if todo[tp] >= ends[tp]:

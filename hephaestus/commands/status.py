@@ -94,7 +94,8 @@ def _tables(views: Sequence[ClusterView], show_all: bool) -> None:
             tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
             slot = "-" if c.slot_retained is None else size(c.slot_retained)
             state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
-            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _n(c.dlq_depth), _n(c.consumer_lag), slot)
+            lagging = _n(c.consumer_lag) + (f" ({c.lag_age_s:.0f}s old)" if c.lag_age_s is not None else "")
+            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _n(c.dlq_depth), lagging, slot)
             table.add_row(*map(printable, (*cells, "; ".join(c.problems) or "ok")))
         console.print(table)
         for error in v.errors:

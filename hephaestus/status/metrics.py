@@ -48,6 +48,11 @@ _CONNECTOR_GAUGES: tuple[tuple[str, str, Callable[[ConnectorView], float | None]
     ("connector_heal_restarts", "Restarts heal has spent on the connector (its budget's use).", lambda c: c.restarts),
     ("sink_dlq_records", "Records in the sink's dead-letter queue.", lambda c: c.dlq_depth),
     ("sink_consumer_lag_records", "Records of the sink's topics not yet committed by it.", lambda c: c.consumer_lag),
+    (
+        "sink_consumer_lag_age_seconds",
+        "How long the oldest record the sink has not yet committed has waited (by its timestamp).",
+        lambda c: c.lag_age_s,
+    ),
     ("source_slot_retained_bytes", "WAL bytes the source's slot holds back.", lambda c: c.slot_retained),
 )
 

@@ -20,6 +20,7 @@ class ConnectorView:
     budget: int = 0
     dlq_depth: int | None = None  # sinks with a DLQ
     consumer_lag: int | None = None  # sinks: records of their topics not yet committed
+    lag_age_s: float | None = None  # sinks: how long the oldest of those has waited (None: no lag, or unread)
     slot: str | None = None  # sources
     slot_retained: int | None = None
     slot_verdict: str | None = None
@@ -57,6 +58,31 @@ def problems_of(v: ConnectorView) -> tuple[str, ...]:
     if v.slot_verdict not in (None, "ok"):
         found.append(f"slot {v.slot} {v.slot_verdict}")
     return tuple(found)
+
+
+def waiting(
+    topics: Sequence[str], spans: Mapping[str, Sequence[Span]], committed: Mapping[tuple[str, int], int]
+) -> dict[tuple[str, int], int]:
+    """The first record not yet consumed of every partition of `topics` that has one: where the
+    group committed, or the log start where it committed nothing or the log moved past it."""
+    firsts = {
+        (s.topic, s.partition): max(committed.get((s.topic, s.partition), s.start), s.start)
+        for t in topics
+        for s in spans.get(t, ())
+    }
+    ends = {(s.topic, s.partition): s.end for t in topics for s in spans.get(t, ())}
+    return {tp: first for tp, first in firsts.items() if first < ends[tp]}
+
+
+def lag_age(
+    positions: Mapping[tuple[str, int], int], stamps: Mapping[tuple[str, int], int], now_ms: int
+) -> float | None:
+    """Seconds the oldest waiting record has waited, by the timestamps of the records at
+    `positions` (None when nothing waits, or none of them could be read). A record's timestamp
+    is its producer's (CreateTime) unless the topic says LogAppendTime: a record produced long
+    before it reached Kafka reads older than its wait."""
+    found = [stamps[tp] for tp in positions if tp in stamps]
+    return max((now_ms - min(found)) / 1000, 0.0) if found else None
 
 
 def lag(topics: Sequence[str], spans: Mapping[str, Sequence[Span]], committed: Mapping[tuple[str, int], int]) -> int:

@@ -8,6 +8,7 @@ once); per project database one query of its slots; one read of heal's state per
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -20,7 +21,7 @@ from hephaestus.fleet.slots import Limits, Slot, judge
 from hephaestus.fleet.topics import dlq_topics, topics_of
 from hephaestus.project import Cluster, Project
 from hephaestus.state.backend import heal_store
-from hephaestus.status.model import ClusterView, ConnectorView, lag, problems_of
+from hephaestus.status.model import ClusterView, ConnectorView, lag, lag_age, problems_of, waiting
 
 
 def fleet_status(
@@ -112,15 +113,32 @@ def _with_kafka(
     except HephaestusError as exc:
         errors.append(f"kafka: {exc}")
         return views
+    committed = {n: groups.get(f"connect-{n}", {}) for n in sinks}
+    firsts = {n: waiting(topics[n], spans, committed[n]) for n in sinks}
+    stamps = _stamps(cluster.kafka_bootstrap, firsts, errors)
+    now_ms = int(time.time() * 1000)
     return [
         replace(
             v,
             dlq_depth=sum(s.depth for s in spans[dlqs[v.name]]) if v.name in dlqs else None,
-            consumer_lag=lag(topics[v.name], spans, groups.get(f"connect-{v.name}", {}))
-            if topics.get(v.name)
-            else None,
+            consumer_lag=lag(topics[v.name], spans, committed[v.name]) if topics.get(v.name) else None,
+            lag_age_s=lag_age(firsts[v.name], stamps, now_ms),
         )
         if v.name in sinks
         else v
         for v in views
     ]
+
+
+def _stamps(
+    bootstrap: str, firsts: Mapping[str, Mapping[tuple[str, int], int]], errors: list[str]
+) -> dict[tuple[str, int], int]:
+    """The timestamp of the first waiting record of every lagging partition: one consumer, one
+    record a partition, whatever the number of sinks."""
+    positions = {tp: o for found in firsts.values() for tp, o in found.items()}
+    try:
+        read = kafka.read(bootstrap, positions, {tp: o + 1 for tp, o in positions.items()})
+        return {(r.topic, r.partition): r.timestamp_ms for r in read if r.timestamp_ms is not None}
+    except HephaestusError as exc:
+        errors.append(f"kafka: the age of the lag: {exc}")
+        return {}

@@ -81,6 +81,7 @@ class Cluster:
     unreachable: bool = False
     fail_commit_after: int | None = None  # commits that succeed before one fails
     commits: list[int] = field(default_factory=list)  # the records of each committed transaction
+    polls: int = 0  # every consumer's polls, all told
     configs: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, topic: str, partition: int, count: int, start: int = 0) -> None:
@@ -156,6 +157,7 @@ class Consumer:
 
     def poll(self, timeout: float) -> Msg | None:
         assert not self.closed, "poll on a closed consumer"
+        self.c.polls += 1
         return self.queue.pop(0) if self.queue else None
 
     def consumer_group_metadata(self) -> str:

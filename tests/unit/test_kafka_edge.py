@@ -107,3 +107,12 @@ def test_a_replay_failing_half_way_keeps_committed_chunks_and_sends_the_rest_nev
 def test_the_seam_refuses_a_client_kind_that_does_not_exist() -> None:
     with pytest.raises(AssertionError), kafka.seam(broker=lambda c: None):
         pass
+
+
+def test_a_partition_whose_offsets_up_to_the_end_hold_no_record_ends_the_read_at_once(cluster: Cluster) -> None:
+    """A transaction's commit marker (or a compacted record) takes an offset no consumer sees:
+    the read ends at the first record past the end instead of polling until its deadline."""
+    cluster.logs[("dlq", 0)] = [m for m in cluster.logs[("dlq", 0)] if m.offset_ != 3]  # offset 3: a marker
+    with seam(cluster):
+        got = list(kafka.read("b:9092", {("dlq", 0): 3}, {("dlq", 0): 4}))
+    assert got == [] and cluster.polls == 1, cluster.polls

@@ -5,6 +5,7 @@ in every output, heal's counts, DLQ depth, consumer lag and the source's slot jo
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +48,7 @@ def world(
     broker.add("bob.public.users", 0, 10)
     broker.add("dlq.users", 0, 3)
     broker.groups["connect-users_sink"] = {("bob.public.users", 0): 4}
+    broker.logs[("bob.public.users", 0)][4].ts = int(time.time() * 1000) - 90_000  # the first waiting: 90 s old
     rows = [
         ("bob_slot", "pgoutput", True, 2 * GIB, 10, "reserved", "bob"),
         ("old", "pgoutput", False, GIB, 1, None, "bob"),
@@ -74,6 +76,7 @@ def test_status_names_the_failed_task_with_its_restarts_dlq_lag_and_the_sources_
     sink, source = by_name["users_sink"], by_name["bob_source"]
     assert (sink["healthy"], sink["restarts"], sink["budget"]) == (False, 3, 5)
     assert (sink["dlq_depth"], sink["consumer_lag"]) == (3, 6)
+    assert 89 <= sink["lag_age_s"] < 120, sink["lag_age_s"]
     assert (source["slot"], source["slot_retained"], source["slot_verdict"]) == ("bob_slot", 2 * GIB, "over_limit")
     assert cluster["errors"] == []
     assert [p for m, p in double.log if m == "GET" and p == "/connectors"] == ["/connectors"], "one listing"
@@ -98,6 +101,7 @@ def test_the_exporters_check_says_what_status_says(world: tuple[Path, ConnectDou
     sink = (("cluster", "c"), ("connector", "users_sink"), ("kind", "sink"))
     assert samples[("hephaestus_connector_healthy", sink)] == 0.0
     assert samples[("hephaestus_sink_dlq_records", sink)] == 3.0
+    assert samples[("hephaestus_sink_consumer_lag_age_seconds", sink)] >= 89
     assert samples[("hephaestus_connector_heal_restarts", sink)] == 3.0
     assert samples[("hephaestus_slots_errors", ())] == 0.0
     assert any(name == "hephaestus_slot_active" for name, _ in samples)
