@@ -22,7 +22,7 @@ SELECT slot_name, plugin, active,
                        restart_lsn)::bigint,
        pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END,
                        confirmed_flush_lsn)::bigint,
-       to_jsonb(s) ->> 'wal_status', current_database()
+       to_jsonb(s) ->> 'wal_status', current_database(), pg_wal_lsn_diff(confirmed_flush_lsn, '0/0')::bigint
 FROM pg_replication_slots s WHERE slot_type = 'logical' AND database = current_database() ORDER BY slot_name
 """
 
@@ -68,6 +68,7 @@ def read_slots(dsn: str, database: str) -> list[Slot]:
             _int(r[4]),
             None if r[5] is None else str(r[5]),
             str(r[6]),
+            _int(r[7]),
         )
         for r in rows
     ]

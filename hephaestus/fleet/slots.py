@@ -36,6 +36,10 @@ class Slot:
     lag_bytes: int | None  # current WAL position - confirmed_flush_lsn
     wal_status: str | None  # reserved, extended, unreserved, lost (PostgreSQL 13+)
     dbname: str = ""  # the database's own name (current_database()), as a source's database.dbname names it
+    # confirmed_flush_lsn as a byte position: sampled twice (two checks, or a gauge's rate), it
+    # says whether the source still confirms what it read. Debezium confirms at offset commits
+    # (every 60 s by default) and, on a quiet database, only with heartbeat.action.query.
+    confirmed_lsn: int | None = None
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,16 @@ _CONNECTOR_GAUGES: tuple[tuple[str, str, Callable[[ConnectorView], float | None]
         lambda c: c.lag_age_s,
     ),
     ("source_slot_retained_bytes", "WAL bytes the source's slot holds back.", lambda c: c.slot_retained),
+    (
+        "source_slot_unconfirmed_bytes",
+        "WAL bytes past the source slot's confirmed position (read or sent, not yet confirmed).",
+        lambda c: c.slot_unconfirmed,
+    ),
+    (
+        "source_slot_confirmed_lsn_bytes",
+        "The source slot's confirmed position in bytes: its rate is 0 while the source confirms nothing.",
+        lambda c: c.slot_confirmed_lsn,
+    ),
 )
 
 

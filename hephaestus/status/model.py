@@ -24,6 +24,8 @@ class ConnectorView:
     slot: str | None = None  # sources
     slot_retained: int | None = None
     slot_verdict: str | None = None
+    slot_unconfirmed: int | None = None  # WAL bytes the source read or was sent but has not confirmed
+    slot_confirmed_lsn: int | None = None  # its confirmed position (a gauge's rate says whether it moves)
     problems: tuple[str, ...] = ()
     desired: str = ""  # the state git asks for (RUNNING, PAUSED, STOPPED); "" when no file says
 

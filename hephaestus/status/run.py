@@ -69,6 +69,8 @@ def _view(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Lim
         slot=c.config["slot.name"],
         slot_retained=slot.retained_bytes if slot else None,
         slot_verdict=judge(slot, [c.name], limits).verdict if slot else None,
+        slot_unconfirmed=slot.lag_bytes if slot else None,
+        slot_confirmed_lsn=slot.confirmed_lsn if slot else None,
     )
 
 

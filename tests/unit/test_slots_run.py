@@ -31,7 +31,7 @@ SOURCE = {
 
 
 def row(name: str, active: bool, retained: int | None, db: str = "bob") -> tuple[Any, ...]:
-    return (name, "pgoutput", active, retained, retained, "reserved", db)
+    return (name, "pgoutput", active, retained, retained, "reserved", db, 4_096)
 
 
 def world(tmp_path: Path, rows: list[tuple[Any, ...]]) -> tuple[Project, Server, ConnectDouble]:

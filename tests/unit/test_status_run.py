@@ -50,8 +50,8 @@ def world(
     broker.groups["connect-users_sink"] = {("bob.public.users", 0): 4}
     broker.logs[("bob.public.users", 0)][4].ts = int(time.time() * 1000) - 90_000  # the first waiting: 90 s old
     rows = [
-        ("bob_slot", "pgoutput", True, 2 * GIB, 10, "reserved", "bob"),
-        ("old", "pgoutput", False, GIB, 1, None, "bob"),
+        ("bob_slot", "pgoutput", True, 2 * GIB, 10, "reserved", "bob", 7_000_000),
+        ("old", "pgoutput", False, GIB, 1, None, "bob", 5_000),
     ]
     database = Server(handlers=[on(r"FROM pg_replication_slots", rows)])
     (tmp_path / "heal-state.json").write_text(json.dumps({"c": {"users_sink": {"count": 3, "notified": 3}}}))
@@ -78,6 +78,7 @@ def test_status_names_the_failed_task_with_its_restarts_dlq_lag_and_the_sources_
     assert (sink["dlq_depth"], sink["consumer_lag"]) == (3, 6)
     assert 89 <= sink["lag_age_s"] < 120, sink["lag_age_s"]
     assert (source["slot"], source["slot_retained"], source["slot_verdict"]) == ("bob_slot", 2 * GIB, "over_limit")
+    assert (source["slot_unconfirmed"], source["slot_confirmed_lsn"]) == (10, 7_000_000)
     assert cluster["errors"] == []
     assert [p for m, p in double.log if m == "GET" and p == "/connectors"] == ["/connectors"], "one listing"
 
@@ -104,6 +105,9 @@ def test_the_exporters_check_says_what_status_says(world: tuple[Path, ConnectDou
     assert samples[("hephaestus_sink_consumer_lag_age_seconds", sink)] >= 89
     assert samples[("hephaestus_connector_heal_restarts", sink)] == 3.0
     assert samples[("hephaestus_slots_errors", ())] == 0.0
+    source = (("cluster", "c"), ("connector", "bob_source"), ("kind", "source"))
+    assert samples[("hephaestus_source_slot_confirmed_lsn_bytes", source)] == 7_000_000.0
+    assert samples[("hephaestus_source_slot_unconfirmed_bytes", source)] == 10.0
     assert any(name == "hephaestus_slot_active" for name, _ in samples)
 
 
