@@ -120,6 +120,8 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
     (cluster,) = doc["clusters"]
     by_name = {c["name"]: c for c in cluster["connectors"]}
     assert by_name[sink]["healthy"] and by_name[sink]["dlq_depth"] == 0 and by_name[sink]["consumer_lag"] is not None
+    sources = [c for c in cluster["connectors"] if c["kind"] == "source" and c["slot"]]
+    assert sources and all(c["slot_confirmed_lsn"] > 0 and c["slot_unconfirmed"] >= 0 for c in sources), sources
 
     # The sink's table disappears: its next write fails the task (schema.evolution=none).
     execute(fleet.stack.dsn(fleet.dbs["auth"]), "DROP TABLE users")
@@ -128,6 +130,8 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
     code, doc = run_json(fleet, "status")
     (failed,) = [c for c in doc["clusters"][0]["connectors"] if not c["healthy"]]
     assert failed["name"] == sink and "task 0 FAILED" in failed["problems"], failed
+    # The row it failed on is not committed: it waits, and its age is read from its timestamp.
+    assert failed["consumer_lag"] >= 1 and failed["lag_age_s"] is not None and failed["lag_age_s"] >= 0, failed
     code, out = fleet.cli("status", "--project", str(fleet.root / "hephaestus.yaml"))
     assert code == 2 and sink in out and "task 0 FAILED" in out, out
 
