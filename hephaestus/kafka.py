@@ -194,6 +194,13 @@ def read(
         reader.close()
 
 
+def timestamps(bootstrap: str, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """The timestamp of the record at each (topic, partition)'s offset: one consumer, one record a
+    partition (a partition whose offset holds no record, or no timestamp, is left out)."""
+    found = read(bootstrap, positions, {tp: o + 1 for tp, o in positions.items()})
+    return {(r.topic, r.partition): r.timestamp_ms for r in found if r.timestamp_ms is not None}
+
+
 def _drain(
     consumer: Any, todo: dict[tuple[str, int], int], ends: Mapping[tuple[str, int], int], limit: int | None
 ) -> Iterator[Record]:

@@ -55,12 +55,13 @@ def driver_errors() -> tuple[type[BaseException], ...]:
 
 
 @contextmanager
-def errors(what: str, error: type[HephaestusError] = DatabaseError) -> Iterator[None]:
-    """A driver error inside becomes `error("<what>: <one line>")`."""
+def errors(what: str, error: type[HephaestusError] = DatabaseError, whole: bool = False) -> Iterator[None]:
+    """A driver error inside becomes `error("<what>: <one line>")` (`whole`: see `text`). Also a
+    decorator: every call of the function is inside it."""
     try:
         yield
     except driver_errors() as exc:
-        raise error(f"{what}: {text(exc)}") from exc
+        raise error(f"{what}: {text(exc, whole)}") from exc
 
 
 def connect(

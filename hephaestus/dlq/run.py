@@ -68,7 +68,9 @@ def find(
         topics = {connector: topics[connector]}
     bootstrap = bootstrap_of(cluster)
     spans = kafka.spans(bootstrap, sorted(set(topics.values())))
-    oldest = _oldest(bootstrap, [s for ss in spans.values() for s in ss if s.depth])
+    oldest = kafka.timestamps(
+        bootstrap, {(s.topic, s.partition): s.start for ss in spans.values() for s in ss if s.depth}
+    )
     return [
         Dlq(
             cluster.name,
@@ -82,15 +84,6 @@ def find(
         )
         for name, topic in topics.items()
     ]
-
-
-def _oldest(bootstrap: str, spans: Sequence[kafka.Span]) -> dict[tuple[str, int], int]:
-    first = kafka.read(
-        bootstrap,
-        {(s.topic, s.partition): s.start for s in spans},
-        {(s.topic, s.partition): s.start + 1 for s in spans},
-    )
-    return {(r.topic, r.partition): r.timestamp_ms for r in first if r.timestamp_ms is not None}
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
+from contextlib import ContextDecorator
 
 import psycopg
 from psycopg import sql
@@ -17,24 +16,11 @@ from hephaestus.pg import table_ident as _ident
 from hephaestus.polling import Bound, until
 from hephaestus.snapshot.signal import Signal
 
-P = ParamSpec("P")
-R = TypeVar("R")
 
-
-def _db_errors(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """A psycopg error (lost connection, no privilege, a changed table) becomes one clean error."""
-
-    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
-        @functools.wraps(fn)
-        def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                return fn(*args, **kwargs)
-            except psycopg.Error as exc:
-                raise HephaestusError(f"source database: {what} failed: {pg.text(exc, whole=True)}") from exc
-
-        return call
-
-    return decorate
+def _db_errors(what: str) -> ContextDecorator:
+    """A driver error (lost connection, no privilege, a changed table) becomes one clean error,
+    its DETAIL kept (a check's reason is there); used as a decorator."""
+    return pg.errors(f"source database: {what} failed", HephaestusError, whole=True)
 
 
 def connect(dsn: str) -> psycopg.Connection[tuple[object, ...]]:

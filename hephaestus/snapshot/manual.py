@@ -65,31 +65,18 @@ def send(
     """Under the cluster's lock (one actor per cluster, like every writer): check everything,
     wait for the slot, then insert one signal row (once the gate cleared it)."""
     with connect_lock(project, [found.cluster], "snapshot", timeout_of(project, lock_timeout_s)):
-        return _send(project, found, connector, tables, where, stop, slot_timeout_s, cleared)
-
-
-def _send(
-    project: Project,
-    found: Located,
-    connector: str,
-    tables: Sequence[str],
-    where: str | None,
-    stop: bool,
-    slot_timeout_s: float,
-    cleared: Cleared,
-) -> Signal:
-    if connector not in cleared.names():
-        raise HephaestusError(f"snapshot of {connector}: not cleared by the gate (a bug): no signal sent")
-    wanted = [qualified(t) for t in tables]
-    if not stop:
-        check_capturable(found.config, wanted, connector)
-    ref = source_ref(connector, found.config)
-    with db.connect(dsn_for(project, ref.database)) as conn:
-        db.check_tables(conn, [] if stop else wanted, ref.signal_table, ref.publication)
-        db.wait_slot_active(conn, ref.slot, slot_timeout_s)
-        signal = stop_snapshot(ref.database, wanted) if stop else execute_snapshot(ref.database, wanted, where)
-        db.insert_signal(conn, ref.signal_table, signal)
-    return signal
+        if connector not in cleared.names():
+            raise HephaestusError(f"snapshot of {connector}: not cleared by the gate (a bug): no signal sent")
+        wanted = [qualified(t) for t in tables]
+        if not stop:
+            check_capturable(found.config, wanted, connector)
+        ref = source_ref(connector, found.config)
+        with db.connect(dsn_for(project, ref.database)) as conn:
+            db.check_tables(conn, [] if stop else wanted, ref.signal_table, ref.publication)
+            db.wait_slot_active(conn, ref.slot, slot_timeout_s)
+            signal = stop_snapshot(ref.database, wanted) if stop else execute_snapshot(ref.database, wanted, where)
+            db.insert_signal(conn, ref.signal_table, signal)
+        return signal
 
 
 def status(

@@ -157,23 +157,15 @@ class HealTable(_Locked):
 
         try:
             with pg.session(self.dsn, "heal state database", application="hephaestus status") as conn:
-                rows = conn.execute(
-                    "SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster]
-                ).fetchall()
+                return _rows(conn, cluster)
         except pg.DatabaseError as exc:
             if isinstance(exc.__cause__, UndefinedTable):
                 return {}  # heal never ran against this database
             raise
-        return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
 
     def load(self, cluster: str) -> Records:
         with pg.errors("heal state database"):
-            rows = (
-                self._db()
-                .execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
-                .fetchall()
-            )
-        return {str(name): _record(raw) for name, raw in rows if isinstance(raw, dict)}
+            return _rows(self._db(), cluster)
 
     def save(self, cluster: str, records: Records) -> None:
         from psycopg.types.json import Jsonb
@@ -185,3 +177,9 @@ class HealTable(_Locked):
                     "INSERT INTO hephaestus_heal_state (cluster, connector, record) VALUES (%s, %s, %s)",
                     [cluster, name, Jsonb(asdict(record))],
                 )
+
+
+def _rows(conn: Any, cluster: str) -> Records:
+    """A cluster's records as the table holds them (a row that is no JSON object is left out)."""
+    rows = conn.execute("SELECT connector, record FROM hephaestus_heal_state WHERE cluster = %s", [cluster])
+    return {str(name): _record(raw) for name, raw in rows.fetchall() if isinstance(raw, dict)}

@@ -139,8 +139,7 @@ def _stamps(
     record a partition, whatever the number of sinks."""
     positions = {tp: o for found in firsts.values() for tp, o in found.items()}
     try:
-        read = kafka.read(bootstrap, positions, {tp: o + 1 for tp, o in positions.items()})
-        return {(r.topic, r.partition): r.timestamp_ms for r in read if r.timestamp_ms is not None}
+        return kafka.timestamps(bootstrap, positions)
     except HephaestusError as exc:
         errors.append(f"kafka: the age of the lag: {exc}")
         return {}
