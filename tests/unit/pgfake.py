@@ -31,6 +31,15 @@ class Result:
 
 Handler = Callable[[str, list[Any]], list[tuple[Any, ...]] | None]
 
+GIB = 1 << 30
+# A Debezium source of the database `bob` and its slot, as the slot tests read it.
+SOURCE = {
+    "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+    "database.dbname": "bob",
+    "slot.name": "bob_slot",
+    "topic.prefix": "bob",
+}
+
 
 @dataclass
 class Server:

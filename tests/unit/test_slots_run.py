@@ -19,15 +19,7 @@ from hephaestus.project import Cluster, Database, Project
 from hephaestus.safety.gate import Allow, Refused
 from hephaestus.slots import run
 from tests.connect_double import ConnectDouble
-from tests.unit.pgfake import Server, on
-
-GIB = 1 << 30
-SOURCE = {
-    "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-    "database.dbname": "bob",
-    "slot.name": "bob_slot",
-    "topic.prefix": "bob",
-}
+from tests.unit.pgfake import GIB, SOURCE, Server, on
 
 
 def row(name: str, active: bool, retained: int | None, db: str = "bob") -> tuple[Any, ...]:

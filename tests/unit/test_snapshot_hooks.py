@@ -63,35 +63,33 @@ def test_only_the_tables_an_update_adds_are_new() -> None:
     assert new_tables(Step("create", "x", CONFIG)) == []
 
 
-def test_after_the_update_one_signal_goes_once_a_new_walsender_holds_the_slot() -> None:
-    db = server([111, 111, 222])
+def reconciled(db: Server, updated: bool) -> tuple[StepResult, list[str]]:
+    """Hooks around a reconcile whose source update succeeded (or not): the snapshot's result,
+    and the INSERTs the source database saw."""
     h = hooks()
     with pg.seam(db.connect):
         h.prepare(CLUSTER, plan())
-        (result,) = h.after(CLUSTER, plan(), [StepResult("bob_source", "update", True, "RUNNING")])
+        update = StepResult("bob_source", "update", updated, "RUNNING" if updated else "FAILED")
+        (result,) = h.after(CLUSTER, plan(), [update])
+    return result, [s for s in db.statements if s.startswith("INSERT INTO")]
+
+
+def test_after_the_update_one_signal_goes_once_a_new_walsender_holds_the_slot() -> None:
+    result, inserts = reconciled(server([111, 111, 222]), True)
     assert result.ok and result.detail.endswith(": public.orders"), result
-    inserts = [s for s in db.statements if s.startswith("INSERT INTO")]
     assert len(inserts) == 1 and '"public"."dbz_signal"' in inserts[0]
 
 
 def test_a_failed_update_sends_no_signal() -> None:
-    db = server([111])
-    h = hooks()
-    with pg.seam(db.connect):
-        h.prepare(CLUSTER, plan())
-        (result,) = h.after(CLUSTER, plan(), [StepResult("bob_source", "update", False, "FAILED")])
+    result, inserts = reconciled(server([111]), False)
     assert not result.ok and result.detail == "source update failed: no signal sent"
-    assert not [s for s in db.statements if s.startswith("INSERT INTO")]
+    assert not inserts
 
 
 def test_a_slot_the_old_walsender_keeps_times_out_and_nothing_is_sent() -> None:
-    db = server([111])
-    h = hooks()
-    with pg.seam(db.connect):
-        h.prepare(CLUSTER, plan())
-        (result,) = h.after(CLUSTER, plan(), [StepResult("bob_source", "update", True, "RUNNING")])
+    result, inserts = reconciled(server([111]), True)
     assert not result.ok and "did not become active" in result.detail
-    assert not [s for s in db.statements if s.startswith("INSERT INTO")]
+    assert not inserts
 
 
 def test_a_new_table_without_a_primary_key_stops_the_run_before_any_write() -> None:

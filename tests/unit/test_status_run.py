@@ -18,15 +18,8 @@ from hephaestus.state import schema
 from hephaestus.status import exporter
 from tests.connect_double import ConnectDouble
 from tests.unit.kafkafake import Cluster
-from tests.unit.pgfake import Server, on
+from tests.unit.pgfake import GIB, SOURCE, Server, on
 
-GIB = 1 << 30
-SOURCE = {
-    "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-    "database.dbname": "bob",
-    "slot.name": "bob_slot",
-    "topic.prefix": "bob",
-}
 SINK = {
     "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
     "topics": "bob.public.users",
