@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -16,7 +17,7 @@ from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
 from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
-from hephaestus.settings import HealSettings, LockSettings, PolicySettings, StateSettings
+from hephaestus.settings import HealSettings, LockSettings, PolicySettings, RolloutSettings, StateSettings
 from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
@@ -65,6 +66,7 @@ class Cluster:
     # The Connect workers' FileConfigProvider file, when mounted here too: its values (the
     # passwords behind `${file:…}` placeholders) are masked in every output, traces included.
     secrets_file: Path | None = None
+    rollout: dict[str, Any] | None = field(default=None, hash=False)  # its `rollout:` keys, over the project's
 
     def auth(self) -> tuple[str, str] | None:
         return basic_auth(self.username, self.password, f"cluster {self.name} password")
@@ -124,6 +126,14 @@ class Project:
     # (and a Connect cluster) must each have their own.
     name: str = "default"
     state: StateSettings = StateSettings()  # where the lock, ownership, heal's records and the audit live
+    rollout: dict[str, Any] | None = field(default=None, hash=False)  # `rollout:` as written (None: absent)
+
+    def rollout_of(self, cluster: Cluster, flags: Mapping[str, Any] | None = None) -> RolloutSettings | None:
+        """The cluster's rollout: the flags' keys over its own over the project's; None when
+        none of them sets one (an apply then only waits for each connector to be ready)."""
+        if self.rollout is None and cluster.rollout is None and not flags:
+            return None
+        return settings.of(RolloutSettings, {**(self.rollout or {}), **(cluster.rollout or {}), **(flags or {})})
 
     def dsn(self, database: str, what: str = "hephaestus") -> str:
         """The DSN of a database named in `databases:`, its password resolved if referenced."""
@@ -180,7 +190,19 @@ def load_project(path: Path) -> Project:
         raise InputErrors(errors)
     project = _build(doc, path.parent)
     _check_shared_urls(project)
+    _check_waves(project)
     return project
+
+
+def _check_waves(project: Project) -> None:
+    """A rollout's waves are cumulative percentages: each larger than the one before."""
+    found = [("rollout", project.rollout)] + [(f"clusters.{n}.rollout", c.rollout) for n, c in project.clusters.items()]
+    for where, raw in found:
+        waves = (raw or {}).get("waves", [])
+        if any(b <= a for a, b in zip(waves, waves[1:], strict=False)):
+            raise InputError(
+                project.file, f"waves {waves} must ascend: each is the share reached so far", f"{where}.waves"
+            )
 
 
 def _check_shared_urls(project: Project) -> None:
@@ -234,6 +256,7 @@ def _build(doc: YamlDoc, base: Path) -> Project:
             else None
         ),
         ksqldb={n: _ksqldb(n, k, base) for n, k in data.get("ksqldb", {}).items()},
+        rollout=data.get("rollout"),
     )
 
 
@@ -281,6 +304,7 @@ def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:
         kafka_bootstrap=raw.get("kafka_bootstrap"),
         schema_registry_url=raw.get("schema_registry_url"),
         secrets_file=base / raw["secrets_file"] if "secrets_file" in raw else None,
+        rollout=raw.get("rollout"),
     )
 
 

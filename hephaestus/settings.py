@@ -87,8 +87,38 @@ class StateSettings:
         return self.lock_database or self.heal_database
 
 
+OnFailure = Literal["rollback", "pause", "continue"]
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """`rollout:` (top level, and per cluster over it): progressive delivery. A canary first,
+    then waves, each watched for an analysis window against the gates below; the next starts
+    only when the last passed (and, with a lag budget, once the lag it caused is back under
+    it). A failed gate rolls back every connector the run changed (`on_failure`)."""
+
+    canary: int | tuple[str, ...] = 1  # how many writes go first, or globs naming them
+    waves: tuple[int, ...] = (25, 100)  # after the canary: cumulative percent of the rest
+    analysis_s: float = 30.0  # each wave watched this long once ready
+    interval_s: float = 5.0  # between two health samples
+    on_failure: OnFailure = "rollback"
+    # The gates, per connector of the wave: a sink's lag (records; None: not gated) and the
+    # age of its oldest unconsumed record (sinks commit every offset.flush.interval.ms: 60 s
+    # by default, so a healthy sink's committed lag can read that old), its DLQ's growth
+    # during the window, a source slot's retained WAL.
+    max_lag: int | None = None
+    max_lag_age_s: float = 120.0
+    max_dlq_growth: int = 0
+    max_slot_wal_bytes: int = GIB
+    # Pacing: a wave starts only once the summed lag of the sinks written so far is under
+    # this (None: not paced), waiting at most pace_timeout_s (then the gate fails).
+    lag_budget: int | None = None
+    pace_timeout_s: float = 600.0
+
+
 SECTIONS: dict[str, type] = {
     "policy": PolicySettings,
+    "rollout": RolloutSettings,
     "heal": HealSettings,
     "lock": LockSettings,
     "state": StateSettings,
@@ -107,7 +137,7 @@ def _typed(annotation: object, value: Any) -> Any:
     """YAML gives lists and ints where the settings keep tuples and floats."""
     if annotation == "float" and isinstance(value, int):
         return float(value)
-    if str(annotation).startswith("tuple") and isinstance(value, list):
+    if ("tuple" in str(annotation)) and isinstance(value, list):
         return tuple(value)
     return value
 

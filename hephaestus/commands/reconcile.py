@@ -73,6 +73,23 @@ if TYPE_CHECKING:  # the workflow's modules load only when the command runs
     "--batch-size; default 1 with --batch-size, else never).",
 )
 @click.option(
+    "--canary",
+    "canary",
+    multiple=True,
+    metavar="COUNT|GLOB",
+    help="Progressive rollout: write these first (a count, or globs), watch them, then the waves.",
+)
+@click.option(
+    "--on-failure",
+    type=click.Choice(["rollback", "pause", "continue"]),
+    default=None,
+    help="When a rollout's gate fails: put back what the run changed (default), stop, or go on.",
+)
+@click.option(
+    "--analysis-window", type=SECONDS, default=None, metavar="SECONDS", help="Watch each rollout wave this long."
+)
+@click.option("--lag-budget", type=COUNT, default=None, help="Start a wave only when the rollout's sinks lag less.")
+@click.option(
     "--deploy-custom-sinks",
     "--deployCustomSinkConnector",
     "deploy_custom",
@@ -107,6 +124,10 @@ def reconcile(
     batch_size: int | None,
     batch_interval: float | None,
     max_failures: int | None,
+    canary: tuple[str, ...],
+    on_failure: str | None,
+    analysis_window: float | None,
+    lag_budget: int | None,
     deploy_custom: bool,
     send_snapshot: bool,
     drift_only: bool,
@@ -125,8 +146,19 @@ def reconcile(
 
     project = load_project(project_file)
     given = Options(clusters, targets, force, allow_destructive or "", deploy_custom, send_snapshot)
+    flags = _rollout_flags(canary, on_failure, analysis_window, lag_budget)
     request = workflow.Request(
-        given, dry_run, exit_code, drift_only, plan_file, out, lock_timeout, batch_size, batch_interval, max_failures
+        given,
+        dry_run,
+        exit_code,
+        drift_only,
+        plan_file,
+        out,
+        lock_timeout,
+        batch_size,
+        batch_interval,
+        max_failures,
+        rollout=flags,
     )
     progress = _progress() if sys.stderr.isatty() else None
     prepared = workflow.prepare(project, request, progress, lambda line: click.echo(line, err=True))
@@ -143,6 +175,17 @@ def reconcile(
     if out:
         _save(out, project, outcomes, prepared)
     sys.exit(workflow.exit_code(outcomes, dry_run, exit_code))
+
+
+def _rollout_flags(
+    canary: tuple[str, ...], on_failure: str | None, window: float | None, budget: int | None
+) -> dict[str, object]:
+    """The rollout keys given as flags (any of them makes the apply a progressive rollout)."""
+    found: dict[str, object] = {}
+    if canary:
+        found["canary"] = int(canary[0]) if len(canary) == 1 and canary[0].isdigit() else canary
+    given = {"on_failure": on_failure, "analysis_s": window, "lag_budget": budget}
+    return found | {k: v for k, v in given.items() if v is not None}
 
 
 def _save(out: Path, project: Project, outcomes: Sequence[ClusterOutcome], prepared: Prepared) -> None:

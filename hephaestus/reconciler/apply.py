@@ -9,7 +9,7 @@ reported ok only when Connect's answer said so *and* the connector was then seen
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -96,30 +96,57 @@ def execute(
     and then one wait for all of them; the outcome of each step goes to the journal. A sink
     whose source failed in this run is not written; after `stop_after` failed batches the
     rest is left untouched."""
-    steps = plan.writes
-    if cleared.cluster != plan.cluster or not {s.name for s in steps} <= cleared.names():
-        raise HephaestusError(f"cluster {plan.cluster}: writes the gate did not clear (a bug): nothing applied")
-    done = iter(range(1, len(steps) + 1))  # next() on a shared iterator is atomic under the GIL
+    runner = Runner(client, plan, options, journal, cleared)
+    runner.run(plan.writes)
+    return runner.outcome()
 
-    def report(result: StepResult) -> StepResult:
-        if options.progress:
-            options.progress(result, next(done), len(steps))
+
+class Runner:
+    """One cluster's cleared writes in one run, given in parts (a progressive rollout's
+    stages) or all at once: the results so far, the failed batches, the progress count."""
+
+    def __init__(self, client: ConnectClient, plan: Plan, options: ApplyOptions, journal: Journal, cleared: Cleared):
+        steps = plan.writes
+        if cleared.cluster != plan.cluster or not {s.name for s in steps} <= cleared.names():
+            raise HephaestusError(f"cluster {plan.cluster}: writes the gate did not clear (a bug): nothing applied")
+        self.client, self.steps, self.options, self.journal = client, steps, options, journal
+        self.results: dict[str, StepResult] = {}
+        self.failed_batches = 0
+        self._done = iter(range(1, len(steps) + 1))  # next() on a shared iterator is atomic under the GIL
+
+    def report(self, result: StepResult) -> StepResult:
+        if self.options.progress:
+            self.options.progress(result, next(self._done), len(self.steps))
         return result
 
-    results: dict[str, StepResult] = {}
-    failed_batches = 0
-    for i, batch in enumerate(b for w in waves(steps) for b in cut(w, options.batch_size)):
-        stop = options.stop_after is not None and failed_batches >= options.stop_after
-        held = {s.name: report(_aborted(s, failed_batches)) for s in batch if stop}
-        held |= {s.name: report(orphan) for s in batch if not stop and (orphan := _orphaned(s, steps, results))}
-        results.update(held)
-        todo = [s for s in batch if s.name not in held]
-        if i and todo and options.batch_interval_s:
-            options.sleep(options.batch_interval_s)
-        got = _batch(client, todo, options, journal, report) if todo else {}
-        results.update(got)
-        failed_batches += any(not r.ok for r in got.values())
-    return tuple(results[s.name] for s in steps)
+    def run(self, part: Sequence[Step]) -> dict[str, StepResult]:
+        """`part` (steps of the plan), wave by wave and batch by batch: their results."""
+        options, first = self.options, not self.results
+        got_all: dict[str, StepResult] = {}
+        for i, batch in enumerate(b for w in waves(part) for b in cut(w, options.batch_size)):
+            stop = options.stop_after is not None and self.failed_batches >= options.stop_after
+            held = {s.name: self.report(_aborted(s, self.failed_batches)) for s in batch if stop}
+            held |= {
+                s.name: self.report(orphan)
+                for s in batch
+                if not stop and (orphan := _orphaned(s, self.steps, self.results))
+            }
+            self.results.update(held)
+            todo = [s for s in batch if s.name not in held]
+            if (i or not first) and todo and options.batch_interval_s:
+                options.sleep(options.batch_interval_s)
+            got = _batch(self.client, todo, options, self.journal, self.report) if todo else {}
+            self.results.update(got)
+            got_all |= held | got
+            self.failed_batches += any(not r.ok for r in got.values())
+        return got_all
+
+    def settle(self, results: Mapping[str, StepResult]) -> None:
+        """Results decided outside a batch (a rollout's gate, a rollback, steps left out)."""
+        self.results.update(results)
+
+    def outcome(self) -> tuple[StepResult, ...]:
+        return tuple(self.results[s.name] for s in self.steps if s.name in self.results)
 
 
 def _orphaned(step: Step, steps: tuple[Step, ...], results: dict[str, StepResult]) -> StepResult | None:
@@ -178,7 +205,7 @@ def record_outcomes(journal: Journal, plan: Plan, results: tuple[StepResult, ...
     return ""
 
 
-def _state(step: Step, options: ApplyOptions) -> str:
+def state_of(step: Step, options: ApplyOptions) -> str:
     # git's `state` wins; else a create starts as asked, an update keeps the state the
     # connector had (a PUT does not resume a PAUSED or STOPPED connector), and a rename the
     # state of the one it replaces.
@@ -195,7 +222,7 @@ def _converge(client: ConnectClient, name: str, state: str) -> None:
 def _target(step: Step, options: ApplyOptions) -> Target:
     return Target(
         step.name,
-        frozenset({_state(step, options)}),
+        frozenset({state_of(step, options)}),
         step.config if step.action in ("update", "rename", "state") else None,
     )
 
@@ -239,7 +266,7 @@ def _sent(client: ConnectClient, step: Step, options: ApplyOptions) -> StepResul
 
 def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
     if step.action == "create":
-        state = _state(step, options)
+        state = state_of(step, options)
         return client.create(step.name, dict(step.config), initial_state=None if state == "RUNNING" else state)
     if step.action == "update":
         client.put_config(step.name, dict(step.config))
@@ -251,5 +278,5 @@ def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
         _converge(client, step.name, step.target_state)
         return step.target_state
     if step.action == "rename":
-        return moves.rename(client, step, _state(step, options))
+        return moves.rename(client, step, state_of(step, options))
     return client.delete(step.name)

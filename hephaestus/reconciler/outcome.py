@@ -44,11 +44,19 @@ class ClusterOutcome:
     requests: int = 0  # HTTP requests this run sent to the cluster (writes: non-GET, not validate)
     writes: int = 0
     basis: Basis | None = field(default=None, compare=False, repr=False)  # what the plan was computed from
+    # A progressive rollout (`rollout:`): its shape and gates, the stages planned, what each
+    # stage's gate said, and the steps that put back what a failed one changed.
+    rollout: str = ""
+    stages: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    report: tuple[str, ...] = ()
+    rollback: tuple[StepResult, ...] = ()
 
     @property
     def failed(self) -> bool:
         return bool(
-            self.error or self.invalid or any(not r.ok for r in (*self.prepared, *self.results, *self.followups))
+            self.error
+            or self.invalid
+            or any(not r.ok for r in (*self.prepared, *self.results, *self.followups, *self.rollback))
         )
 
     @property

@@ -7,7 +7,11 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hephaestus import pg
+from hephaestus.errors import HephaestusError
 from hephaestus.pg import table_ident
+from hephaestus.project import Project
+from hephaestus.reconciler.outcome import StepResult
+from hephaestus.reconciler.plan import Plan
 from hephaestus.reconciler.publications import Change, Published
 
 
@@ -50,3 +54,15 @@ def alter(dsn: str, change: Change) -> None:
 def _connect(dsn: str, database: str) -> AbstractContextManager[Any]:
     """A short autocommit session; every driver error becomes one line naming the database."""
     return pg.session(dsn, f"database {database}", application="hephaestus publications")
+
+
+def alter_all(project: Project, p: Plan) -> tuple[StepResult, ...]:
+    """Each planned change, in order, stopping at the first that fails (nothing after it runs)."""
+    done: list[StepResult] = []
+    for ch in p.publications:
+        try:
+            alter(project.dsn(ch.database, "publication upkeep"), ch)
+        except HephaestusError as exc:
+            return (*done, StepResult(ch.name, "publication", False, str(exc)))
+        done.append(StepResult(ch.name, "publication", True, ch.describe().split(": ", 1)[1], wrote=True))
+    return tuple(done)

@@ -100,13 +100,31 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
         lines += [style(f"invalid {name}: {key}: {'; '.join(errs)}", "error") for key, errs in sorted(keys.items())]
     if o.invalid:
         lines.append(style("nothing applied: fix the invalid configs first", "error"))
+    lines += _rollout_lines(o)
     lines += [
         style(f"{'ok' if r.ok else 'FAILED'} {r.action} {r.name}: {r.detail}", "unchanged" if r.ok else "error")
         for r in (*o.prepared, *o.results, *o.followups)
     ]
+    lines += [
+        style(f"{'ok' if r.ok else 'FAILED'} rollback {r.action} {r.name}: {r.detail}", "rename" if r.ok else "error")
+        for r in o.rollback
+    ]
     if o.error:
         lines.append(style(f"error: {o.error}", "error"))
     return lines
+
+
+def _rollout_lines(o: ClusterOutcome) -> list[str]:
+    """The rollout's shape and gates and its stages (a dry run), then what each stage's gate said."""
+    if not o.rollout:
+        return []
+    stages = [f"  {label}: {_few(names)}" for label, names in o.stages]
+    return [f"rollout: {o.rollout}", *stages, *(f"  {line}" for line in o.report)]
+
+
+def _few(names: Sequence[str], shown: int = 5) -> str:
+    more = f", … ({len(names) - shown} more)" if len(names) > shown else ""
+    return f"{len(names)}: " + ", ".join(names[:shown]) + more
 
 
 def as_dict(o: ClusterOutcome) -> dict[str, Any]:
@@ -139,6 +157,14 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         if plan
         else [],
         "results": [vars(r) for r in (*o.prepared, *o.results, *o.followups)],
+        "rollout": {
+            "shape": o.rollout,
+            "stages": [{"stage": label, "connectors": list(names)} for label, names in o.stages],
+            "report": list(o.report),
+            "rollback": [vars(r) for r in o.rollback],
+        }
+        if o.rollout
+        else None,
         "requests": o.requests,
         "writes": o.writes,
     }
@@ -192,6 +218,11 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
             f"- publication {md_code(ch.name)}: {md_text(ch.describe().split(': ', 1)[1])}"
             for ch in o.plan.publications
         ]
+        if o.rollout:
+            out.append(f"Rollout: {md_text(o.rollout)}\n")
+            out += [f"- {md_text(label)}: {', '.join(md_code(n) for n in names)}" for label, names in o.stages]
+            out += [f"- {md_text(line)}" for line in o.report]
+            out.append("")
         changed = [s for s in o.plan.steps if s.action != "unchanged"]
         if changed:
             out.append("| | action | risk | connector | details |\n|---|---|---|---|---|")

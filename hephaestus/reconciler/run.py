@@ -16,17 +16,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.fleet.desired import held_back, load_desired
-from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, gating, pubdb, sealed
+from hephaestus.reconciler import apply, gating, notice, progressive, pubdb, rolling, sealed
 from hephaestus.reconciler.claims import Claims
 from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
@@ -61,6 +60,7 @@ class RunOptions:
     allow: Allow = Allow()  # --allow-destructive[=CODE,…]
     targets: tuple[str, ...] = ()  # --target globs: plan and apply only these connectors
     sealed: sealed.Sealed | None = None  # a sealed plan (saved, or shown and approved): its steps, exactly
+    rollout: Mapping[str, Any] = field(default_factory=dict)  # rollout keys given as flags (--canary …)
 
 
 def policy_of(project: Project, force: bool, allow: Allow = Allow()) -> Policy:
@@ -127,7 +127,7 @@ def reconcile(
             outs, verdict = run.judged(outs, reads, desired, unloaded)
             outs = list(pool.map(lambda o: run.finish(clients.get(o.cluster), o, verdict), outs))
     for out in outs:
-        _notify(project, out)
+        notice.post(project, out)
     return outs
 
 
@@ -258,6 +258,10 @@ class _Run:
         out = base
         if client is not None and p is not None and not (self.options.dry_run or p.refused or base.invalid):
             out = self._applied(client, base, p, clear(verdict, p.cluster))
+        rollout = self.project.rollout_of(self.project.clusters[base.cluster], self.options.rollout)
+        if rollout is not None and p is not None and p.writes:
+            shape, stages = rolling.shown(rollout, self.project.clusters[base.cluster], p)
+            out = replace(out, rollout=shape, stages=stages)
         if client is None:
             return out
         return replace(out, requests=client.requests, writes=client.writes)
@@ -293,24 +297,61 @@ class _Run:
                     self.hooks.prepare(cluster, p)
             except HephaestusError as exc:  # an unwritable audit log, a source not ready for a snapshot …
                 return replace(base, error=f"nothing applied: {exc}")
-            prepared = _alter_publications(self.project, p)
+            prepared = pubdb.alter_all(self.project, p)
             if not all(r.ok for r in prepared):
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
             marks = Claims(self.store, self.project, cluster, self.run_id, live)
             options = replace(self.options.apply, claims=marks)
-            results = apply.execute(client, p, options, journal, cleared)
-            errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results, base.basis)]
-        return replace(base, applied=True, prepared=prepared, results=results, error="; ".join(e for e in errors if e))
+            rolled = self._executed(client, cluster, base, p, options, journal, cleared)
+            results = rolled.results
+            errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results, base.basis, rolled)]
+        error = "; ".join(e for e in errors if e)
+        return replace(
+            base,
+            applied=True,
+            prepared=prepared,
+            results=results,
+            error=error,
+            report=rolled.report,
+            rollback=rolled.rollback,
+        )
 
-    def _record(self, cluster: Cluster, p: Plan, results: tuple[StepResult, ...], basis: Basis | None = None) -> str:
+    def _executed(
+        self,
+        client: ConnectClient,
+        cluster: Cluster,
+        base: ClusterOutcome,
+        p: Plan,
+        options: apply.ApplyOptions,
+        journal: StepJournal,
+        cleared: Cleared,
+    ) -> progressive.Rolled:
+        """All at once, or stage by stage when the cluster has a rollout (`rollout:`, a flag)."""
+        rollout = self.project.rollout_of(cluster, self.options.rollout)
+        if rollout is None:
+            return progressive.Rolled(apply.execute(client, p, options, journal, cleared))
+        watch = progressive.Watch(rollout, rolling.probe_of(self.project, cluster))
+        gate = rolling.undo_gate(client, cluster.name, self.policy, base.basis.kafka if base.basis else None)
+        live = base.basis.live if base.basis else {}
+        return progressive.execute(client, p, options, journal, cleared, watch, live, gate)
+
+    def _record(
+        self,
+        cluster: Cluster,
+        p: Plan,
+        results: tuple[StepResult, ...],
+        basis: Basis | None = None,
+        rolled: progressive.Rolled | None = None,
+    ) -> str:
         """What this run created, renamed or adopted is now owned (what it deleted or renamed
         away was released before the write). Recorded after Connect confirmed each write (a
         crash before this leaves a connector unowned: never deleted by mistake, adopted by
         the next apply)."""
         wrote = {r.name for r in results if r.wrote}
         how = {"create": "created", "rename": "renamed"}  # an update of an unowned one is in p.adopt
-        claims = [(s.name, how[s.action]) for s in p.writes if s.action in how and s.name in wrote]
-        claims += [(n, "adopted") for n in p.adopt]
+        undone = rolled.undone if rolled else frozenset()
+        claims = [(s.name, how[s.action]) for s in p.writes if s.action in how and s.name in wrote - undone]
+        claims += [(n, "adopted") for n in p.adopt] + [(n, "restored") for n in (rolled.restored if rolled else ())]
         scope = ownership.scope_of(cluster.select)
         try:
             claims += self._settled_marks(cluster, basis, {s.name for s in p.writes if s.action == "delete"})
@@ -351,28 +392,3 @@ def _judged(o: ClusterOutcome, p: Plan | None, blind: list[str], seal: sealed.Se
     refusals = o.plan.refusals or ((moved,) if moved else ()) or p.refusals
     warn = (f"the fleet's rules did not see {', '.join(blind)}: its connectors were not checked for second writers",)
     return replace(o, plan=replace(p, refusals=refusals, warnings=(*p.warnings, *(warn if blind else ()))))
-
-
-def _alter_publications(project: Project, p: Plan) -> tuple[StepResult, ...]:
-    """Each planned change, in order, stopping at the first that fails (nothing after it runs)."""
-    done: list[StepResult] = []
-    for ch in p.publications:
-        try:
-            pubdb.alter(project.dsn(ch.database, "publication upkeep"), ch)
-        except HephaestusError as exc:
-            return (*done, StepResult(ch.name, "publication", False, str(exc)))
-        done.append(StepResult(ch.name, "publication", True, ch.describe().split(": ", 1)[1], wrote=True))
-    return tuple(done)
-
-
-def _notify(project: Project, out: ClusterOutcome) -> None:
-    """Deletions and failures go to Slack when a webhook is configured (names and reasons
-    come from the cluster: escaped; the whole text passes the redactor in `slack.post`)."""
-    esc = slack.escape
-    lines = [f"deleted `{esc(r.name)}`" for r in out.results if r.ok and r.action == "delete"]
-    lines += [f"FAILED {r.action} `{esc(r.name)}`: {esc(r.detail)}" for r in (*out.results, *out.followups) if not r.ok]
-    lines += [f"invalid config `{esc(n)}`: {esc(', '.join(sorted(k)))}" for n, k in out.invalid.items()]
-    if out.error:
-        lines.append(f"error: {esc(out.error)}")
-    if lines:
-        slack.post(project.webhook(), f"hephaestus reconcile on cluster *{out.cluster}*:\n" + "\n".join(lines))

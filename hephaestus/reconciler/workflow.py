@@ -16,10 +16,10 @@ of the run, whether a plan shown on a terminal may apply, and the exit code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hephaestus.errors import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, HephaestusError, InputError
 from hephaestus.project import Cluster, Project
@@ -57,6 +57,7 @@ class Request:
     batch_interval_s: float | None = None
     max_failures: int | None = None
     auto_approve: bool = False
+    rollout: Mapping[str, Any] = field(default_factory=dict)  # --canary, --on-failure, … (over `rollout:`)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ def options_of(
         allow=allow_of(scope.allow_destructive),
         targets=tuple(scope.targets),
         sealed=seal,
+        rollout=request.rollout,
     )
 
 

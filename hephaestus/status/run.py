@@ -16,12 +16,13 @@ from hephaestus import kafka
 from hephaestus.connect.models import LiveConnector
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.fleet.desired import load_desired
+from hephaestus.fleet.lag import lag, lag_age, waiting
 from hephaestus.fleet.read import Listings, Read, listings, read_all
 from hephaestus.fleet.slots import Limits, Slot, judge
 from hephaestus.fleet.topics import dlq_topics, topics_of
 from hephaestus.project import Cluster, Project
 from hephaestus.state.backend import heal_store
-from hephaestus.status.model import ClusterView, ConnectorView, lag, lag_age, problems_of, waiting
+from hephaestus.status.model import ClusterView, ConnectorView, problems_of
 
 
 def fleet_status(

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from hephaestus.dlq.model import end_positions, errors_of, masked, own_headers, replay_of, start_positions
+from hephaestus.fleet.lag import lag
 from hephaestus.fleet.slots import Limits, Slot, droppable, judge, owners, size, uses
 from hephaestus.fleet.topics import dlq_topics, topics_of
 from hephaestus.kafka import Record, Span
@@ -23,7 +24,7 @@ from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
 from hephaestus.settings import PolicySettings
 from hephaestus.snapshot.notifications import parse
-from hephaestus.status.model import ConnectorView, lag, problems_of
+from hephaestus.status.model import ConnectorView, problems_of
 from tests.schema_registry_double import transport
 
 NOTIFICATION = {

@@ -3,8 +3,8 @@ long the oldest of them has waited."""
 
 from __future__ import annotations
 
+from hephaestus.fleet.lag import lag, lag_age, waiting
 from hephaestus.kafka import Span
-from hephaestus.status.model import lag, lag_age, waiting
 
 SPANS = {"t": (Span("t", 0, 0, 10), Span("t", 1, 5, 5), Span("t", 2, 20, 30))}
 

@@ -1,0 +1,194 @@
+"""A progressive rollout (pure): which writes go in which stage, what the gates say of a
+health sample, and the steps that put back what a failed rollout changed.
+
+Stages: the canary (a count of the first writes, or the writes its globs name with every
+planned source they read), then waves, each a cumulative percent of the rest, in the
+dependency order of `reconciler.waves` (a sink never goes before a source it reads); deletes
+last, once every other stage passed (a delete is the one write a rollback cannot fully undo:
+the connector comes back, its task history does not).
+
+Gates, per connector of a stage, on a sample taken after it is ready (`fleet.health`):
+- hard, failing at once: not in the state the step leaves it in (tasks included), a DLQ grown
+  by more than allowed since before the write, a measure that could not be taken;
+- soft, failing when still over at the end of the analysis window (a restart lags for a
+  moment by design): a sink's lag and lag age, a source slot's retained WAL.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from hephaestus.classes import POSTGRES_SOURCE as SOURCE
+from hephaestus.fleet.lag import Health
+from hephaestus.reconciler.model import Live
+from hephaestus.reconciler.outcome import StepResult
+from hephaestus.reconciler.plan import TARGET_STATES, Action, Step, diff
+from hephaestus.reconciler.waves import reads, topic_prefix, waves
+from hephaestus.settings import RolloutSettings
+
+RUNNING = "RUNNING"
+
+
+@dataclass(frozen=True)
+class Stage:
+    label: str  # "canary", "wave 1", …, "deletes"
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Failure:
+    name: str
+    why: str
+    hard: bool  # fails the gate at once (else only when still so at the window's end)
+
+
+def stages(writes: Sequence[Step], r: RolloutSettings) -> tuple[Stage, ...]:
+    """The writes in stages, each in dependency order."""
+    deletes = tuple(s for s in writes if s.action == "delete")
+    ordered = [s for w in waves([s for s in writes if s.action != "delete"]) for s in w]
+    canary = _canary(ordered, r.canary)
+    rest = [s for s in ordered if s not in canary]
+    found = [Stage("canary", tuple(canary))] if canary else []
+    found += [Stage(f"wave {i}", part) for i, part in enumerate(_cut(rest, r.waves), 1)]
+    return (*found, *((Stage("deletes", deletes),) if deletes else ()))
+
+
+def _canary(ordered: list[Step], canary: int | tuple[str, ...]) -> list[Step]:
+    if isinstance(canary, int):
+        return ordered[:canary]
+    named = [s for s in ordered if any(fnmatchcase(s.name, g) for g in canary)]
+    sources = [s for s in ordered if s.connector_class == SOURCE]
+    needed = {src.name for s in named for src in sources if src is not s and reads(s, [topic_prefix(src.config)])}
+    return [s for s in ordered if s in named or s.name in needed]
+
+
+def _cut(rest: list[Step], shares: Sequence[int]) -> list[tuple[Step, ...]]:
+    marks = sorted({*shares, 100})
+    ends = [math.ceil(len(rest) * m / 100) for m in marks]
+    parts = [tuple(rest[a:b]) for a, b in zip([0, *ends], ends, strict=False)]
+    return [p for p in parts if p]
+
+
+def failures(
+    r: RolloutSettings, before: Mapping[str, Health], now: Mapping[str, Health], wanted: Mapping[str, str]
+) -> list[Failure]:
+    """What the gates find wrong in `now` (`before`: sampled before the stage's writes;
+    `wanted`: the state each step leaves its connector in)."""
+    return [f for name, want in wanted.items() for f in _judge(r, before.get(name), now.get(name, Health(name)), want)]
+
+
+def _judge(r: RolloutSettings, before: Health | None, h: Health, want: str) -> list[Failure]:
+    if h.error:
+        return [Failure(h.name, f"not measured: {h.error}", True)]
+    state = _state(h, want)
+    if state or want != RUNNING:
+        return [Failure(h.name, state, True)] if state else []
+    found = []
+    grown = (h.dlq_end or 0) - (before.dlq_end or 0 if before else 0)
+    if h.dlq_end is not None and grown > r.max_dlq_growth:
+        found.append(Failure(h.name, f"its DLQ grew by {grown} records (allowed {r.max_dlq_growth})", True))
+    if r.max_lag is not None and (h.lag or 0) > r.max_lag:
+        found.append(Failure(h.name, f"lag {h.lag} records (allowed {r.max_lag})", False))
+    if h.lag_age_s is not None and h.lag_age_s > r.max_lag_age_s:
+        found.append(
+            Failure(
+                h.name, f"its oldest waiting record is {h.lag_age_s:.0f}s old (allowed {r.max_lag_age_s:.0f}s)", False
+            )
+        )
+    if h.slot_wal is not None and h.slot_wal > r.max_slot_wal_bytes:
+        found.append(
+            Failure(h.name, f"its slot holds {h.slot_wal} bytes of WAL (allowed {r.max_slot_wal_bytes})", False)
+        )
+    return found
+
+
+def _state(h: Health, want: str) -> str:
+    """Why the connector is not in the state wanted ("" when it is)."""
+    if not h.state:
+        return "not listed by Connect"
+    if h.state != want:
+        return f"{h.state} (wanted {want})"
+    bad = [t for t in h.tasks if t != RUNNING]
+    if want == RUNNING and (bad or not h.tasks):
+        return f"RUNNING, tasks {list(h.tasks)}"
+    return ""
+
+
+def total_lag(now: Mapping[str, Health], names: Sequence[str]) -> int:
+    """The summed lag of these sinks (what pacing holds under the budget)."""
+    return sum(now[n].lag or 0 for n in names if n in now)
+
+
+def undo(step: Step, result: StepResult, before: Mapping[str, Live]) -> Step | None:
+    """The step that puts back what `step` did (None: nothing to put back, or a created source,
+    which is never deleted). `before`: the cluster's connectors as read before the run."""
+    if not (result.wrote or result.detail.startswith("unknown")):
+        return None  # never sent, or refused by Connect
+    old = before.get(step.renamed_from or step.name)
+    left = step.target_state or step.live_state
+    if step.action == "create":
+        if step.connector_class == SOURCE:
+            return None
+        return Step(
+            "delete",
+            step.name,
+            step.config,
+            reason="rollback: created by this run",
+            connector_class=step.connector_class,
+        )
+    if old is None:
+        return None
+    state = old.state if old.state in TARGET_STATES else ""
+    if step.action == "delete":
+        return Step(
+            "create",
+            step.name,
+            old.config,
+            (),
+            "rollback: deleted by this run",
+            step.connector_class,
+            target_state=state or RUNNING,
+        )
+    if step.action == "rename":
+        return Step(
+            "rename",
+            old.name,
+            old.config,
+            diff(step.config, old.config),
+            f"rollback: back from {step.name}",
+            step.connector_class,
+            live_state=left,
+            renamed_from=step.name,
+            target_state=state,
+        )
+    action: Action = "state" if step.action == "state" else "update"
+    return Step(
+        action,
+        step.name,
+        old.config,
+        diff(step.config, old.config),
+        "rollback",
+        step.connector_class,
+        live_state=left,
+        target_state=state,
+    )
+
+
+def describe(r: RolloutSettings, measured: bool) -> str:
+    """One line: the stages' shape and the gates (what a dry run shows)."""
+    canary = f"canary {r.canary}" if isinstance(r.canary, int) else f"canary {', '.join(r.canary)}"
+    gates = ["tasks RUNNING on the new config"]
+    if measured:
+        gates += [f"lag ≤ {r.max_lag}"] if r.max_lag is not None else []
+        gates += [f"lag age ≤ {r.max_lag_age_s:g}s", f"DLQ growth ≤ {r.max_dlq_growth}"]
+    gates += [f"slot WAL ≤ {r.max_slot_wal_bytes}"]
+    pace = f"; paced: lag budget {r.lag_budget}" if r.lag_budget is not None else ""
+    blind = "" if measured else " (no kafka_bootstrap: lag and DLQ not measured)"
+    waves_ = ", ".join(f"{w}%" for w in sorted({*r.waves, 100}))
+    return (
+        f"{canary}, then waves to {waves_}; each watched {r.analysis_s:g}s; gates: {', '.join(gates)}{blind}"
+        f"{pace}; on failure: {r.on_failure}"
+    )
