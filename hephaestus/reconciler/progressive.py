@@ -169,7 +169,7 @@ class _Rollout:
         except HephaestusError as exc:
             self.lines.append(f"rollback not taken: {exc}")
             return Rolled(self.runner.outcome(), (), tuple(self.lines))
-        self.lines += [f"rollback not taken: {why} (a destructive rollback is never automatic)" for why in refused]
+        self.lines += [f"rollback not taken, the gate refused it: {why}" for why in refused]
         options = replace(self.options, progress=None, batch_size=0, max_failures=None, batch_interval_s=0.0)
         runner = apply.Runner(self.client, cleared_plan, options, journal, cleared)
         runner.run(cleared_plan.writes)
