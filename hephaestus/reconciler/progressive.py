@@ -189,17 +189,16 @@ class _Rollout:
         self.lines.append(f"rolled back {ok} of {len(back)} connector(s) changed in this run")
         oks = {r.name for r in done if r.ok}
         undone = oks | {s.renamed_from for s in cleared_plan.writes if s.renamed_from and s.name in oks}
-        self.runner.settle(
-            {
-                s.name: replace(results[s.name], ok=False, detail=f"rolled back ({reason})")
-                for s in written
-                if s.name in undone and results[s.name].ok
-            }
-        )
+        self.runner.settle({s.name: _undone(results[s.name], reason) for s in written if s.name in undone})
         gone = {s.name for s in cleared_plan.writes if s.action == "delete" and s.name in oks}
         gone |= {s.renamed_from for s in cleared_plan.writes if s.action == "rename" and s.name in oks}
         back_again = tuple(s.name for s in cleared_plan.writes if s.action in ("create", "rename") and s.name in oks)
         return Rolled(self.runner.outcome(), done, tuple(self.lines), frozenset(gone), back_again)
+
+
+def _undone(result: StepResult, reason: str) -> StepResult:
+    detail = f"{result.detail}; rolled back" if not result.ok else f"rolled back ({reason})"
+    return replace(result, ok=False, detail=detail)
 
 
 def _why(found: Sequence[Failure], name: str) -> str:

@@ -116,7 +116,7 @@ def test_a_canary_whose_records_go_to_the_dlq_is_rolled_back_and_nothing_else_is
     code, cluster, out = world.run()
     assert code == 1
     results = {r["name"]: r for r in cluster["results"]}
-    assert results["s0"]["detail"] == "failed the rollout gate: its DLQ grew by 5 records (allowed 0)"
+    assert results["s0"]["detail"] == "failed the rollout gate: its DLQ grew by 5 records (allowed 0); rolled back"
     assert all(
         results[n]["detail"].startswith("not applied: the rollout stopped at canary (s0: its DLQ") for n in NAMES[1:]
     )
