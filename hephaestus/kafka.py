@@ -87,7 +87,10 @@ def seam(**fakes: Factory) -> Iterator[None]:
 
 
 def _admin(bootstrap: str) -> Any:
-    return _client("admin", {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(TIMEOUT_S * 1000)})
+    # log_level 4: librdkafka warnings and worse; its info lines (a client destroyed with a
+    # background event unserved) would reach stderr on every read.
+    config = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(TIMEOUT_S * 1000), "log_level": 4}
+    return _client("admin", config)
 
 
 def _wait(futures: Mapping[Any, Any], what: str) -> dict[Any, Any]:

@@ -31,7 +31,7 @@ def test_spans_read_every_partitions_start_and_end_and_a_missing_topic_has_none(
         "absent": (),
     }
     assert [s.depth for s in found["dlq"]] == [5, 0]
-    assert cluster.configs[0] == {"bootstrap.servers": "b:9092", "socket.timeout.ms": 10_000}
+    assert cluster.configs[0] == {"bootstrap.servers": "b:9092", "socket.timeout.ms": 10_000, "log_level": 4}
 
 
 def test_no_known_topic_asks_for_no_offsets(cluster: Cluster) -> None:
