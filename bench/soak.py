@@ -193,7 +193,15 @@ class Soak:
 
     def reconcile(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[int, dict[str, Any]]:
         code, out = self.hephaestus(
-            "reconcile", "--auto-approve", "--project", str(self.project), "-o", "json", *args, ok=ok
+            "reconcile",
+            "--auto-approve",
+            "--deploy-custom-sinks",
+            "--project",
+            str(self.project),
+            "-o",
+            "json",
+            *args,
+            ok=ok,
         )
         return code, json.loads(out[out.index("{") : out.rindex("}") + 1])
 
@@ -254,16 +262,13 @@ class Soak:
         window = [(t, lag) for t, lag in self.lags if t >= start]
         peak_t, peak = max(window, key=lambda x: x[1]) if window else (start, 0)
         back = next((t for t, lag in window if t > peak_t and lag <= max(2 * level, self.rate * 3)), None)
-        p50, p99 = self.latency(start, time.time())
         row = {
             "operation": name,
             "seconds": round(done - start, 1),
             "lag_before": int(level),
             "peak_lag": peak,
             "recovered_s": round(back - start, 1) if back else None,
-            "latency_p50_s": p50,
-            "latency_p99_s": p99,
-            "duplicates": self.duplicates(start, time.time()),
+            "window": (start, time.time()),  # latency and duplicates: read once every row arrived
             "note": note,
         }
         print(json.dumps(row), flush=True)
@@ -368,7 +373,24 @@ class Soak:
         cluster = report["clusters"][0]
         self.edit_sinks(lambda d: [d["config"].pop(k, None) for k in BAD])  # git fixed again
         back = [f"{r['action']} {r['name']}: {r['ok']}" for r in cluster["rollout"]["rollback"]]
-        return f"exit {code}; " + "; ".join(cluster["rollout"]["report"]) + f"; rollback {back}"
+        # What the canary parked while it ran the bad config goes back to its topic: every sink
+        # reading it receives those records again (the upsert sink absorbs them, the audit
+        # sink counts them as duplicates).
+        replayed = []
+        for r in cluster["rollout"]["rollback"]:
+            got, out = self.hephaestus(
+                "dlq",
+                "replay",
+                "--project",
+                str(self.project),
+                "--connector",
+                r["name"],
+                "--yes",
+                "--allow-destructive=duplicates",
+                ok=(0,),
+            )
+            replayed.append(out.strip().splitlines()[-1][:160] if out.strip() else f"exit {got}")
+        return f"exit {code}; " + "; ".join(cluster["rollout"]["report"]) + f"; rollback {back}; replay {replayed}"
 
 
 def quiet(seconds: float) -> str:
@@ -421,6 +443,10 @@ def main() -> None:
         time.sleep(5)
     time.sleep(10)
     lost = soak.lost()
+    for row in rows:
+        start, end = row.pop("window")
+        row["latency_p50_s"], row["latency_p99_s"] = soak.latency(start, end)
+        row["duplicates"] = soak.duplicates(start, end)
     code, out = soak.hephaestus(
         "accuracy",
         "--project",
