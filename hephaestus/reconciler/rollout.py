@@ -9,9 +9,10 @@ the connector comes back, its task history does not).
 
 Gates, per connector of a stage, on a sample taken after it is ready (`fleet.health`):
 - hard, failing at once: not in the state the step leaves it in (tasks included), a DLQ grown
-  by more than allowed since before the write, a measure that could not be taken;
-- soft, failing when still over at the end of the analysis window (a restart lags for a
-  moment by design): a sink's lag and lag age, a source slot's retained WAL.
+  by more than allowed since before the write;
+- soft, failing when still so at the end of the analysis window (a restart lags for a moment
+  by design; Kafka or a database may not answer one sample): a sink's lag and lag age, a
+  source slot's retained WAL, a measure that could not be taken.
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ def failures(
 
 
 def _judge(r: RolloutSettings, before: Health | None, h: Health, want: str) -> list[Failure]:
-    if h.error:
-        return [Failure(h.name, f"not measured: {h.error}", True)]
+    if h.error:  # inconclusive, not failed: only when still so at the window's end
+        return [Failure(h.name, f"not measured: {h.error}", False)]
     state = _state(h, want)
     if state or want != RUNNING:
         return [Failure(h.name, state, True)] if state else []

@@ -82,12 +82,15 @@ def test_a_healthy_sample_passes_every_gate() -> None:
         (h(tasks=("RUNNING", "FAILED")), "RUNNING, tasks ['RUNNING', 'FAILED']"),
         (h(tasks=()), "RUNNING, tasks []"),
         (Health("s"), "not listed by Connect"),
-        (h(error="Kafka: down"), "not measured: Kafka: down"),
         (h(dlq_end=8), "its DLQ grew by 3 records (allowed 0)"),
     ],
 )
 def test_hard_failures(now: Health, why: str) -> None:
     assert whys({"s": h(dlq_end=5)}, {"s": now}) == [(why, True)]
+
+
+def test_a_measure_not_taken_is_inconclusive_until_the_window_ends() -> None:
+    assert whys({}, {"s": h(error="Kafka: down")}) == [("not measured: Kafka: down", False)]
 
 
 def test_soft_failures_lag_lag_age_and_slot_wal() -> None:

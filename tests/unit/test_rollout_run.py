@@ -208,3 +208,76 @@ def test_without_a_rollout_an_apply_writes_everything_at_once_as_before(world: R
     code, cluster, _ = world.run()
     assert code == 0 and cluster["rollout"] is None
     assert sorted(world.puts()) == [f"/connectors/{n}/config" for n in NAMES]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.mark.parametrize(
+    ("samples", "found", "samples_taken"),
+    [
+        # lag age over at first, back under before the window ends: passes
+        ([{"lag_age_s": 500.0}, {"lag_age_s": 500.0}, {"lag_age_s": 1.0}], [], 4),
+        # still over at the end: fails, soft
+        ([{"lag_age_s": 500.0}] * 4, [("its oldest waiting record is 500s old (allowed 120s)", False)], 4),
+        # a hard failure ends the window at once
+        ([{"lag_age_s": 1.0}, {"state": "FAILED"}], [("FAILED (wanted RUNNING)", True)], 2),
+        # Kafka did not answer one sample: inconclusive, then measured
+        ([{"error": "Kafka: timed out"}, {"lag_age_s": 1.0}], [], 4),
+    ],
+)
+def test_the_analysis_window(
+    samples: list[dict[str, Any]], found: list[tuple[str, bool]], samples_taken: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hephaestus.fleet import health
+    from hephaestus.fleet.lag import Health
+    from hephaestus.reconciler import apply, progressive
+    from hephaestus.reconciler.plan import Step
+    from hephaestus.settings import RolloutSettings
+
+    taken: list[int] = []
+
+    def sample(client: object, probe: object, configs: dict[str, Any]) -> dict[str, Health]:
+        taken.append(1)
+        got = {"state": "RUNNING", "tasks": ("RUNNING",), **samples[min(len(taken), len(samples)) - 1]}
+        return {"s": Health("s", **got)}
+
+    monkeypatch.setattr(health, "sample", sample)
+    clock = Clock()
+    watch = progressive.Watch(RolloutSettings(analysis_s=3, interval_s=1), health.Probe(), clock.sleep, clock)
+    rollout = progressive._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
+    got = rollout.analysed([Step("update", "s", {"topics": "t"})], {})
+    assert [(f.why, f.hard) for f in got] == found
+    assert len(taken) == samples_taken
+
+
+def test_a_sources_health_is_its_slot_read_from_its_database(world: Rollout) -> None:
+    from hephaestus.errors import HephaestusError
+    from hephaestus.fleet import health
+    from hephaestus.fleet.slots import Slot
+    from tests.unit.test_core_apply import client
+
+    world.double.add("src", SRC, type="source")
+    slot = Slot("bob", "local_org_bob", "pgoutput", True, 5000, 10, "reserved", "bob", 42)
+    read: list[str] = []
+
+    def slots(database: str) -> list[Slot]:
+        read.append(database)
+        return [slot, Slot("bob", "other", "pgoutput", True, 10**12, 0, None)]
+
+    got = health.sample(client(world.double), health.Probe(None, slots), {"src": SRC})["src"]
+    assert (got.state, got.slot_wal, got.confirmed_lsn, got.error, read) == ("RUNNING", 5000, 42, "", ["bob"])
+
+    def down(database: str) -> list[Slot]:
+        raise HephaestusError("database bob: connection refused")
+
+    got = health.sample(client(world.double), health.Probe(None, down), {"src": SRC})["src"]
+    assert got.error == "slot: database bob: connection refused"
