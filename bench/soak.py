@@ -261,7 +261,8 @@ class Soak:
                 break
         window = [(t, lag) for t, lag in self.lags if t >= start]
         peak_t, peak = max(window, key=lambda x: x[1]) if window else (start, 0)
-        back = next((t for t, lag in window if t > peak_t and lag <= max(2 * level, self.rate * 3)), None)
+        calm = max(2 * level, self.rate * 3)  # "back to its level": under this
+        back = start if peak <= calm else next((t for t, lag in window if t > peak_t and lag <= calm), None)
         row = {
             "operation": name,
             "seconds": round(done - start, 1),
@@ -464,10 +465,11 @@ def main() -> None:
         "rate": args.rate,
         "operations": rows,
         "lost": lost,
+        "lags": soak.lags,
         "accuracy_exit": code,
         "accuracy": out[out.index("{") :] if "{" in out else out,
     }
-    print(json.dumps({k: v for k, v in summary.items() if k != "accuracy"}, indent=1))
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("accuracy", "lags")}, indent=1))
     if args.out:
         args.out.write_text(json.dumps(summary, indent=1))
     print("\n| operation | took | lag before | peak lag | back to level after | latency p50 / p99 | duplicates |")
