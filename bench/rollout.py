@@ -140,9 +140,11 @@ class Bench:
             "--drift-only",
         ]
         proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        report = json.loads(proc.stdout)["clusters"][0] if proc.stdout.startswith("{") else {}
         if proc.returncode != 0:
-            raise SystemExit(f"reconcile exited {proc.returncode}: {proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-        report = json.loads(proc.stdout)["clusters"][0]
+            failed = [f"{r['name']}: {r['detail']}" for r in report.get("results", []) if not r["ok"]][:3]
+            lines = (report.get("rollout") or {}).get("report", [])
+            raise SystemExit(f"reconcile exited {proc.returncode}: {lines} {failed} {proc.stderr[-2000:]}")
         return time.perf_counter() - start, "; ".join((report.get("rollout") or {}).get("report", []))
 
     def direct(self, batch: int, level: int) -> float:
@@ -177,6 +179,8 @@ class Bench:
     def reset(self) -> None:
         for name in [n for n in self.http.get("/connectors").json() if n.startswith(PREFIX)]:
             self.http.delete(f"/connectors/{name}")
+        while any(n.startswith(PREFIX) for n in self.http.get("/connectors").json()):
+            time.sleep(0.5)
 
 
 def main() -> None:

@@ -308,6 +308,20 @@ class Soak:
         found["audit"] = len(audit_src - audit)
         return found
 
+    def clean(self) -> None:
+        """The soak's connectors deleted, its slot dropped, its databases gone."""
+        import httpx
+
+        with httpx.Client(base_url=self.stack.connect_url, timeout=30) as http:
+            for name in [n for n in http.get("/connectors").json() if self.src in n]:
+                http.delete(f"/connectors/{name}")
+        time.sleep(5)
+        with psycopg.connect(self.stack.dsn("postgres"), autocommit=True) as conn:
+            for (slot,) in conn.execute("SELECT slot_name FROM pg_replication_slots WHERE database = %s", [self.src]):
+                conn.execute("SELECT pg_drop_replication_slot(%s)", [slot])
+            for db in (self.src, self.dst, self.audit):
+                conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
     # --- the operations ----------------------------------------------------------------------
     def edit_sinks(self, change: Callable[[dict[str, Any]], object]) -> None:
         for p in (self.root / "connectors/platforms/sink").glob("*.json"):
@@ -470,6 +484,7 @@ def main() -> None:
         "accuracy": out[out.index("{") :] if "{" in out else out,
     }
     print(json.dumps({k: v for k, v in summary.items() if k not in ("accuracy", "lags")}, indent=1))
+    soak.clean()
     if args.out:
         args.out.write_text(json.dumps(summary, indent=1))
     print("\n| operation | took | lag before | peak lag | back to level after | latency p50 / p99 | duplicates |")

@@ -107,14 +107,15 @@ class _Rollout:
 
     def analysed(self, steps: Sequence[Step], baseline: Mapping[str, Health]) -> list[Failure]:
         """Samples every interval for the analysis window: a hard failure at once, a soft one
-        when still there at the window's end."""
+        when still there at the window's end (without a window, one sample: hard ones only)."""
         r, w = self.watch.settings, self.watch
         wanted = {s.name: apply.state_of(s, self.options) for s in steps}
         deadline = w.clock() + r.analysis_s
         while True:
             found = failures(r, baseline, self._sample(steps), wanted)
-            if any(f.hard for f in found) or w.clock() >= deadline:
-                return [f for f in found if f.hard] or found
+            hard = [f for f in found if f.hard]
+            if hard or w.clock() >= deadline:
+                return hard or (found if r.analysis_s > 0 else [])
             w.sleep(min(r.interval_s, max(deadline - w.clock(), 0.0)))
 
     def paced(self, sinks: Sequence[Step]) -> str:

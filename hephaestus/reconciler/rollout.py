@@ -8,10 +8,11 @@ last, once every other stage passed (a delete is the one write a rollback cannot
 the connector comes back, its task history does not).
 
 Gates, per connector of a stage, on a sample taken after it is ready (`fleet.health`):
-- hard, failing at once: not in the state the step leaves it in (tasks included), a DLQ grown
-  by more than allowed since before the write;
+- hard, failing at once: the connector or a task FAILED, a DLQ grown by more than allowed since
+  before the write;
 - soft, failing when still so at the end of the analysis window (a restart lags for a moment
-  by design; Kafka or a database may not answer one sample): a sink's lag and lag age, a
+  by design, a rebalance leaves tasks UNASSIGNED for a moment, Kafka or a database may not
+  answer one sample): not yet in the state the step leaves it in, a sink's lag and lag age, a
   source slot's retained WAL, a measure that could not be taken.
 """
 
@@ -86,7 +87,9 @@ def _judge(r: RolloutSettings, before: Health | None, h: Health, want: str) -> l
         return [Failure(h.name, f"not measured: {h.error}", False)]
     state = _state(h, want)
     if state or want != RUNNING:
-        return [Failure(h.name, state, True)] if state else []
+        # FAILED is final; UNASSIGNED, RESTARTING or not yet listed is a rebalance passing by
+        failed = h.state == "FAILED" or "FAILED" in h.tasks
+        return [Failure(h.name, state, failed)] if state else []
     found = []
     grown = (h.dlq_end or 0) - (before.dlq_end or 0 if before else 0)
     if h.dlq_end is not None and grown > r.max_dlq_growth:

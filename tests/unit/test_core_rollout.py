@@ -80,13 +80,24 @@ def test_a_healthy_sample_passes_every_gate() -> None:
     [
         (h(state="FAILED"), "FAILED (wanted RUNNING)"),
         (h(tasks=("RUNNING", "FAILED")), "RUNNING, tasks ['RUNNING', 'FAILED']"),
-        (h(tasks=()), "RUNNING, tasks []"),
-        (Health("s"), "not listed by Connect"),
         (h(dlq_end=8), "its DLQ grew by 3 records (allowed 0)"),
     ],
 )
 def test_hard_failures(now: Health, why: str) -> None:
     assert whys({"s": h(dlq_end=5)}, {"s": now}) == [(why, True)]
+
+
+@pytest.mark.parametrize(
+    ("now", "why"),
+    [
+        (h(tasks=("UNASSIGNED",)), "RUNNING, tasks ['UNASSIGNED']"),  # a rebalance passing by
+        (h(state="UNASSIGNED", tasks=()), "UNASSIGNED (wanted RUNNING)"),
+        (h(tasks=()), "RUNNING, tasks []"),
+        (Health("s"), "not listed by Connect"),
+    ],
+)
+def test_a_connector_not_yet_running_fails_only_at_the_windows_end(now: Health, why: str) -> None:
+    assert whys({}, {"s": now}) == [(why, False)]
 
 
 def test_a_measure_not_taken_is_inconclusive_until_the_window_ends() -> None:
@@ -108,7 +119,7 @@ def test_a_dlq_that_did_not_exist_before_counts_from_zero_and_growth_up_to_the_l
 
 def test_a_paused_connector_is_judged_on_its_state_only() -> None:
     assert whys({}, {"s": h(state="PAUSED", tasks=("PAUSED",), lag=10**9, dlq_end=10)}, want="PAUSED") == []
-    assert whys({}, {"s": h()}, want="PAUSED") == [("RUNNING (wanted PAUSED)", True)]
+    assert whys({}, {"s": h()}, want="PAUSED") == [("RUNNING (wanted PAUSED)", False)]
 
 
 def test_total_lag_sums_the_named_sinks_only() -> None:

@@ -232,6 +232,8 @@ class Clock:
         ([{"lag_age_s": 1.0}, {"state": "FAILED"}], [("FAILED (wanted RUNNING)", True)], 2),
         # Kafka did not answer one sample: inconclusive, then measured
         ([{"error": "Kafka: timed out"}, {"lag_age_s": 1.0}], [], 4),
+        # a rebalance passing by: tasks UNASSIGNED for a sample
+        ([{"tasks": ("UNASSIGNED",)}, {"lag_age_s": 1.0}], [], 4),
     ],
 )
 def test_the_analysis_window(
@@ -257,6 +259,25 @@ def test_the_analysis_window(
     got = rollout.analysed([Step("update", "s", {"topics": "t"})], {})
     assert [(f.why, f.hard) for f in got] == found
     assert len(taken) == samples_taken
+
+
+def test_without_an_analysis_window_one_sample_and_only_what_failed_for_sure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hephaestus.fleet import health
+    from hephaestus.fleet.lag import Health
+    from hephaestus.reconciler import apply, progressive
+    from hephaestus.reconciler.plan import Step
+    from hephaestus.settings import RolloutSettings
+
+    state: dict[str, Any] = {"state": "RUNNING", "tasks": ("UNASSIGNED",), "lag_age_s": 900.0}
+    monkeypatch.setattr(health, "sample", lambda client, probe, configs: {"s": Health("s", **state)})
+    clock = Clock()
+    watch = progressive.Watch(RolloutSettings(analysis_s=0), health.Probe(), clock.sleep, clock)
+    rollout = progressive._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
+    assert rollout.analysed([Step("update", "s", {"topics": "t"})], {}) == []
+    state["tasks"] = ("FAILED",)
+    assert [f.why for f in rollout.analysed([Step("update", "s", {"topics": "t"})], {})] == [
+        "RUNNING, tasks ['FAILED']"
+    ]
 
 
 def test_a_sources_health_is_its_slot_read_from_its_database(world: Rollout) -> None:
