@@ -8,7 +8,8 @@ and the only lag is what a restart causes). Every update flips `batch.size` on a
 
 Per round, in this order:
 - **Connect's floor**: the N PUTs sent directly at each in-flight level (`--levels`), timed
-  until every connector and task is RUNNING on the new config; the fastest level is the floor;
+  until every connector and task is RUNNING and every connector's tasks run the new config
+  (`GET …/tasks`, 16 at once, as hephaestus reads them); the fastest level is the floor;
 - **pacing off**: `hephaestus reconcile` without a rollout (one write wave, ready checks);
 - **rollout, no pacing**: canary 0, one wave, no analysis window (the rollout machinery only);
 - **pacing on**: waves of `--wave` percent, `lag_budget` `--budget`, no analysis window.
@@ -171,10 +172,11 @@ class Bench:
             for s in mine
         ):
             return False
-        # the tasks' configs are the new ones (a RUNNING from before the PUT does not count)
-        probe = names(self.n)[-1]
-        tasks = self.http.get(f"/connectors/{probe}/tasks").json()
-        return bool(tasks) and all(t["config"].get("batch.size") == str(batch) for t in tasks)
+        # every connector's tasks run the new config (a RUNNING from before the PUT does not
+        # count): read as hephaestus reads them, 16 at once
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            found = list(pool.map(lambda n: self.http.get(f"/connectors/{n}/tasks").json(), names(self.n)))
+        return all(tasks and all(t["config"].get("batch.size") == str(batch) for t in tasks) for tasks in found)
 
     def reset(self) -> None:
         for name in [n for n in self.http.get("/connectors").json() if n.startswith(PREFIX)]:
