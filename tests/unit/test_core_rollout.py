@@ -180,3 +180,45 @@ def test_describe_names_the_shape_the_gates_and_what_is_not_measured() -> None:
     )
     assert "(no kafka_bootstrap: lag and DLQ not measured)" in describe(R, False)
     assert "lag age" not in describe(R, False)
+
+
+def test_a_glob_canary_takes_only_the_sources_its_sinks_read() -> None:
+    writes = [sink("a_sink", topics="bob.public.users"), source("bob_source", "bob"), source("eve_source", "eve")]
+    found = labels(stages(writes, replace(R, canary=("a_*",), waves=(100,))))
+    assert found == [("canary", ["bob_source", "a_sink"]), ("wave 1", ["eve_source"])]
+
+
+def test_every_failure_names_its_connector() -> None:
+    r = replace(R, max_lag=0, max_slot_wal_bytes=0)
+    found = failures(r, {}, {"s": h(lag=5, lag_age_s=900.0, slot_wal=5, dlq_end=1)}, {"s": "RUNNING"})
+    assert [f.name for f in found] == ["s"] * 4
+
+
+def test_the_gates_name_the_connector_and_judge_one_absent_from_the_sample() -> None:
+    found = failures(R, {}, {"s": h(error="Kafka: down")}, {"s": "RUNNING", "gone": "RUNNING"})
+    assert [(f.name, f.why) for f in found] == [("s", "not measured: Kafka: down"), ("gone", "not listed by Connect")]
+
+
+def test_a_lag_not_measured_passes_even_a_zero_lag_gate() -> None:
+    assert whys({}, {"s": h(lag=None)}, r=replace(R, max_lag=0)) == []
+    assert whys({}, {"s": h(lag=1)}, r=replace(R, max_lag=0)) == [("lag 1 records (allowed 0)", False)]
+
+
+def test_a_rollback_never_asks_for_a_state_connect_did_not_settle_in_and_says_why_it_writes() -> None:
+    step = Step("update", "s", NEW, connector_class=SINK, live_state="FAILED")
+    back = undo(step, WROTE, {"s": Live("s", OLD, "sink", "FAILED")})
+    assert back is not None and back.target_state == "" and back.reason == "rollback"
+    assert back.connector_class == SINK and back.changes and back.live_state == "FAILED"
+    created = undo(sink("s", "create"), WROTE, {})
+    assert created is not None and (created.reason, created.connector_class) == ("rollback: created by this run", SINK)
+    gone = undo(sink("s", "delete"), WROTE, {"s": Live("s", OLD, "sink", "FAILED")})
+    assert gone is not None and (gone.target_state, gone.reason) == ("RUNNING", "rollback: deleted by this run")
+    assert (gone.name, gone.connector_class, created.name) == ("s", SINK, "s")
+    step = Step("rename", "new", NEW, connector_class=SINK, live_state="RUNNING", renamed_from="old")
+    renamed = undo(step, WROTE, {"old": Live("old", OLD, "sink", "PAUSED")})
+    assert renamed is not None and (renamed.reason, renamed.target_state, renamed.live_state) == (
+        "rollback: back from new",
+        "PAUSED",
+        "RUNNING",
+    )
+    assert renamed.connector_class == SINK and [c.key for c in renamed.changes] == ["tasks.max"]
