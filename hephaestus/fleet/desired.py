@@ -15,6 +15,8 @@ from hephaestus.yamlsrc import CLIP, clip, format_path, load_json
 
 GENERATED = ("source", "sink")
 CUSTOM = "custom"
+UNMANAGED = "unmanaged"  # a file's explicit opt-out: this connector's state is kept elsewhere
+STATES = ("running", "paused", "stopped", UNMANAGED)
 _HELM = re.compile(r"\{\{\s*\.Values\.global\.(\w+)\s*\}\}")
 
 
@@ -74,10 +76,18 @@ def _parse(path: Path, helm_values: dict[str, str]) -> Desired:
     rendered = {k: _render(v, helm_values, path, ["config", k]) for k, v in config.items()}
     _check_name(path, doc["name"], name, rendered.get("name"))
     allow = _allow(path, doc.get("allow_destructive", False))
-    state = doc.get("state", "")
-    if state not in ("", "running", "paused", "stopped"):
-        raise InputError(str(path), f"must be running, paused or stopped, got {clip(json.dumps(state))}", field="state")
-    return Desired(name, rendered, str(path), _renamed_from(path, doc, name), allow, state.upper())
+    return Desired(name, rendered, str(path), _renamed_from(path, doc, name), allow, _state(path, doc))
+
+
+def _state(path: Path, doc: dict[str, Any]) -> str:
+    """Git's word on the state: absent means running (Strimzi's default), so that reverting a
+    pause resumes. `unmanaged` opts out ("" inside): its state is kept by someone else."""
+    state = doc.get("state", "running")
+    if state not in STATES:
+        raise InputError(
+            str(path), f"must be running, paused, stopped or unmanaged, got {clip(json.dumps(state))}", field="state"
+        )
+    return "" if state == UNMANAGED else str(state).upper()
 
 
 def _allow(path: Path, given: Any) -> Allow:

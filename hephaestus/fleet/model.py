@@ -15,4 +15,4 @@ class Desired:
     origin: str = ""
     renamed_from: str = ""  # the live connector this one takes over (offsets and all)
     allow: Allow = Allow()  # the file's `allow_destructive` (true, or effect codes): what of it may go
-    state: str = ""  # the file's `state` (RUNNING, PAUSED, STOPPED): converged by pause/resume/stop
+    state: str = ""  # the file's `state` (RUNNING, PAUSED, STOPPED): converged; "" = `unmanaged`

@@ -114,7 +114,13 @@ def _to_file(
     config = {k: _safe(where, k, v, secrets, client, c.config) for k, v in sorted(c.config.items()) if k != "name"}
     replaced = {k: c.config[k] for k, v in config.items() if v != c.config[k]}
     how = f"write {path}" + (" (owned, absent from git)" if owned else "")
-    return Imported(c.name, how, {"name": c.name, "config": config}, replaced, str(path), owned)
+    return Imported(c.name, how, {"name": c.name, "config": config, **_state(c)}, replaced, str(path), owned)
+
+
+def _state(c: LiveConnector) -> dict[str, str]:
+    """A file without `state` means running: a connector paused or stopped live keeps its state
+    in git, so the reconcile after an import plans nothing. FAILED/UNASSIGNED are health."""
+    return {"state": c.state.lower()} if c.state in ("PAUSED", "STOPPED") else {}
 
 
 def _safe(

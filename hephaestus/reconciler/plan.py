@@ -169,6 +169,8 @@ def step_effects(step: Step, live: Mapping[str, Live], resolve: Resolver) -> tup
     if step.action == "rename":
         old = live.get(step.renamed_from)
         found = effects.of_rename(old.config, step.config, resolve) if old else ()
+        # Its restart (stopped, offsets carried, started) is judged as an update's: a state git
+        # asks for after it adds no effect a stop and a start have not.
         return found + (_overwrite(step) if current else ())
     if current is None:
         return ()  # gone since: a sealed plan's preconditions say so
@@ -198,7 +200,18 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | 
     if old is not None:  # a rename: the new name takes over the old one's offsets
         changes = changes_of(old.config, d.config, policy.ignore_keys)
         reason = f"from {old.name}, offsets kept"
-        return Step("rename", d.name, d.config, changes, reason, cls, d.origin, old.state, renamed_from=old.name)
+        return Step(
+            "rename",
+            d.name,
+            d.config,
+            changes,
+            reason,
+            cls,
+            d.origin,
+            old.state,
+            renamed_from=old.name,
+            target_state=d.state,
+        )
     if current is None:
         return Step("create", d.name, d.config, connector_class=cls, origin=d.origin, target_state=d.state)
     changes = changes_of(current.config, d.config, policy.ignore_keys)

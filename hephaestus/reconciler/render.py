@@ -61,8 +61,13 @@ def _change_line(ch: KeyChange) -> str:
     return f"  {ch.key}: {_value(ch.key, ch.before)} -> {_value(ch.key, ch.after)}"
 
 
+VERB = {"RUNNING": "resume", "PAUSED": "pause", "STOPPED": "stop"}
+
+
 def _step_lines(step: Step) -> list[str]:
-    head = f"{SYMBOL[step.action]} {step.action} {step.name}"
+    # A state step says what it does: "resume" is what a reverted pause plans.
+    verb = VERB.get(step.target_state, step.action) if step.action == "state" else step.action
+    head = f"{SYMBOL[step.action]} {verb} {step.name}"
     if step.reason:
         head += f"  ({step.reason})"
     if step.risk == "destructive":

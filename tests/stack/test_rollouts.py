@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, read_rows, wait_until
+from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 
 @pytest.fixture
@@ -99,7 +99,9 @@ def test_a_saved_plan_is_refused_after_a_live_edit_and_applied_when_nothing_move
     assert connect.config(doc["name"])["batch.size"] == "77"
 
 
-def test_a_paused_connector_stays_paused_across_reconciles_and_heal(fleet: Fleet, connect: ConnectClient) -> None:
+def test_a_paused_connector_stays_paused_across_reconciles_and_heal_and_a_revert_resumes_it(
+    fleet: Fleet, connect: ConnectClient
+) -> None:
     sink_path = next((fleet.root / "connectors/platforms/sink").glob("*.json"))
     doc = json.loads(sink_path.read_text())
     sink_path.write_text(json.dumps({**doc, "state": "paused"}))
@@ -121,10 +123,20 @@ def test_a_paused_connector_stays_paused_across_reconciles_and_heal(fleet: Fleet
     (seen,) = [c for c in listed["clusters"][0]["connectors"] if c["name"] == doc["name"]]
     assert code == 0 and seen["healthy"] and seen["state"] == seen["desired"] == "PAUSED", out
 
+    # Rows written while it is paused wait in Kafka; a `git revert` of the pause (no `state`
+    # in the file: running) resumes it, as a planned `state` step, and they arrive.
+    execute(fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('while-paused', 'p')")
+    sink_path.write_text(json.dumps(doc))
+    code, report = fleet.reconcile()
+    (step,) = [s for s in report["clusters"][0]["steps"] if s["action"] == "state"]
+    assert code == 0 and step["reason"] == "PAUSED → RUNNING", json.dumps(report, indent=1)
+    assert connect.status(doc["name"])["connector"]["state"] == "RUNNING"  # type: ignore[index]
+    auth = fleet.stack.dsn(fleet.dbs["auth"])
+    query = "SELECT count(*) FROM users WHERE user_id = 'while-paused'"
+    wait_until(lambda: read_rows(auth, query)[0][0] == 1 or None, timeout=120, message="the row held while paused")
+
 
 def test_a_sinks_offsets_reset_re_delivers_its_rows(fleet: Fleet, connect: ConnectClient) -> None:
-    from tests.stack.support import execute
-
     bob, auth = fleet.stack.dsn(fleet.dbs["bob"]), fleet.stack.dsn(fleet.dbs["auth"])
     execute(bob, "INSERT INTO users (user_id, name) SELECT 'r-' || g, 'n' || g FROM generate_series(1, 25) g")
 

@@ -162,3 +162,10 @@ def test_every_refused_rename_is_counted() -> None:
     assert p.refused.startswith("destructive rename of n1 (slot-changed: slot.name: ")
     assert p.refused.endswith("(and 1 more refused)")
     assert [r.split(" (")[0] for r in p.refusals] == ["destructive rename of n1", "destructive rename of n2"]
+
+
+def test_a_rename_leaves_the_new_connector_in_gits_state() -> None:
+    live = {"old": Live("old", {**sink(), "name": "old"}, "sink", "PAUSED")}
+    desired = {"new": Desired("new", sink(), "git/new.json", renamed_from="old", state="RUNNING")}
+    (step,) = plan("x", desired, live, Policy(), Scope(frozenset({"old"}))).steps
+    assert (step.action, step.live_state, step.target_state) == ("rename", "PAUSED", "RUNNING")

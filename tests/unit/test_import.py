@@ -217,3 +217,19 @@ def test_a_bad_secret_option_is_a_usage_error(fleet: tuple[Project, ConnectDoubl
     assert out.code == 1 and "expected KEY=PLACEHOLDER" in out.err
     out = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--secret", "k=plain")
     assert out.code == 1 and "is not a ${provider:path:key} placeholder" in out.err
+
+
+def test_a_paused_or_stopped_connector_keeps_its_state_in_git(fleet: tuple[Project, ConnectDouble]) -> None:
+    project, double = fleet
+    for name, state in (("hand_paused", "PAUSED"), ("hand_stopped", "STOPPED"), ("hand_running", "RUNNING")):
+        double.add(name, {"connector.class": SINK, "topics": name}, state=state)
+    yaml = str(project.root / "hephaestus.yaml")
+    assert project.cli("import", "--project", yaml).code == 0
+    written = {n: json.loads((project.connectors / f"platforms/sink/{n}.json").read_text()) for n in double.connectors}
+    assert [written[n].get("state") for n in ("hand_paused", "hand_stopped", "hand_running")] == [
+        "paused",
+        "stopped",
+        None,  # absent: running
+    ]
+    check = project.cli("reconcile", "--project", yaml, "--dry-run", "--exit-code")
+    assert check.code == 0 and "0 to create, 0 to update, 0 to delete" in check.out, check.out

@@ -223,12 +223,51 @@ def test_a_desired_state_is_planned_and_converged_with_pause_resume_stop(
     assert double.connectors["s0"].state == "PAUSED" and double.writes() == [("PUT", "/connectors/s0/pause")]
 
 
-def test_a_bad_state_is_an_error_naming_the_file_and_field(project: Project, served: tuple[ConnectDouble, str]) -> None:
+def test_a_file_without_state_means_running_and_unmanaged_opts_out(
+    project: Project, served: tuple[ConnectDouble, str]
+) -> None:
+    double = world(project, served, 2)
+    assert cli(project, "--auto-approve").code == 0
+    for name in ("s0", "s1"):
+        double.connectors[name].state, double.connectors[name].task_states = "PAUSED", ["PAUSED"]
+    opted = project.root / "connectors/c/sink/s1.json"
+    opted.write_text(json.dumps({**json.loads(opted.read_text()), "state": "unmanaged"}))
+    double.log.clear()
+    dry = cli(project, "--dry-run", "-o", "json")
+    steps = {s["name"]: s for s in json.loads(dry.out)["clusters"][0]["steps"]}
+    assert steps["s0"]["action"] == "state" and steps["s0"]["reason"] == "PAUSED → RUNNING"
+    assert steps.get("s1", {}).get("action", "unchanged") == "unchanged" and double.writes() == []
+    assert "* resume s0  (PAUSED → RUNNING)" in cli(project, "--dry-run").out  # the text plan says so
+    assert cli(project, "--auto-approve").code == 0
+    assert double.writes() == [("PUT", "/connectors/s0/resume")]
+    assert double.connectors["s0"].state == "RUNNING" and double.connectors["s1"].state == "PAUSED"
+
+
+def test_an_unmanaged_connector_is_created_in_the_projects_initial_state(
+    project: Project, served: tuple[ConnectDouble, str]
+) -> None:
+    double = world(project, served, 2)
+    opted = project.root / "connectors/c/sink/s1.json"
+    opted.write_text(json.dumps({**json.loads(opted.read_text()), "state": "unmanaged"}))
+    file = project.root / "hephaestus.yaml"
+    file.write_text(
+        file.read_text().replace("{stability_window_s: 0}", "{stability_window_s: 0, initial_state: PAUSED}")
+    )
+    assert cli(project, "--auto-approve").code == 0
+    assert double.connectors["s0"].state == "RUNNING" and double.connectors["s1"].state == "PAUSED"
+    assert cli(project, "--dry-run", "--exit-code").code == 0  # and left so
+
+
+@pytest.mark.parametrize("state", ["Paused!", "PAUSED", "", None])
+def test_a_bad_state_is_an_error_naming_the_file_and_field(
+    project: Project, served: tuple[ConnectDouble, str], state: object
+) -> None:
     double = world(project, served, 1)
     path = project.root / "connectors/c/sink/s0.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), "state": "Paused!"}))
+    path.write_text(json.dumps({**json.loads(path.read_text()), "state": state}))
     out = cli(project, "--dry-run")
     assert out.code == 1 and "s0.json" in out.err and "state" in out.err and double.writes() == []
+    assert "running, paused, stopped or unmanaged" in out.err
 
 
 def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
