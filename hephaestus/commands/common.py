@@ -168,10 +168,38 @@ allow_option = click.option(
 )
 
 
+class Aliased(click.Option):
+    """An option with one canonical spelling; its other names are aliases (the reference's, or an
+    earlier release's): accepted, and named once in --help beside the canonical one."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        canonical, *aliases = self.opts
+        self.opts = [canonical]
+        try:
+            record = super().get_help_record(ctx)
+        finally:
+            self.opts = [canonical, *aliases]
+        if record is None or not aliases:
+            return record
+        return record[0], f"{record[1]} (alias: {', '.join(aliases)})"
+
+
+# One approval flag for every command that asks before it writes, spelled as Terraform does;
+# `--yes` (what offsets, slots and dlq took first) stays an alias.
+approve_option = click.option(
+    "--auto-approve",
+    "--yes",
+    "auto_approve",
+    cls=Aliased,
+    is_flag=True,
+    help="Write without asking (required without a terminal).",
+)
+
+
 def confirm(question: str) -> None:
-    """Ask before a write; without a terminal there is no one to ask: `--yes` is required."""
+    """Ask before a write; without a terminal there is no one to ask: `--auto-approve` is required."""
     from hephaestus.errors import HephaestusError
 
     if not click.get_text_stream("stdin").isatty():
-        raise HephaestusError("a write without a terminal to confirm it: pass --yes")
+        raise HephaestusError("a write without a terminal to confirm it: pass --auto-approve")
     click.confirm(question, abort=True)

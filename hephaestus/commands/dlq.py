@@ -13,6 +13,7 @@ from hephaestus.commands.common import (
     EXIT_OK,
     OFFSET,
     allow_option,
+    approve_option,
     cluster_option,
     confirm,
     lock_timeout_option,
@@ -91,7 +92,7 @@ def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> t
     help="Records per transaction: what a replay killed half-way has sent is whole transactions.",
 )
 @allow_option
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@approve_option
 @lock_timeout_option
 def dlq_replay(
     project_file: Path,
@@ -101,7 +102,7 @@ def dlq_replay(
     dry_run: bool,
     batch: int,
     allow_destructive: str | None,
-    yes: bool,
+    auto_approve: bool,
     lock_timeout: float | None,
 ) -> None:
     """Send parked records back to their original topic and partition (keys and headers kept),
@@ -121,7 +122,7 @@ def dlq_replay(
     if dry_run or not planned.count:
         click.echo(render.replayed(connector, planned, "would replay" if dry_run else "replayed"))
         return
-    if not yes:
+    if not auto_approve:
         confirm(f"Replay {planned.count} record(s) of {connector}'s dead-letter queue to {', '.join(planned.targets)}?")
     # The batch given is the batch sent (it was once dropped here, and 500 went instead).
     sent = replay(project, cluster, found, until, False, allow, wait_s, batch)
@@ -133,10 +134,15 @@ def dlq_replay(
 @cluster_option
 @_connector_opt
 @click.option("--before", type=OFFSET, required=True, help="Delete records below this offset.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@approve_option
 @lock_timeout_option
 def dlq_purge(
-    project_file: Path, clusters: tuple[str, ...], connector: str, before: int, yes: bool, lock_timeout: float | None
+    project_file: Path,
+    clusters: tuple[str, ...],
+    connector: str,
+    before: int,
+    auto_approve: bool,
+    lock_timeout: float | None,
 ) -> None:
     """Delete parked records below an offset (after `dlq replay`, or once judged worthless)."""
     from hephaestus.dlq.run import purge
@@ -145,7 +151,7 @@ def dlq_purge(
 
     project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)
-    if not yes:
+    if not auto_approve:
         confirm(f"Delete the records of {connector}'s dead-letter queue below offset {before}?")
     after = purge(project, cluster, found, before, timeout_of(project, lock_timeout))
     click.echo(f"{connector}: {after.depth} record(s) left in {after.topic}")

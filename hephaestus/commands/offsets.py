@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
-from hephaestus.commands.common import allow_option, cluster_option, confirm, lock_timeout_option, project_option
+from hephaestus.commands.common import (
+    allow_option,
+    approve_option,
+    cluster_option,
+    confirm,
+    lock_timeout_option,
+    project_option,
+)
 
 _connector = click.option("--connector", required=True)
 
@@ -39,7 +46,7 @@ def _change(
     action: str,
     wanted: list[object],
     allow_destructive: str | None,
-    yes: bool,
+    auto_approve: bool,
     dry_run: bool,
     lock_timeout: float | None,
 ) -> None:
@@ -57,7 +64,7 @@ def _change(
     cleared = ops.judge(planned, allow)  # Refused (exit 2): nothing changed
     if dry_run:
         return
-    if not yes:
+    if not auto_approve:
         confirm("Do it?")
     ops.apply(project, planned, cleared, lock_timeout)
     click.echo(f"done: {planned.describe()}")
@@ -69,7 +76,7 @@ def _change(
 @_connector
 @allow_option
 @click.option("--force", is_flag=True, hidden=True, help="Deprecated: --allow-destructive.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@approve_option
 @click.option("--dry-run", is_flag=True, help="Show the plan only.")
 @lock_timeout_option
 def offsets_reset(
@@ -78,13 +85,13 @@ def offsets_reset(
     connector: str,
     allow_destructive: str | None,
     force: bool,
-    yes: bool,
+    auto_approve: bool,
     dry_run: bool,
     lock_timeout: float | None,
 ) -> None:
     """Delete the offsets: a sink re-delivers every record still in its topics."""
     allowed = "all" if force else allow_destructive
-    _change(project_file, clusters, connector, "reset", [], allowed, yes, dry_run, lock_timeout)
+    _change(project_file, clusters, connector, "reset", [], allowed, auto_approve, dry_run, lock_timeout)
 
 
 @offsets.command("set")
@@ -100,7 +107,7 @@ def offsets_reset(
 )
 @allow_option
 @click.option("--force", is_flag=True, hidden=True, help="Deprecated: --allow-destructive.")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@approve_option
 @click.option("--dry-run", is_flag=True, help="Show the plan only.")
 @lock_timeout_option
 def offsets_set(
@@ -110,7 +117,7 @@ def offsets_set(
     offsets_file: Path,
     allow_destructive: str | None,
     force: bool,
-    yes: bool,
+    auto_approve: bool,
     dry_run: bool,
     lock_timeout: float | None,
 ) -> None:
@@ -128,7 +135,7 @@ def offsets_set(
             str(offsets_file), 'expected {"offsets": [{"partition": {…}, "offset": {…}}, …]}', field="offsets"
         )
     allowed = "all" if force else allow_destructive
-    _change(project_file, clusters, connector, "set", doc["offsets"], allowed, yes, dry_run, lock_timeout)
+    _change(project_file, clusters, connector, "set", doc["offsets"], allowed, auto_approve, dry_run, lock_timeout)
 
 
 commands: list[click.Command] = [offsets]

@@ -17,7 +17,9 @@ import click
 from hephaestus.commands.common import (
     COUNT,
     SECONDS,
+    Aliased,
     allow_option,
+    approve_option,
     cluster_option,
     colour_wanted,
     lock_timeout_option,
@@ -45,7 +47,7 @@ if TYPE_CHECKING:  # the workflow's modules load only when the command runs
 @click.option("--force", is_flag=True, help="Apply a plan that deletes more than the policy allows.")
 @allow_option
 @click.option("--target", "targets", multiple=True, metavar="GLOB", help="Plan and apply only these connectors.")
-@click.option("--auto-approve", is_flag=True, help="Apply without asking (required without a terminal).")
+@approve_option
 @click.option(
     "--out",
     "out",
@@ -93,13 +95,15 @@ if TYPE_CHECKING:  # the workflow's modules load only when the command runs
     "--deploy-custom-sinks",
     "--deployCustomSinkConnector",
     "deploy_custom",
+    cls=Aliased,
     is_flag=True,
-    help="Also reconcile connectors/<cluster>/custom/ (the reference's flag).",
+    help="Also reconcile connectors/<cluster>/custom/.",
 )
 @click.option(
     "--send-incremental-snapshot",
     "--sendIncrementalSnapshot",
     "send_snapshot",
+    cls=Aliased,
     is_flag=True,
     help="Back-fill tables newly captured by an updated source (incremental snapshot).",
 )

@@ -12,6 +12,8 @@ from hephaestus.commands.common import (
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
+    approve_option,
+    confirm,
     metrics_textfile_option,
     project_option,
     pushgateway_option,
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     metavar="SLOT",
     help="Drop this slot: only an inactive one no source of any cluster (live in any state, or in git) could use.",
 )
-@click.option("--yes", is_flag=True, help="With --drop-orphan: do not ask for confirmation.")
+@approve_option
 @metrics_textfile_option
 @pushgateway_option
 def slots(
@@ -39,7 +41,7 @@ def slots(
     databases: tuple[str, ...],
     output: str,
     drop_orphan: str | None,
-    yes: bool,
+    auto_approve: bool,
     metrics_textfile: Path | None,
     pushgateway: str | None,
 ) -> None:
@@ -52,7 +54,7 @@ def slots(
     project = load_project(project_file)
     found = report(project, databases)
     if drop_orphan:
-        _drop(project, found, databases, drop_orphan, yes)
+        _drop(project, found, databases, drop_orphan, auto_approve)
         return
     _publish(project, found, metrics_textfile, pushgateway)
     if output == "json":
@@ -75,13 +77,13 @@ def _publish(project: Project, found: SlotReport, textfile: Path | None, pushgat
         slot_metrics(found).publish(textfile, pushgateway, "hephaestus_slots")
 
 
-def _drop(project: Project, found: SlotReport, databases: tuple[str, ...], name: str, yes: bool) -> None:
+def _drop(project: Project, found: SlotReport, databases: tuple[str, ...], name: str, auto_approve: bool) -> None:
     from hephaestus.safety.gate import Allow
     from hephaestus.slots.run import clear_drop, drop
 
     j, cleared = clear_drop(found, databases[0] if len(databases) == 1 else "", name, Allow())
-    if not yes:
-        click.confirm(f"Drop replication slot {name} of database {j.slot.database}?", abort=True)
+    if not auto_approve:
+        confirm(f"Drop replication slot {name} of database {j.slot.database}?")
     drop(project, j.slot.database, name, j, cleared)
     click.echo(f"dropped slot {name} of database {j.slot.database}")
 

@@ -284,7 +284,7 @@ def test_offsets_reset_stops_resets_and_resumes_a_sink_and_refuses_a_source(
 
     assert (
         project.cli("offsets", "reset", "--project", project_file, "--connector", "snk").code == 1
-    )  # no tty, no --yes
+    )  # no tty, no --auto-approve
     double.log.clear()
     done = project.cli("offsets", "reset", "--project", project_file, "--connector", "snk", "--yes")
     assert done.code == 0, done.err
