@@ -66,10 +66,12 @@ def _definitions(definitions: Path, catalogs: Path) -> str:
 
 
 def _connector_files(project: Project) -> str:
-    from hephaestus.fleet.desired import load_desired
+    from hephaestus.fleet.desired import files_of, load_desired
 
-    files = sum(len(load_desired(c, include_custom=True)) for c in project.clusters.values())
-    return f"{project.file} ({files} connector files in {len(project.clusters)} clusters)"
+    clusters = project.clusters.values()
+    selected = sum(len(load_desired(c, include_custom=True)) for c in clusters)  # checks every file
+    files = len({p.resolve() for c in clusters for p in files_of(c)})  # clusters may share a folder
+    return f"{project.file} ({files} connector files checked; {selected} selected by {len(clusters)} clusters)"
 
 
 def _migrations(project: Project, defines: tuple[str, ...]) -> str:

@@ -30,10 +30,15 @@ def held_back(cluster: Cluster, include_custom: bool) -> frozenset[str]:
     return frozenset() if include_custom else frozenset(_load(cluster, (CUSTOM,)))
 
 
-def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:
+def files_of(cluster: Cluster, kinds: tuple[str, ...] = (*GENERATED, CUSTOM)) -> list[Path]:
+    """Every connector file of the cluster's folder: all are checked, `select` or not."""
     if not cluster.connectors.is_dir():
         raise InputError(str(cluster.connectors), f"connector folder of cluster {cluster.name!r} not found")
-    files = sorted(p for k in kinds for p in (cluster.connectors / k).glob("*.json"))
+    return sorted(p for k in kinds for p in (cluster.connectors / k).glob("*.json"))
+
+
+def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:
+    files = files_of(cluster, kinds)
     desired: dict[str, Desired] = {}
     errors: list[InputError] = []
     for path in files:

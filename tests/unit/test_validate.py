@@ -42,6 +42,9 @@ def test_the_repositorys_own_inputs_are_valid(repo: Path, capsys: pytest.Capture
     code, out, err = validate(repo, capsys)
     assert code == 0, err
     assert out.startswith("ok: 3 definitions (51 connectors); ") and "ksql migrations" in out
+    # Every file is checked, whether a cluster's `select` takes it or not: the count says both.
+    files = len(list((repo / "connectors").glob("*/*/*.json")))
+    assert files == 51 and f"({files} connector files checked; 11 selected by 3 clusters)" in out
 
 
 def test_every_problem_is_named_with_file_and_line_and_nothing_needs_a_cluster(
