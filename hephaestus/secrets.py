@@ -158,8 +158,18 @@ class Redactor:
                 text = text.replace(value, MASK)
         for pattern, needs in zip(_PATTERNS, _NEEDS, strict=True):
             if any(n in text for n in needs):  # a substring test is ~100x cheaper than a scan
-                text = pattern.sub(lambda m: m.group("pre") + MASK if m.group("secret") != MASK else m.group(0), text)
+                text = pattern.sub(_masked, text)
         return text
+
+
+def _masked(m: re.Match[str]) -> str:
+    return m.group(0) if _kept(m.group("secret")) else m.group("pre") + MASK
+
+
+def _kept(found: str) -> bool:
+    """Masked already, or a placeholder (`${file:…}`, quoted or not): text the tool writes itself
+    in help and hints names placeholders, and a mask there would garble it."""
+    return found == MASK or found.lstrip("'\"").startswith("${")
 
 
 def _embedded(value: str) -> list[str]:
@@ -168,13 +178,42 @@ def _embedded(value: str) -> list[str]:
         for p, needs in zip(_PATTERNS, _NEEDS, strict=True)
         if any(n in value for n in needs)
         for m in p.finditer(value)
+        if not _kept(m.group("secret"))
     ]
 
 
 def credentials_in(value: str) -> list[str]:
     """The credentials a value holds by their shape (a URL's password, a token, a key), placeholders
     aside: what must never reach git or an output in clear."""
-    return [] if is_placeholder(value) else [c for c in _embedded(value) if not c.startswith("${")]
+    return [] if is_placeholder(value) else _embedded(value)
+
+
+# The one secret detector (validate, import, the pre-commit hook): a key whose value IS a
+# credential. Narrower than what masking takes: `sasl.mechanism` or
+# `basic.auth.credentials.source` are named like secrets and hold none; refusing them in git
+# would be a false alarm, masking them in output costs nothing.
+_CREDENTIAL_KEY = re.compile(
+    r"password|passwd|pwd|secret|token|jaas\.config|api[._-]?key|access[._-]?key|user\.info|auth\.info"
+    r"|keystore\.key|private[._-]?key",
+    re.IGNORECASE,
+)
+_DESCRIBES = re.compile(
+    r"[._-](source|mechanism|type|class|location|file|path|provider|enabled|url|uri|endpoint|ms|name|algorithm)$",
+    re.IGNORECASE,
+)
+
+
+def plaintext(key: str, value: str, typed: frozenset[str] = frozenset()) -> str:
+    """Why this config value is a plaintext credential that git must not hold ("" when it is
+    none): its key names a credential (or the plugin types it PASSWORD: `typed`), or the value
+    has a credential's shape (a URL's password, a token, a private key). Placeholders are fine."""
+    if not value or is_placeholder(value):
+        return ""
+    if key in typed:
+        return f"{key} is typed PASSWORD by its plugin"
+    if _CREDENTIAL_KEY.search(key) and not _DESCRIBES.search(key):
+        return f"{key} names a credential"
+    return "the value holds a credential" if credentials_in(value) else ""
 
 
 def properties(text: str) -> dict[str, str]:

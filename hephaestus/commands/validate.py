@@ -66,10 +66,13 @@ def _definitions(definitions: Path, catalogs: Path) -> str:
 
 
 def _connector_files(project: Project) -> str:
-    from hephaestus.fleet.desired import files_of, load_desired
+    from hephaestus.errors import InputErrors
+    from hephaestus.fleet.desired import files_of, load_desired, plaintext_in
 
     clusters = project.clusters.values()
     selected = sum(len(load_desired(c, include_custom=True)) for c in clusters)  # checks every file
+    if found := [e for c in clusters for e in plaintext_in(c)]:
+        raise InputErrors(found)
     files = len({p.resolve() for c in clusters for p in files_of(c)})  # clusters may share a folder
     return f"{project.file} ({files} connector files checked; {selected} selected by {len(clusters)} clusters)"
 

@@ -11,6 +11,7 @@ from hephaestus.errors import InputError, InputErrors
 from hephaestus.fleet.model import Desired
 from hephaestus.project import Cluster
 from hephaestus.safety.gate import Allow, allow_of
+from hephaestus.secrets import plaintext
 from hephaestus.yamlsrc import CLIP, clip, format_path, load_json
 
 GENERATED = ("source", "sink")
@@ -35,6 +36,24 @@ def files_of(cluster: Cluster, kinds: tuple[str, ...] = (*GENERATED, CUSTOM)) ->
     if not cluster.connectors.is_dir():
         raise InputError(str(cluster.connectors), f"connector folder of cluster {cluster.name!r} not found")
     return sorted(p for k in kinds for p in (cluster.connectors / k).glob("*.json"))
+
+
+def plaintext_in(cluster: Cluster) -> list[InputError]:
+    """Plaintext credentials in the cluster's connector files, `select`ed or not (the one
+    detector, secrets.plaintext, that import uses too): `validate` and its pre-commit hook."""
+    found = []
+    for path in files_of(cluster):
+        d = _parse(path, cluster.helm_values)
+        for key, value in sorted(d.config.items()):
+            if why := plaintext(key, value):
+                found.append(
+                    InputError(str(path), f"{_PLAINTEXT} ({why}); {_INSTEAD}", field=format_path(["config", key]))
+                )
+    return found
+
+
+_PLAINTEXT = "holds a plaintext secret"
+_INSTEAD = "git gets a placeholder, never the value: ${file:/path/to/secrets.properties:some_key}"
 
 
 def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:

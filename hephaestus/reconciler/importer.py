@@ -29,7 +29,7 @@ from hephaestus.generator.output import render_document, write_files
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.plan import is_ksqldb_managed
 from hephaestus.safety.gate import Cleared, Item, clear, judge
-from hephaestus.secrets import REDACTOR, credentials_in, is_placeholder
+from hephaestus.secrets import plaintext
 from hephaestus.state import ownership
 from hephaestus.state.backend import connect_lock, journal_for, ownership_store
 from hephaestus.state.lock import new_run_id
@@ -126,28 +126,27 @@ def _state(c: LiveConnector) -> dict[str, str]:
 def _safe(
     where: str, key: str, value: str, secrets: Mapping[str, str], client: ConnectClient, config: Mapping[str, str]
 ) -> str:
-    """The value for git: a placeholder as it is live; a credential (by its key, or by its shape
-    in the value) only as the placeholder --secret names for that key; anything else as it is."""
-    if not value or is_placeholder(value):
-        return value  # a live placeholder is kept as it is (--secret replaces plaintext only)
-    if not (_secret_key(client, config, key) or credentials_in(value)):
-        return value  # no credential here: --secret never replaces it
+    """The value for git: a placeholder as it is live; a credential (the one detector's verdict:
+    by its key, or by its shape in the value) only as the placeholder --secret names for that
+    key; anything else as it is."""
+    why = plaintext(key, value, _typed(client, config))
+    if not why:
+        return value  # no credential here (a live placeholder is kept): --secret never replaces it
     if key in secrets:
         return secrets[key]
     raise InputError(
         where,
-        "holds a plaintext secret: git gets a placeholder, never the value; "
+        f"holds a plaintext secret ({why}); git gets a placeholder, never the value: "
         f"pass --secret {key}='${{file:/path/to/secrets.properties:some_key}}'",
         field=key,
     )
 
 
-def _secret_key(client: ConnectClient, config: Mapping[str, str], key: str) -> bool:
+def _typed(client: ConnectClient, config: Mapping[str, str]) -> frozenset[str]:
     try:
-        client.secret_keys(config.get("connector.class", ""))  # the plugin's PASSWORD keys, learnt
+        return client.secret_keys(config.get("connector.class", ""))  # the plugin's PASSWORD keys
     except ConnectError:
-        pass  # an unknown plugin: key names and value shapes still apply
-    return REDACTOR.is_secret_key(key)
+        return frozenset()  # an unknown plugin: key names and value shapes still apply
 
 
 def write(result: ClusterImport, cleared: Cleared) -> None:
