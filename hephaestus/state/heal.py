@@ -2,8 +2,10 @@
 
 A PostgreSQL table in the state database for the cron job (pods come and go), a local JSON
 file for one-off runs. The heal lock is the state's lock (state.lock) of the key `heal`,
-taken without waiting: a second heal run at the same time finds it held and restarts
-nothing, so no connector is restarted twice.
+taken without waiting, inside the clusters' locks that heal waits for (`--lock-timeout`):
+a second heal of the same clusters waits for the first and then runs on what it left, so
+no connector is restarted twice; one of other clusters that finds the records held stops
+with exit 1 rather than wait.
 """
 
 from __future__ import annotations
