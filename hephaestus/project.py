@@ -170,13 +170,18 @@ class Project:
         """The named ksqlDB clusters (all when none named); none configured is an error."""
         if not self.ksqldb:
             raise InputError(self.file, "no ksqlDB clusters: add a `ksqldb:` section", field="ksqldb")
-        return _pick(self.ksqldb, names, self.file, "ksqldb", "ksqlDB cluster")
+        return _pick(self.ksqldb, names, self.file, "ksqldb", "ksqlDB cluster", _DECLARE_KSQLDB)
 
 
-def _pick(items: dict[str, T], names: tuple[str, ...], file: str, field: str, label: str) -> list[T]:
+# The reference's job names name ksqlDB clusters (datalake, kec, lmsdwh) a project may not have.
+_DECLARE_KSQLDB = "; declare it as ksqldb: {{{name}: {{url: …, migrations: ksql_migrations/{name}}}}}"
+
+
+def _pick(items: dict[str, T], names: tuple[str, ...], file: str, field: str, label: str, how: str = "") -> list[T]:
     unknown = [n for n in names if n not in items]
     if unknown:
-        raise InputError(file, f"no {label} {unknown[0]!r} (have: {', '.join(items)})", field=field)
+        hint = how.format(name=unknown[0])
+        raise InputError(file, f"no {label} {unknown[0]!r} (have: {', '.join(items)}){hint}", field=field)
     return [item for n, item in items.items() if not names or n in names]
 
 

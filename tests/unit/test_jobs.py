@@ -89,3 +89,11 @@ def test_the_reference_validate_job_exits_2_on_drift(two_clusters: tuple[Project
 def test_an_unknown_job_name_is_exit_1_naming_it(project: Project) -> None:
     out = project.cli("job", "run", "hephaestus_upsert_everything")
     assert out.code == 1 and "no job 'hephaestus_upsert_everything'" in out.err
+
+
+def test_a_reference_job_for_a_ksqldb_cluster_the_project_lacks_says_how_to_declare_it(project: Project) -> None:
+    from tests.unit.conftest import REPO
+
+    out = project.cli("job", "run", "hephaestus_migrate_datalake", "--project", str(REPO / "hephaestus.yaml"))
+    assert out.code == 1 and "no ksqlDB cluster 'datalake' (have: lmsdwh, kec)" in out.err
+    assert "declare it as ksqldb: {datalake: {url: …, migrations: ksql_migrations/datalake}}" in out.err
