@@ -101,9 +101,9 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     )
     poisoned(fleet, False)
     assert fleet.reconcile()[0] == 0
-    code, out = dlq(fleet, "replay", "--connector", sink)
-    assert code == 1 and "without a terminal" in out, out  # a write asks first
-    code, out = dlq(fleet, "replay", "--connector", sink, "--yes")
+    code, out = dlq(fleet, "replay", "--connector", sink)  # a write asks first, and says how not to
+    assert code == 1 and "without a terminal" in out and "pass --auto-approve" in out, out
+    code, out = dlq(fleet, "replay", "--connector", sink, "--auto-approve")
     assert code == 0 and "replayed 1 record(s)" in out, out
     wait_until(
         lambda: names(fleet) == ["fine", "poison", "also fine"] or None,
