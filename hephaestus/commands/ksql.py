@@ -40,14 +40,34 @@ def init_cmd(project_file: Path, clusters: tuple[str, ...], lock_timeout: float 
         _echo(render.init_text(result))
 
 
-@ksql.command("apply")
+class _NoShortV(click.Command):
+    """`-v` is hephaestus's --verbose (the top level's); ksql-migrations' `-v N` (its short
+    --version, ApplyMigrationCommand/NewMigrationCommand in confluentinc/ksql) is refused with
+    a hint rather than click's bare "No such option"."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        options = args[: args.index("--")] if "--" in args else args
+        if any(a == "-v" or (a.startswith("-v") and a[2:].isdigit()) for a in options):
+            raise click.NoSuchOption(
+                "-v",
+                "No such option: -v (use --version N; -v is --verbose in hephaestus: hephaestus -v ksql …)",
+                ctx=ctx,
+            )
+        return super().parse_args(ctx, args)
+
+
+@ksql.command("apply", cls=_NoShortV)
 @project_option
 @cluster_option
 @click.option("--all", "-a", "all_", is_flag=True, help="Apply every pending migration.")
 @click.option("--next", "-n", "next_", is_flag=True, help="Apply the next pending migration only.")
 @click.option("--until", "-u", type=_VERSION, help="Apply pending migrations up to and including this version.")
-@click.option("--version", "-v", "version", type=_VERSION, help="Apply only this version.")
-@click.option("--dry-run", is_flag=True, help="Show the files and statements that would run; send nothing.")
+@click.option("--version", "version", type=_VERSION, help="Apply only this version (no short form: -v is --verbose).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show the files and statements that would run: reads the applied versions from the server; writes nothing.",
+)
 @click.option(
     "--define",
     "-d",
@@ -73,14 +93,16 @@ def apply_cmd(
     Exit 2 when applied files changed or vanished (see `ksql validate`); nothing is applied then."""
     from hephaestus.ksql import apply as applying
     from hephaestus.ksql import render, run
+    from hephaestus.ksql.session import open_client, open_reader
     from hephaestus.ksql.variables import parse_defines
     from hephaestus.project import load_project
 
     options = applying.Options(_target(all_, next_, until, version), dry_run)
     project = load_project(project_file)
     selected = project.select_ksqldb(clusters)
-    prepared = run.prepare(selected, parse_defines(defines))
-    for result in run.apply(project, prepared, options, lock_timeout):
+    prepared = run.prepare(selected, parse_defines(defines), defer_failures=True)
+    factory = open_reader if dry_run else open_client
+    for result in run.apply(project, prepared, options, lock_timeout, factory):
         _echo(render.apply_text(result))
 
 
@@ -135,10 +157,10 @@ def validate_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
     sys.exit(EXIT_OK if ok else EXIT_DRIFT)
 
 
-@ksql.command("new")
+@ksql.command("new", cls=_NoShortV)
 @project_option
 @click.option("--cluster", help="The ksqlDB cluster (needed when the project has several).")
-@click.option("--version", "-v", "version", type=_VERSION, help="Version number; default the next one.")
+@click.option("--version", "version", type=_VERSION, help="Version number; default the next one (no short form).")
 @click.argument("description")
 def new_cmd(project_file: Path, cluster: str | None, version: int | None, description: str) -> None:
     """Create an empty V<next>__<description>.sql in the cluster's migrations folder."""

@@ -2,7 +2,10 @@
 
 Per file, as ksql-migrations does: check the version before it is MIGRATED (the table may lag
 the stream, so this is retried), write RUNNING, send each statement, then write MIGRATED —
-or ERROR with the reason, and stop. A later apply resumes from the failed version. ksqlDB has
+or ERROR with the reason, and stop. A file that does not parse is recorded the same way
+(RUNNING, then ERROR "Failed to parse sql: …"), with none of its statements sent: ksql-migrations
+parses the whole file before it runs any (ApplyMigrationCommand.executeCommands, in
+confluentinc/ksql). A later apply resumes from the failed version. ksqlDB has
 no transactions: statements of a failed file that ran before the failure stay applied, so
 files should prefer `CREATE OR REPLACE` / `IF NOT EXISTS`.
 """
@@ -12,11 +15,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, NoReturn
 
 from hephaestus.errors import HephaestusError
 from hephaestus.ksql import sqltext
-from hephaestus.ksql.compiler import CompiledMigration, Statement
+from hephaestus.ksql.compiler import CompiledMigration, ParseFailure, Statement
 from hephaestus.ksql.errors import KsqlError
 from hephaestus.ksql.files import MigrationFile, Scan
 from hephaestus.ksql.metadata import NONE_VERSION, State, VersionInfo
@@ -113,6 +116,7 @@ def apply(store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigra
     plan = tuple(compiled[f.version] for f in selection.migrations)
     result = ApplyResult(store.client.name, previous, plan, (), options.dry_run, selection.skipped)
     if options.dry_run:
+        _check_parsed(plan)
         return result
     applied: list[Applied] = []
     for migration in plan:
@@ -126,6 +130,8 @@ def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str
     f = migration.file
     running = VersionInfo(f.version, f.name, State.RUNNING, f.checksum, str(options.clock()), "", previous)
     store.record(running)
+    if migration.failure is not None:
+        _parse_failed(store, migration.failure, running, options)
     for statement in migration.statements:
         _run(store, f, statement, running, options)
     store.record(replace(running, state=State.MIGRATED, completed_on=str(options.clock())))
@@ -150,6 +156,27 @@ def _run(
             f"  statement: {sqltext.preview(statement.shown, 200)}\n"
             f"  ksqlDB said: {said}"
         ) from exc
+
+
+def _check_parsed(plan: tuple[CompiledMigration, ...]) -> None:
+    """A dry run stops at the first planned file that does not parse, as apply would."""
+    for migration in plan:
+        if migration.failure is not None:
+            raise migration.failure
+
+
+def _parse_failed(store: MetadataStore, failure: ParseFailure, running: VersionInfo, options: Options) -> NoReturn:
+    """ERROR after RUNNING, with ksql-migrations' "Failed to parse sql: <statement>. Error: <why>"
+    (masked: no secret in a row); nothing of the file was sent."""
+    if failure.statement:
+        reason = f"Failed to parse sql: {failure.statement}. Error: {failure.reason}"
+    else:  # the file could not be cut into statements
+        reason = f"Failed to parse sql at line {failure.line}. Error: {failure.reason}"
+    event = replace(running, state=State.ERROR, completed_on=str(options.clock()), error_reason=sqltext.mask(reason))
+    recorded = _record_error(store, event)
+    raise MigrationFailed(
+        f"ksqlDB '{store.client.name}': {failure}\n  version {running.version} {recorded}; nothing of the file was sent"
+    ) from failure
 
 
 def _record_error(store: MetadataStore, event: VersionInfo) -> str:

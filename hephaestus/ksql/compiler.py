@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hephaestus.errors import InputError
-from hephaestus.ksql import sqltext, variables
+from hephaestus.ksql import insertvalues, sqltext, variables
 from hephaestus.ksql.files import MigrationFile
 
 _NAME = sqltext.VARIABLE_NAME
@@ -29,11 +29,6 @@ _UNSUPPORTED = ("DESCRIBE", "EXPLAIN", "SELECT", "PRINT", "SHOW", "LIST")
 # their own for them: insertInto, createConnector/dropConnector, assertTopic/assertSchema); a
 # property on them is at best ignored, at worst refused.
 _BARE = re.compile(r"(CREATE\s+(SOURCE|SINK)\s+CONNECTOR|DROP\s+CONNECTOR|ASSERT)\b", re.IGNORECASE)
-_INSERT_VALUES = re.compile(
-    rf"INSERT\s+INTO\s+(`[^`]*`|\"[^\"]*\"|{_NAME})\s*(\((?P<columns>.*?)\))?\s*"
-    r"VALUES\s*(?P<values>.*?)\s*;\s*",
-    re.IGNORECASE | re.DOTALL,
-)
 _TIMEOUT = re.compile(r"\bTIMEOUT\s+([0-9]+)\s+(MILLISECONDS?|SECONDS?|MINUTES?|HOURS?|DAYS?)\b", re.IGNORECASE)
 _UNIT_S = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ASSERT_DEFAULT_S = 1.0  # ksql.assert.topic.default.timeout.ms / ksql.assert.schema.default.timeout.ms
@@ -53,10 +48,23 @@ class Statement:
         return sqltext.mask(self.text)
 
 
+class ParseFailure(InputError):
+    """A file that does not parse: one of its statements (`statement`, as cut from the file), or
+    the file itself when it cannot be cut into statements (`statement` empty). `reason` is the
+    message without the file and line that `str()` starts with."""
+
+    def __init__(self, cause: InputError, statement: str = "") -> None:
+        where = cause.file if cause.line is None else f"{cause.file}:{cause.line}"
+        self.reason = str(cause).removeprefix(f"{where}: ")
+        self.statement = statement
+        super().__init__(cause.file, self.reason, line=cause.line)
+
+
 @dataclass(frozen=True)
 class CompiledMigration:
     file: MigrationFile
     statements: tuple[Statement, ...]
+    failure: ParseFailure | None = None  # the file does not parse: apply records it as ERROR
 
 
 @dataclass
@@ -67,11 +75,32 @@ class _Scope:
     properties: dict[str, str] = field(default_factory=dict)
 
 
+def compile_file(file: MigrationFile, defines: Mapping[str, str]) -> CompiledMigration:
+    """The file compiled, or kept with its ParseFailure: ksql-migrations parses a file only when
+    it comes to apply it, and records a failure then (RUNNING, then ERROR); so does `apply`."""
+    try:
+        return compile_migration(file, file.read(), defines)
+    except ParseFailure as exc:
+        return CompiledMigration(file, (), exc)
+
+
 def compile_migration(file: MigrationFile, sql: str, defines: Mapping[str, str]) -> CompiledMigration:
+    """Raises ParseFailure (an InputError naming the file and line) if the file does not parse."""
     source = str(file.path)
     scope = _Scope(dict(defines))
-    statements = [s for raw in sqltext.split(sql, source) if (s := _command(raw, scope, source))]
+    try:
+        raws = sqltext.split(sql, source)
+    except InputError as exc:
+        raise ParseFailure(exc) from None
+    statements = [s for raw in raws if (s := _parsed(raw, scope, source))]
     return CompiledMigration(file, tuple(statements))
+
+
+def _parsed(raw: sqltext.RawStatement, scope: _Scope, source: str) -> Statement | None:
+    try:
+        return _command(raw, scope, source)
+    except InputError as exc:
+        raise ParseFailure(exc, raw.raw or raw.text) from None
 
 
 def _command(raw: sqltext.RawStatement, scope: _Scope, source: str) -> Statement | None:
@@ -83,31 +112,23 @@ def _command(raw: sqltext.RawStatement, scope: _Scope, source: str) -> Statement
         return None
     _check_supported(first, words, raw, source)
     text = variables.substitute(raw.text, scope.variables, source, raw.line)
-    if first == "INSERT":
+    if first == "INSERT" and insertvalues.is_insert_values(text):
         _check_insert_values(text, raw, source)
-    bare = bool(_BARE.match(text)) or _INSERT_VALUES.fullmatch(text) is not None
+        bare = True
+    else:
+        bare = bool(_BARE.match(text))
     properties = () if bare else tuple(sorted(scope.properties.items()))
     return Statement(text, raw.line, properties, raw.raw or raw.text, _waits(text) if first == "ASSERT" else 0.0)
 
 
 def _check_insert_values(text: str, raw: sqltext.RawStatement, source: str) -> None:
-    """ksql-migrations parses an INSERT … VALUES before it runs anything: columns and values
-    must pair up (`INSERT … SELECT` is an ordinary statement)."""
-    found = _INSERT_VALUES.fullmatch(text)
-    if found is None:
-        return
-    values = found.group("values")
-    if not (values.startswith("(") and values.endswith(")")):
-        raise InputError(source, f"invalid INSERT VALUES statement: {sqltext.preview(raw.text)}", line=raw.line)
-    if found.group("columns") is not None:
-        columns, given = len(sqltext.top_level(found.group("columns"))), len(sqltext.top_level(values[1:-1]))
-        if columns != given:
-            raise InputError(
-                source,
-                "Invalid `INSERT VALUES` statement. Number of columns and values must "
-                f"match. Got: Columns: {columns}. Values: {given}.",
-                line=raw.line,
-            )
+    """ksql-migrations parses an INSERT … VALUES before it runs anything (see insertvalues)."""
+    try:
+        insertvalues.check(text)
+    except insertvalues.Malformed as exc:
+        raise InputError(
+            source, f"invalid INSERT VALUES statement: {exc}: {sqltext.preview(raw.text)}", line=raw.line
+        ) from None
 
 
 def _waits(text: str) -> float:

@@ -15,6 +15,7 @@ from hephaestus.ksql.compiler import CompiledMigration
 from hephaestus.ksql.operations import InfoResult, InfoRow, InitResult, ValidateResult
 
 # ksql-migrations' `info` table (MigrationVersionInfoFormatter), column for column.
+NA = "N/A"
 _INFO_HEADER = ("Version", "Name", "State", "Previous Version", "Started On", "Completed On", "Error Reason")
 
 
@@ -36,7 +37,9 @@ def apply_text(r: ApplyResult) -> list[str]:
             f"  warning: versions {', '.join(map(str, r.skipped))} are skipped and will not be applied by later runs"
         )
     if r.dry_run:
-        lines.append(f"  dry run: would apply {len(r.plan)} file(s); nothing sent")
+        lines.append(
+            f"  dry run: would apply {len(r.plan)} file(s); nothing written (applied versions read from the server)"
+        )
         return lines + [line for m in r.plan for line in _planned(m)]
     return lines + [f"  migrated {a.version} {a.name} ({a.statements} statements)" for a in r.applied]
 
@@ -74,16 +77,21 @@ def info_text(r: InfoResult) -> list[str]:
 
 
 def _info_cells(x: InfoRow) -> tuple[str, ...]:
+    """N/A for what a version does not have, as ksql-migrations' MigrationVersionInfo shows a
+    pending one (util/MigrationVersionInfo.java, in confluentinc/ksql); only a RUNNING row's
+    Completed On stays blank: ksql-migrations writes it empty then and prints it as it is."""
     if x.state.value == "PENDING":
-        return (str(x.version), x.name, x.state.value, "N/A", "N/A", "N/A", "N/A")
+        return (str(x.version), x.name or NA, x.state.value, NA, NA, NA, NA)
+    running = x.state.value == "RUNNING"
+    completed = _when(x.completed_on) or ("" if running else NA)
     return (
         str(x.version),
-        x.name,
+        x.name or NA,
         x.state.value,
-        x.previous,
-        _when(x.started_on),
-        _when(x.completed_on),
-        x.error_reason,
+        x.previous or NA,
+        _when(x.started_on) or NA,
+        completed,
+        x.error_reason or NA,
     )
 
 
@@ -111,9 +119,11 @@ def validate_text(r: ValidateResult) -> list[str]:
 
 
 def _when(epoch_ms: str) -> str:
-    """Epoch milliseconds in the local time zone as ksql-migrations shows them
-    (`yyyy-MM-dd HH:mm:ss.SSS z`); anything else (empty, N/A) as it is."""
+    """Epoch milliseconds as ksql-migrations shows them (`yyyy-MM-dd HH:mm:ss.SSS z`,
+    util/MigrationVersionInfo.java), always in UTC: ksql-migrations uses the JVM's default
+    zone, hephaestus says UTC so every machine prints the same. Anything else (empty, N/A)
+    as it is."""
     if not epoch_ms.isdigit():
         return epoch_ms
-    moment = datetime.fromtimestamp(int(epoch_ms) / 1000, tz=UTC).astimezone()
-    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} {moment.tzname()}"
+    seconds, millis = divmod(int(epoch_ms), 1000)
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.") + f"{millis:03d} UTC"

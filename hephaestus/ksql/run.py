@@ -2,20 +2,24 @@
 talk to each cluster in turn.
 
 `prepare` scans every selected cluster's folder and compiles every migration file before any
-server is contacted, so a bad file anywhere (a duplicate version, an unterminated string, a
-SELECT) stops the run before anything is written anywhere.
+server is contacted: a bad folder (a duplicate version) stops the run before anything is
+written anywhere. A file that does not parse (an unterminated string, a SELECT) stops it too
+(`hephaestus validate`), except for `ksql apply`, which keeps it with its failure and records
+it as ERROR when it comes to that file, as ksql-migrations does.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 
+from hephaestus.errors import HephaestusError
 from hephaestus.ksql import apply as applying
 from hephaestus.ksql import operations
-from hephaestus.ksql.compiler import CompiledMigration, compile_migration
+from hephaestus.ksql.compiler import CompiledMigration, compile_file
+from hephaestus.ksql.errors import KsqlError
 from hephaestus.ksql.files import Scan, scan
 from hephaestus.ksql.session import KsqlFactory, names_of, open_client
 from hephaestus.ksql.store import MetadataStore
@@ -32,16 +36,23 @@ class Prepared:
     compiled: Mapping[int, CompiledMigration]
 
 
-def prepare(clusters: list[KsqlDB], defines: Mapping[str, str], *, parse: bool = True) -> list[Prepared]:
-    """Every cluster's files, compiled (for apply) or only listed and checksummed (info, validate)."""
-    return [_prepare(c, defines, parse) for c in clusters]
+def prepare(
+    clusters: list[KsqlDB], defines: Mapping[str, str], *, parse: bool = True, defer_failures: bool = False
+) -> list[Prepared]:
+    """Every cluster's files, compiled (for apply) or only listed and checksummed (info, validate).
+    A file that does not parse raises its ParseFailure, unless `defer_failures` (ksql apply):
+    then it is kept, for apply to record when it comes to that file."""
+    return [_prepare(c, defines, parse, defer_failures) for c in clusters]
 
 
-def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool) -> Prepared:
+def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool, defer: bool) -> Prepared:
     found = scan(cluster.migrations)
     for name in found.skipped:
         _log.warning("%s: skipping %s: not named V<6 digits>__<name>.sql", cluster.migrations, name)
-    compiled = {f.version: compile_migration(f, f.read(), defines) for f in found.files} if parse else {}
+    compiled = {f.version: compile_file(f, defines) for f in found.files} if parse else {}
+    failed = [c.failure for c in compiled.values() if c.failure is not None]
+    if failed and not defer:
+        raise failed[0]
     return Prepared(cluster, found, compiled)
 
 
@@ -78,8 +89,29 @@ def apply(
     clusters = [p.cluster for p in prepared]
     with nullcontext() if options.dry_run else locked(project, clusters, "ksql apply", lock_timeout_s):
         for p in prepared:
-            with client_factory(p.cluster) as client:
-                yield applying.apply(MetadataStore(client, names_of(p.cluster)), p.scan, p.compiled, options)
+            with client_factory(p.cluster) as client, _dry_run_reads(options.dry_run):
+                result = applying.apply(MetadataStore(client, names_of(p.cluster)), p.scan, p.compiled, options)
+            yield result
+
+
+@contextmanager
+def _dry_run_reads(dry_run: bool) -> Iterator[None]:
+    """A dry run still reads the server (the metadata's applied versions, as ksql-migrations'
+    dry run does: ApplyMigrationCommand.command, in confluentinc/ksql); if it does not answer,
+    one line says so and why the dry run needs it."""
+    try:
+        yield
+    except KsqlError as exc:
+        if not dry_run or exc.status is not None:
+            raise
+        raise Unreachable(
+            f"ksqlDB '{exc.call.cluster}' at {exc.call.server} did not answer ({exc.server_message}): "
+            "--dry-run needs it to read the applied versions (it writes nothing)"
+        ) from None
+
+
+class Unreachable(HephaestusError):
+    """The server a dry run must read did not answer."""
 
 
 def info(prepared: list[Prepared], client_factory: KsqlFactory = open_client) -> Iterator[operations.InfoResult]:

@@ -38,8 +38,11 @@ class VariableError(InputError):
 def parse_defines(pairs: tuple[str, ...]) -> dict[str, str]:
     """`-d name=value` options (names case-insensitive, as ksqlDB documents them).
 
-    As ksqlDB's VariableParser: exactly one `=` with text on both sides (`a=b=c`, `a=` and
-    `novalue` are refused). A name must be one `${…}` can reference, and given once."""
+    As ksqlDB's VariableParser.getVariables (ksqldb-common/src/main/java/io/confluent/ksql/
+    parser/VariableParser.java, which ksql-migrations' apply calls): the pair is cut at every
+    `=` (Java's split) and must give exactly two parts, so the value may hold quotes, commas
+    and spaces, taken as they are, but no `=` (`a=b=c`, `a=` and `novalue` are refused). A
+    name must be one `${…}` can reference, and given once."""
     out: dict[str, str] = {}
     for pair in pairs:
         name, value = _pair(pair)
@@ -50,15 +53,17 @@ def parse_defines(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def _pair(pair: str) -> tuple[str, str]:
-    parts = pair.split("=")
-    if len(parts) != 2 or not parts[1]:
+    name, _, value = pair.partition("=")
+    if "=" in value:
         raise HephaestusError(
-            f"--define {pair!r}: variables must be defined as name=value, with one '=' "
-            "and a value (ksql-migrations' rule)"
+            f"--define {pair!r}: the value holds '=', which ksql-migrations refuses too (it cuts "
+            f"NAME=VALUE at every '='); put it in the file instead: DEFINE {name or 'name'} = '…';"
         )
-    if not _IDENTIFIER.fullmatch(parts[0]):
-        raise HephaestusError(f"--define {pair!r}: {parts[0]!r} is not a variable name like my_var")
-    return parts[0], parts[1]
+    if not value:
+        raise HephaestusError(f"--define {pair!r}: variables must be defined as name=value, with a value")
+    if not _IDENTIFIER.fullmatch(name):
+        raise HephaestusError(f"--define {pair!r}: {name!r} is not a variable name like my_var")
+    return name, value
 
 
 def in_string(body: str, variables: Mapping[str, str]) -> str:

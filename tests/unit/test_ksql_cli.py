@@ -254,11 +254,20 @@ def test_a_failure_mid_file_is_recorded_as_error_and_the_next_apply_resumes_ther
         ("DROP STREAM `a;b`;", "inside a `…` name"),
     ],
 )
-def test_a_bad_file_stops_the_run_before_anything_is_sent(ksql: Ksql, second: str, message: str) -> None:
+def test_a_file_that_does_not_parse_is_recorded_as_error_and_nothing_of_it_is_sent(
+    ksql: Ksql, second: str, message: str
+) -> None:
+    """As ksql-migrations (ApplyMigrationCommand.executeCommands parses the whole file first):
+    the files before it apply, it is recorded RUNNING then ERROR, none of its statements run."""
     ksql.write("V000004__peek.sql", "CREATE STREAM A WITH (KAFKA_TOPIC='a');\n" + second + "\n")
+    ksql.cli("ksql", "init")
     result = ksql.cli("ksql", "apply", "--all")
     assert result.code == 1 and "V000004__peek.sql:2" in result.err and message in result.err, result.err
-    assert ksql.stub.requests == []  # not even the files before it, nor a RUNNING row
+    assert ksql.state("3")["STATE"] == "MIGRATED" and ksql.state("4")["STATE"] == "ERROR"
+    assert (
+        ksql.state("4")["ERROR_REASON"].startswith("Failed to parse sql") and message in ksql.state("4")["ERROR_REASON"]
+    )
+    assert not any("KAFKA_TOPIC='a'" in s for s in ksql.stub.statements())
 
 
 def test_a_variable_cannot_inject_sql(ksql: Ksql) -> None:
@@ -323,7 +332,7 @@ def test_dry_run_shows_the_statements_and_sends_nothing(ksql: Ksql) -> None:
     mark = len(ksql.stub.statements())
     result = ksql.cli("ksql", "apply", "--all", "--dry-run")
     assert result.code == 0
-    assert "dry run: would apply 3 file(s); nothing sent" in result.out
+    assert "dry run: would apply 3 file(s); nothing written (applied versions read from the server)" in result.out
     assert "V000002__users_latest.sql (version 2, 2 statements)" in result.out
     assert "-- with auto.offset.reset=earliest" in result.out and "'connection.password' = '****'" in result.out
     assert PASSWORD not in result.out

@@ -431,8 +431,12 @@ def test_the_messages_say_what_to_do() -> None:
     with pytest.raises(HephaestusError) as bad:
         parse_defines(("a=b=c",))
     assert str(bad.value) == (
-        "--define 'a=b=c': variables must be defined as name=value, with one '=' and a value (ksql-migrations' rule)"
+        "--define 'a=b=c': the value holds '=', which ksql-migrations refuses too (it cuts "
+        "NAME=VALUE at every '='); put it in the file instead: DEFINE a = '…';"
     )
+    with pytest.raises(HephaestusError) as empty:
+        parse_defines(("a=",))
+    assert str(empty.value) == "--define 'a=': variables must be defined as name=value, with a value"
     with pytest.raises(HephaestusError) as name:
         parse_defines(("9x=y",))
     assert str(name.value) == "--define '9x=y': '9x' is not a variable name like my_var"
