@@ -1,7 +1,7 @@
-"""`hephaestus ksql init|apply|info|validate|new`: ksqlDB migrations, like Confluent's ksql-migrations.
+"""`hephaestus ksql init|apply|undo|info|validate|new`: ksqlDB migrations, like Confluent's ksql-migrations.
 
-Files are `ksql_migrations/<cluster>/V000001__name.sql`; the clusters, metadata names and
-migration folders come from the project file's `ksqldb:` section.
+Files are `ksql_migrations/<cluster>/V000001__name.sql` (and `U000001__name.sql`, its undo);
+the clusters, metadata names and migration folders come from the project file's `ksqldb:` section.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _VERSION = click.IntRange(1, 999_999)
 
 @click.group()
 def ksql() -> None:
-    """ksqlDB migrations: versioned ksql_migrations/<cluster>/V*.sql per ksqlDB cluster."""
+    """ksqlDB migrations: versioned ksql_migrations/<cluster>/V*.sql (and U*.sql, their undo) per ksqlDB cluster."""
 
 
 @ksql.command("init")
@@ -106,6 +106,59 @@ def apply_cmd(
         _echo(render.apply_text(result))
 
 
+@ksql.command("undo")
+@project_option
+@cluster_option
+@click.option(
+    "--until",
+    "-u",
+    type=click.IntRange(0, 999_999),
+    required=True,
+    help="Undo every migrated version above this one, newest first (it stays current; 0 undoes all).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show the undo files and statements that would run: reads the applied versions; writes nothing.",
+)
+@click.option(
+    "--define",
+    "-d",
+    "defines",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A variable for ${NAME} in every undo file, as if each began with DEFINE (repeatable).",
+)
+@lock_timeout_option
+def undo_cmd(
+    project_file: Path,
+    clusters: tuple[str, ...],
+    until: int,
+    dry_run: bool,
+    defines: tuple[str, ...],
+    lock_timeout: float | None,
+) -> None:
+    """Undo migrated versions by their U<version>__<name>.sql files: RUNNING, the statements, UNDONE (or ERROR).
+
+    Exit 1 when a version to undo has no undo file, or the current version is RUNNING or ERROR
+    (nothing is sent); exit 2 when applied files changed or vanished (see `ksql validate`)."""
+    from hephaestus.errors import HephaestusError
+    from hephaestus.ksql import render, run
+    from hephaestus.ksql.session import open_client, open_reader
+    from hephaestus.ksql.undo import UndoOptions
+    from hephaestus.ksql.variables import parse_defines
+    from hephaestus.project import load_project
+
+    project = load_project(project_file)
+    selected = project.select_ksqldb(clusters)
+    if not clusters and len(selected) > 1:  # an undo is never a fleet-wide default
+        raise HephaestusError(f"several ksqlDB clusters ({', '.join(c.name for c in selected)}): pass --cluster")
+    prepared = run.prepare(selected, parse_defines(defines), parse=False, undo=True)
+    factory = open_reader if dry_run else open_client
+    for result in run.undo(project, prepared, UndoOptions(until, dry_run), lock_timeout, factory):
+        _echo(render.undo_text(result))
+
+
 def _target(all_: bool, next_: bool, until: int | None, version: int | None) -> KsqlTarget:
     from hephaestus.ksql.apply import KsqlTarget
 
@@ -161,8 +214,9 @@ def validate_cmd(project_file: Path, clusters: tuple[str, ...]) -> None:
 @project_option
 @click.option("--cluster", help="The ksqlDB cluster (needed when the project has several).")
 @click.option("--version", "version", type=_VERSION, help="Version number; default the next one (no short form).")
+@click.option("--undo", is_flag=True, help="Create its empty undo file U<version>__<description>.sql beside it.")
 @click.argument("description")
-def new_cmd(project_file: Path, cluster: str | None, version: int | None, description: str) -> None:
+def new_cmd(project_file: Path, cluster: str | None, version: int | None, undo: bool, description: str) -> None:
     """Create an empty V<next>__<description>.sql in the cluster's migrations folder."""
     from hephaestus.errors import HephaestusError
     from hephaestus.ksql import files
@@ -171,7 +225,10 @@ def new_cmd(project_file: Path, cluster: str | None, version: int | None, descri
     chosen = load_project(project_file).select_ksqldb((cluster,) if cluster else ())
     if len(chosen) != 1:
         raise HephaestusError(f"several ksqlDB clusters ({', '.join(c.name for c in chosen)}): pass --cluster")
-    click.echo(f"created {files.create(chosen[0].migrations, description, version)}")
+    path = files.create(chosen[0].migrations, description, version, undo=undo)
+    click.echo(f"created {path}")
+    if undo:
+        click.echo(f"created {files.undo_path(path)}")
 
 
 def _echo(lines: list[str]) -> None:

@@ -133,22 +133,29 @@ def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str
     if migration.failure is not None:
         _parse_failed(store, migration.failure, running, options)
     for statement in migration.statements:
-        _run(store, f, statement, running, options)
+        run_statement(store, f, statement, running, options.clock)
     store.record(replace(running, state=State.MIGRATED, completed_on=str(options.clock())))
     return Applied(f.version, f.name, len(migration.statements))
 
 
-def _run(
-    store: MetadataStore, file: MigrationFile, statement: Statement, running: VersionInfo, options: Options
+def run_statement(
+    store: MetadataStore,
+    file: MigrationFile,
+    statement: Statement,
+    running: VersionInfo,
+    clock: Callable[[], int],
+    action: str = "execute sql",
 ) -> None:
+    """Send one statement; if ksqlDB refuses it, record the version ERROR (`Failed to <action>:
+    …`) and raise MigrationFailed. `ksql undo` runs its undo files' statements through here too."""
     try:
         store.client.execute(statement.text, dict(statement.properties), waits_s=statement.waits_s)
     except KsqlError as exc:
         said = sqltext.redact(exc.server_message, sqltext.sensitive_values(statement.text))
         # ksql-migrations' wording, quoting the statement as the file has it (masked: no secret in a row)
-        reason = f"Failed to execute sql: {sqltext.mask(statement.raw or statement.text)}. Error: {said}"
-        recorded = _record_error(
-            store, replace(running, state=State.ERROR, completed_on=str(options.clock()), error_reason=reason)
+        reason = f"Failed to {action}: {sqltext.mask(statement.raw or statement.text)}. Error: {said}"
+        recorded = record_error(
+            store, replace(running, state=State.ERROR, completed_on=str(clock()), error_reason=reason)
         )
         raise MigrationFailed(
             f"ksqlDB '{store.client.name}': {file.path}:{statement.line}: "
@@ -173,13 +180,14 @@ def _parse_failed(store: MetadataStore, failure: ParseFailure, running: VersionI
     else:  # the file could not be cut into statements
         reason = f"Failed to parse sql at line {failure.line}. Error: {failure.reason}"
     event = replace(running, state=State.ERROR, completed_on=str(options.clock()), error_reason=sqltext.mask(reason))
-    recorded = _record_error(store, event)
+    recorded = record_error(store, event)
     raise MigrationFailed(
         f"ksqlDB '{store.client.name}': {failure}\n  version {running.version} {recorded}; nothing of the file was sent"
     ) from failure
 
 
-def _record_error(store: MetadataStore, event: VersionInfo) -> str:
+def record_error(store: MetadataStore, event: VersionInfo) -> str:
+    """Record ERROR; what the run's message then says about the version."""
     try:
         store.record(event)
     except KsqlError as exc:  # the server is gone: say so, but report the statement's failure first

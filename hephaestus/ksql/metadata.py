@@ -5,6 +5,12 @@ that keeps the latest event per key (`LATEST_BY_OFFSET … GROUP BY version_key`
 transition writes two rows: key `CURRENT` and key `<version>`. Column names, value formats
 ("1" for version 1, "<none>" for no previous version, epoch milliseconds as strings, "N/A"
 for no error) are those of Confluent's ksql-migrations, so either tool can take over.
+
+One state is hephaestus's own: UNDONE, the row of a version `ksql undo` ran the undo file of
+(ksql-migrations has no undo). CURRENT then points back to the version below, or to no version
+("<none>") when the first one was undone. ksql-migrations' `apply` and `validate` never read an
+undone version's row (they follow CURRENT and `previous`); its `info` fails on one
+(`MigrationState.valueOf`) until the version is applied again.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ class State(str, Enum):
     RUNNING = "RUNNING"
     MIGRATED = "MIGRATED"
     ERROR = "ERROR"
+    UNDONE = "UNDONE"  # hephaestus only: `ksql undo` ran its undo file; `apply` applies it again
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,14 @@ def create_table(names: Names) -> str:
 def insert(names: Names, event: VersionInfo, key: str) -> str:
     values = ", ".join(literal(v) for v in event.values(key))
     return f"INSERT INTO {names.stream} ({', '.join(COLUMNS)}) VALUES ({values});"
+
+
+def insert_no_current(names: Names, undone: VersionInfo) -> str:
+    """CURRENT pointing to no version: the first version was undone. Either tool reads only
+    CURRENT's version then ("<none>": nothing migrated); the rest says what happened when."""
+    values = (CURRENT, NONE_VERSION, "", State.UNDONE.value, "", undone.started_on, undone.completed_on)
+    row = (*values, NONE_VERSION, NO_ERROR)
+    return f"INSERT INTO {names.stream} ({', '.join(COLUMNS)}) VALUES ({', '.join(literal(v) for v in row)});"
 
 
 def select_current(names: Names) -> str:

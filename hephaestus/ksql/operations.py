@@ -42,6 +42,7 @@ class InfoRow:
     completed_on: str = ""
     error_reason: str = metadata.NO_ERROR
     file: str = "ok"  # ok | changed (checksum differs) | missing (no local file)
+    undo_file: str | None = None  # its U<version>__<name>.sql, when there is one
 
 
 @dataclass(frozen=True)
@@ -160,9 +161,12 @@ def info(client: KsqlClient, names: Names, scan: Scan) -> InfoResult:
 
 def _row(version: int, found: VersionInfo | None, local: dict[int, MigrationFile]) -> InfoRow:
     file = local.get(version)
+    undo = file.undo.name if file and file.undo else None
     if found is None:
-        return InfoRow(version, file.name if file else "", State.PENDING)
-    status = "missing" if file is None else "changed" if file.checksum != found.checksum else "ok"
+        return InfoRow(version, file.name if file else "", State.PENDING, undo_file=undo)
+    # An undone version's file may change: it is pending again, the next apply runs it as it is.
+    changed = file is not None and file.checksum != found.checksum and found.state is not State.UNDONE
+    status = "missing" if file is None else "changed" if changed else "ok"
     return InfoRow(
         version,
         found.name,
@@ -172,4 +176,5 @@ def _row(version: int, found: VersionInfo | None, local: dict[int, MigrationFile
         found.completed_on,
         found.error_reason,
         status,
+        undo,
     )

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from hephaestus.ksql.apply import ApplyResult
 from hephaestus.ksql.compiler import CompiledMigration
 from hephaestus.ksql.operations import InfoResult, InfoRow, InitResult, ValidateResult
+from hephaestus.ksql.undo import UndoResult
 
 # ksql-migrations' `info` table (MigrationVersionInfoFormatter), column for column.
 NA = "N/A"
@@ -44,6 +45,18 @@ def apply_text(r: ApplyResult) -> list[str]:
     return lines + [f"  migrated {a.version} {a.name} ({a.statements} statements)" for a in r.applied]
 
 
+def undo_text(r: UndoResult) -> list[str]:
+    lines = [f"ksqlDB '{r.cluster}': current version {r.current}"]
+    if r.dry_run:
+        lines.append(
+            f"  dry run: would undo {len(r.plan)} version(s), newest first, leaving version {r.after} current; "
+            "nothing written (applied versions read from the server)"
+        )
+        return lines + [line for m in r.plan for line in _planned(m)]
+    lines += [f"  undone {u.version} {u.name} ({u.statements} statements)" for u in r.undone]
+    return lines + [f"  current version now {r.after}"]
+
+
 def _planned(m: CompiledMigration) -> list[str]:
     lines = [f"  {m.file.path.name} (version {m.file.version}, {len(m.statements)} statements)"]
     for s in m.statements:
@@ -56,14 +69,16 @@ def _planned(m: CompiledMigration) -> list[str]:
 def info_text(r: InfoResult) -> list[str]:
     """ksql-migrations' layout: the current version, then one row per local file (PENDING when
     never applied; `N/A` where it has no value; a blank Completed On while RUNNING). What it
-    does not show, hephaestus adds after the table: applied versions whose file is gone or
-    changed (in JSON they are rows, with `file`)."""
+    does not show, hephaestus adds after the table: which versions have an undo file, applied
+    versions whose file is gone or changed (in JSON they are rows, with `file`). An undone
+    version reads UNDONE, with its undo's times."""
     lines = [f"ksqlDB '{r.cluster}'", f"Current migration version: {r.current}"]
     shown = [x for x in r.rows if x.file != "missing"]
     if not shown:
         lines.append("No migrations files found")
     else:
         lines += _table([_INFO_HEADER] + [_info_cells(x) for x in shown])
+    lines += _undo_files(shown)
     lines += [
         f"warning: version {x.version} ({x.name}) is {x.state.value} on the server but has no migration file"
         for x in r.rows
@@ -73,6 +88,19 @@ def info_text(r: InfoResult) -> list[str]:
         f"warning: the file of version {x.version} ({x.name}) changed since it was applied (checksum)"
         for x in r.rows
         if x.file == "changed"
+    ]
+
+
+def _undo_files(rows: list[InfoRow]) -> list[str]:
+    """One line after the table, when the folder has undo files at all: which versions have one
+    (ksql-migrations' table stays as it lays it out). In JSON each row has `undo_file`."""
+    have = [str(x.version) for x in rows if x.undo_file]
+    if not have:
+        return []
+    lacking = [str(x.version) for x in rows if not x.undo_file]
+    return [
+        f"Undo files (U<version>__<name>.sql): versions {', '.join(have)}"
+        + (f"; none for {', '.join(lacking)}" if lacking else "")
     ]
 
 

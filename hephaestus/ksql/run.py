@@ -5,7 +5,9 @@ talk to each cluster in turn.
 server is contacted: a bad folder (a duplicate version) stops the run before anything is
 written anywhere. A file that does not parse (an unterminated string, a SELECT) stops it too
 (`hephaestus validate`), except for `ksql apply`, which keeps it with its failure and records
-it as ERROR when it comes to that file, as ksql-migrations does.
+it as ERROR when it comes to that file, as ksql-migrations does. Undo files
+(`U<version>__<name>.sql`) are compiled by `hephaestus validate` and `ksql undo`, and one that
+does not parse always stops the run: an undo never starts on a file it cannot finish.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hephaestus.errors import HephaestusError
 from hephaestus.ksql import apply as applying
 from hephaestus.ksql import operations
+from hephaestus.ksql import undo as undoing
 from hephaestus.ksql.compiler import CompiledMigration, compile_file
 from hephaestus.ksql.errors import KsqlError
 from hephaestus.ksql.files import Scan, scan
@@ -34,26 +37,41 @@ class Prepared:
     cluster: KsqlDB
     scan: Scan
     compiled: Mapping[int, CompiledMigration]
+    undo: Mapping[int, CompiledMigration] = field(default_factory=dict)  # the U files, by version
 
 
 def prepare(
-    clusters: list[KsqlDB], defines: Mapping[str, str], *, parse: bool = True, defer_failures: bool = False
+    clusters: list[KsqlDB],
+    defines: Mapping[str, str],
+    *,
+    parse: bool = True,
+    defer_failures: bool = False,
+    undo: bool | None = None,
 ) -> list[Prepared]:
     """Every cluster's files, compiled (for apply) or only listed and checksummed (info, validate).
     A file that does not parse raises its ParseFailure, unless `defer_failures` (ksql apply):
-    then it is kept, for apply to record when it comes to that file."""
-    return [_prepare(c, defines, parse, defer_failures) for c in clusters]
+    then it is kept, for apply to record when it comes to that file. `undo` compiles the undo
+    files too (default: when parsing without deferring, as `hephaestus validate` does); one that
+    does not parse always raises."""
+    with_undo = parse and not defer_failures if undo is None else undo
+    return [_prepare(c, defines, parse, defer_failures, with_undo) for c in clusters]
 
 
-def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool, defer: bool) -> Prepared:
+def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool, defer: bool, with_undo: bool) -> Prepared:
     found = scan(cluster.migrations)
     for name in found.skipped:
-        _log.warning("%s: skipping %s: not named V<6 digits>__<name>.sql", cluster.migrations, name)
+        _log.warning(
+            "%s: skipping %s: not named V<6 digits>__<name>.sql (nor U… for its undo)", cluster.migrations, name
+        )
     compiled = {f.version: compile_file(f, defines) for f in found.files} if parse else {}
     failed = [c.failure for c in compiled.values() if c.failure is not None]
     if failed and not defer:
         raise failed[0]
-    return Prepared(cluster, found, compiled)
+    undo_files = [u for f in found.files if with_undo and (u := f.undo_file()) is not None]
+    undo = {u.version: compile_file(u, defines) for u in undo_files}
+    if broken := [c.failure for c in undo.values() if c.failure is not None]:
+        raise broken[0]
+    return Prepared(cluster, found, compiled, undo)
 
 
 def locked(
@@ -91,6 +109,22 @@ def apply(
         for p in prepared:
             with client_factory(p.cluster) as client, _dry_run_reads(options.dry_run):
                 result = applying.apply(MetadataStore(client, names_of(p.cluster)), p.scan, p.compiled, options)
+            yield result
+
+
+def undo(
+    project: Project,
+    prepared: list[Prepared],
+    options: undoing.UndoOptions,
+    lock_timeout_s: float | None = None,
+    client_factory: KsqlFactory = open_client,
+) -> Iterator[undoing.UndoResult]:
+    """As `apply`: cluster by cluster under their locks (a dry run takes none, and only reads)."""
+    clusters = [p.cluster for p in prepared]
+    with nullcontext() if options.dry_run else locked(project, clusters, "ksql undo", lock_timeout_s):
+        for p in prepared:
+            with client_factory(p.cluster) as client, _dry_run_reads(options.dry_run):
+                result = undoing.undo(MetadataStore(client, names_of(p.cluster)), p.scan, p.undo, options)
             yield result
 
 

@@ -86,6 +86,14 @@ class MetadataStore:
             self.client.execute(metadata.insert(self.names, event, key))
         self._cache.pop(str(event.version), None)
 
+    def record_undone(self, undone: VersionInfo, below: VersionInfo | None) -> None:
+        """An undo's last transition: CURRENT back to the version below (its row as it stands,
+        MIGRATED) or to no version, then the undone version's row. CURRENT first, as always."""
+        current = metadata.insert(self.names, below, metadata.CURRENT) if below else None
+        self.client.execute(current or metadata.insert_no_current(self.names, undone))
+        self.client.execute(metadata.insert(self.names, undone, str(undone.version)))
+        self._cache.pop(str(undone.version), None)
+
     def latest_migrated(self) -> str:
         current = self.current_version()
         if current == NONE_VERSION:

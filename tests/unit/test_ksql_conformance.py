@@ -179,6 +179,7 @@ def test_info_json_keeps_its_fields_and_raw_values() -> None:
                     "completed_on": "1609459261999",
                     "error_reason": "N/A",
                     "file": "ok",
+                    "undo_file": None,
                 }
             ],
         }
