@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hephaestus.clients import ClientFactory, connect_client
@@ -15,7 +15,8 @@ from hephaestus.safety.gate import Cleared, Item, check
 from hephaestus.snapshot import db, notifications
 from hephaestus.snapshot.signal import Signal, check_capturable, execute_snapshot, stop_snapshot
 from hephaestus.snapshot.source import dsn_for
-from hephaestus.state.backend import connect_lock, timeout_of
+from hephaestus.state.backend import connect_lock, journal_for, timeout_of
+from hephaestus.state.lock import new_run_id
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def send(
     lock_timeout_s: float | None = None,
 ) -> Signal:
     """Under the cluster's lock (one actor per cluster, like every writer): check everything,
-    wait for the slot, then insert one signal row (once the gate cleared it)."""
+    wait for the slot, then insert one signal row (once the gate cleared it), audited."""
     with connect_lock(project, [found.cluster], "snapshot", timeout_of(project, lock_timeout_s)):
         if connector not in cleared.names():
             raise HephaestusError(f"snapshot of {connector}: not cleared by the gate (a bug): no signal sent")
@@ -75,8 +76,24 @@ def send(
             db.check_tables(conn, [] if stop else wanted, ref.signal_table, ref.publication)
             db.wait_slot_active(conn, ref.slot, slot_timeout_s)
             signal = stop_snapshot(ref.database, wanted) if stop else execute_snapshot(ref.database, wanted, where)
-            db.insert_signal(conn, ref.signal_table, signal)
+            _insert_audited(
+                project, found.cluster.name, connector, lambda: db.insert_signal(conn, ref.signal_table, signal), signal
+            )
         return signal
+
+
+def _insert_audited(project: Project, cluster: str, connector: str, insert: Callable[[], None], signal: Signal) -> None:
+    """The intent before the row, the outcome after (a signal that cannot be audited is not sent)."""
+    with journal_for(project, cluster, new_run_id()) as journal:
+        journal.check()
+        detail = f"{signal.type} {signal.id}: {signal.data}"
+        journal.event(connector, "snapshot-signal", "intent", detail)
+        try:
+            insert()
+        except HephaestusError as exc:
+            journal.event(connector, "snapshot-signal", "failed", str(exc))
+            raise
+        journal.event(connector, "snapshot-signal", "ok", detail)
 
 
 def status(
