@@ -4,12 +4,15 @@ Cut the key range at `factor - 1` keys of the side with more rows, checksum ever
 both sides in one scan each, and recurse into the parts whose checksums differ. Below
 `threshold` rows a part's keys and row hashes are compared in memory; a part one side lacks
 entirely is listed from the other side without hashing. Only the first `limit` keys of each
-kind are kept; the totals are exact.
+kind are kept; the totals are exact. Past `deadline` (`--budget-s`) no further range is
+compared: its rows are counted as uncompared and the diff is partial (a query already running
+finishes first).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -60,6 +63,11 @@ class DeepOptions:
     threshold: int = 16384
     limit: int = 100
     max_depth: int = 16  # a safety net: every level shrinks the larger side by `factor`
+    deadline: float | None = None  # `clock()` time after which no range is compared (--budget-s)
+    clock: Callable[[], float] = time.monotonic
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and self.clock() >= self.deadline
 
 
 class _Found:
@@ -69,6 +77,7 @@ class _Found:
         self.limit = limit
         self.keys: dict[str, list[Key]] = {k: [] for k in KINDS}
         self.totals = dict.fromkeys(KINDS, 0)
+        self.uncompared = 0
 
     def room(self, kind: str) -> int:
         return self.limit - len(self.keys[kind])
@@ -100,14 +109,18 @@ def deep_diff(
     n_source, n_sink = both(source.count, sink.count)
     _resolve(run, FULL, n_source, n_sink, 0)
     missing, extra, different = run.found.lists()
-    return Counts(n_source, n_sink), KeyDiff(missing, extra, different, max(source.queries, sink.queries))
+    queries = max(source.queries, sink.queries)
+    return Counts(n_source, n_sink), KeyDiff(missing, extra, different, queries, run.found.uncompared)
 
 
 def _resolve(run: _Run, rng: Range, n_source: int, n_sink: int, depth: int) -> None:
     """A range whose checksums differ (or, for the whole table, are not known yet)."""
     if n_source == 0 and n_sink == 0:
         return
-    if n_source == 0 or n_sink == 0:
+    if run.options.out_of_time():
+        # data-diff#402: past the budget, report what was compared, and how much was not.
+        run.found.uncompared += max(n_source, n_sink)
+    elif n_source == 0 or n_sink == 0:
         _one_sided(run, rng, n_source, n_sink)
     elif max(n_source, n_sink) <= run.options.threshold or depth >= run.options.max_depth:
         _in_memory(run, rng)

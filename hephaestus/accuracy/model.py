@@ -7,9 +7,9 @@ from typing import Literal
 
 from hephaestus.generator.model import AccuracySpec, TableRef, TenantFilter
 
-Verdict = Literal["match", "within_tolerance", "mismatch", "error"]
+Verdict = Literal["match", "within_tolerance", "mismatch", "partial", "error"]
 Key = tuple[object, ...]
-EXIT_FOR = {"error": 1, "mismatch": 2}
+EXIT_FOR = {"error": 1, "mismatch": 2, "partial": 2}
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class KeyDiff:
     extra: KeyList
     different: KeyList
     queries: int  # checksum/key queries per side, a cost figure
+    uncompared: int = 0  # rows (the larger side's) in ranges left when the time budget ran out
 
     @property
     def total(self) -> int:
@@ -120,6 +121,8 @@ def judge(spec: AccuracySpec, counts: Counts, diff: KeyDiff | None, lag_bytes: i
     with the slot caught up (or no slot to tell), any difference is a mismatch."""
     allowed = allowance(spec, counts.source) if lag_bytes else 0
     off = abs(counts.delta) if diff is None else max(abs(counts.delta), diff.total)
-    if off == 0:
-        return "match", allowed
-    return ("within_tolerance" if off <= allowed else "mismatch"), allowed
+    if off > allowed:
+        return "mismatch", allowed
+    if diff is not None and diff.uncompared:
+        return "partial", allowed  # nothing found so far proves nothing about what was left
+    return ("match" if off == 0 else "within_tolerance"), allowed

@@ -162,6 +162,17 @@ def first_keys(q: TableQuery, rng: Range, limit: int) -> Query:
     return text, params
 
 
+def keyed_hashes(q: TableQuery, keys: Sequence[Key]) -> Query:
+    """Key and row hash of the rows (under the side's filter) with one of `keys`: a repair's
+    check that what it asked for has arrived. Keys are parameters, never SQL text."""
+    where, params = q.where(FULL)
+    listed = sql.SQL(", ").join([_placeholders(len(k)) for k in keys])
+    text = sql.SQL("SELECT {}, {} FROM {} WHERE {} AND {} IN ({})").format(
+        q.key_list(), q.row_hash(), q.relation, where, q.key_row(), listed
+    )
+    return text, [*params, *(v for k in keys for v in k)]
+
+
 HASH_PROBE = "SELECT hashtextextended('hephaestus accuracy probe', 0)"
 
 # Built-in types with a hash opclass whose equality is a value's identity for a copy: not float

@@ -6,7 +6,8 @@ import io
 import json
 from typing import Any
 
-from hephaestus.accuracy.model import Endpoint, Key, KeyList, Report, TableResult
+from hephaestus.accuracy.model import Endpoint, Key, KeyList, Report, TableResult, Verdict
+from hephaestus.accuracy.repair import RepairReport, TableRepair, outcome
 from hephaestus.terminal import printable
 
 _HEADER = ("TABLE", "SOURCE", "SINK", "DELTA", "LAG", "VERDICT")
@@ -18,7 +19,14 @@ _KINDS = (
 
 
 # Verdict colours, for a terminal that wants them (the command decides; NO_COLOR honoured there).
-_STYLES = {"MATCH": "green", "WITHIN TOLERANCE": "yellow", "MISMATCH": "bold red", "ERROR": "bold red"}
+_STYLES = {
+    "MATCH": "green",
+    "WITHIN TOLERANCE": "yellow",
+    "PARTIAL": "yellow",
+    "MISMATCH": "bold red",
+    "ERROR": "bold red",
+}
+_VERDICTS: tuple[Verdict, ...] = ("match", "within_tolerance", "mismatch", "partial", "error")
 
 
 def text(report: Report, width: int | None = None, colour: bool = False) -> str:
@@ -78,6 +86,10 @@ def _details(r: TableResult) -> list[str]:
     out = [f"    error: {r.error}"] if r.error else []
     if r.verdict == "within_tolerance":
         out.append(f"    within the tolerance of {r.allowed} rows while slot {r.slot} lags")
+    if r.verdict == "partial" and r.counts is None:
+        out.append("    not compared: the time budget (--budget-s) ran out before its turn")
+    if r.diff is not None and r.diff.uncompared:
+        out.append(f"    partial: {r.diff.uncompared} rows not compared when the time budget (--budget-s) ran out")
     if r.slot is None and r.counts is not None:
         out.append("    lag unknown: no replication slot of this definition in the source database")
     return out + [
@@ -94,11 +106,7 @@ def _keys_line(kind: str, meaning: str, found: KeyList) -> str:
 
 
 def summary(report: Report) -> str:
-    counts = [
-        f"{report.count(v)} {v.replace('_', ' ')}"
-        for v in ("match", "within_tolerance", "mismatch", "error")
-        if report.count(v)
-    ]
+    counts = [f"{report.count(v)} {v.replace('_', ' ')}" for v in _VERDICTS if report.count(v)]
     mode = "deep (checksums)" if report.deep else "counts"
     n = len(report.results)
     return f"{n} table{'' if n == 1 else 's'}, {mode}: {', '.join(counts) or 'none'} ({report.seconds:.2f}s)"
@@ -120,14 +128,17 @@ def key_text(key: Key) -> str:
 
 
 def as_json(report: Report) -> str:
-    doc = {
+    return json.dumps(json_doc(report), indent=2, default=str) + "\n"
+
+
+def json_doc(report: Report) -> dict[str, Any]:
+    return {
         "tables": [_json_row(r) for r in report.results],
         "deep": report.deep,
-        "summary": {v: report.count(v) for v in ("match", "within_tolerance", "mismatch", "error")},
+        "summary": {v: report.count(v) for v in _VERDICTS},
         "seconds": round(report.seconds, 3),
         "exit_code": report.exit_code,
     }
-    return json.dumps(doc, indent=2, default=str) + "\n"
 
 
 def _json_row(r: TableResult) -> dict[str, Any]:
@@ -158,7 +169,7 @@ def _json_diff(r: TableResult) -> dict[str, Any] | None:
         k: {"total": getattr(r.diff, k).total, "keys": [_json_key(x) for x in getattr(r.diff, k).keys]}
         for k, _ in _KINDS
     }
-    return {**out, "queries_per_side": r.diff.queries}
+    return {**out, "queries_per_side": r.diff.queries, "uncompared_rows": r.diff.uncompared}
 
 
 def _json_key(key: Key) -> object:
@@ -185,3 +196,60 @@ def _slack_counts(r: TableResult) -> str:
     if r.diff is not None:
         text += f"; {r.diff.missing.total} missing, {r.diff.extra.total} extra, {r.diff.different.total} different"
     return text
+
+
+def repair_text(report: RepairReport, width: int | None = None, colour: bool = False) -> str:
+    """Before, what the repair did per table, after: three blocks."""
+    parts = ["before:\n" + text(report.before, width, colour)]
+    if not report.tables:
+        return parts[0] + "repair: nothing to repair\n"
+    lines = [f"  {printable(t['table'])}: {_repair_words(t)}" for t in repair_rows(report)]
+    parts.append("repair:\n" + "\n".join(lines) + "\n")
+    if report.after is not None:
+        parts.append("after:\n" + text(report.after, width, colour))
+    return "".join(parts)
+
+
+def _repair_words(t: dict[str, Any]) -> str:
+    words = f"missing {t['missing']}, different {t['different']}, extra {t['extra']}"
+    words += f"; re-snapshotted {t['resnapshotted']} keys in {len(t['signals'])} signals"
+    if t["extra_deleted"] or t["extra_kept"]:
+        kept = f", {t['extra_kept']} kept (--delete-extra removes them)" if t["extra_kept"] else ""
+        words += f"; extra deleted {t['extra_deleted']}{kept}"
+    still = "not verified" if t["still_different"] is None else str(t["still_different"])
+    words += f"; repaired {t['repaired']}, still different {still}"
+    return words + (f"; error: {t['error']}" if t["error"] else "")
+
+
+def repair_json(report: RepairReport) -> str:
+    doc = {
+        "before": json_doc(report.before),
+        "repair": repair_rows(report),
+        "after": json_doc(report.after) if report.after else None,
+        "exit_code": report.exit_code,
+    }
+    return json.dumps(doc, indent=2, default=str) + "\n"
+
+
+def repair_rows(report: RepairReport) -> list[dict[str, Any]]:
+    before = {r.pair.name: r for r in report.before.results}
+    return [_repair_row(t, before[t.pair], report.after_of(t)) for t in report.tables]
+
+
+def _repair_row(t: TableRepair, before: TableResult, after: TableResult | None) -> dict[str, Any]:
+    diff = before.diff
+    repaired, still = outcome(t, after)
+    return {
+        "table": t.pair,
+        "connector": t.connector,
+        "missing": diff.missing.total if diff else 0,
+        "different": diff.different.total if diff else 0,
+        "extra": diff.extra.total if diff else 0,
+        "resnapshotted": len(t.resnapshot),
+        "signals": list(t.signals),
+        "extra_deleted": t.extra_deleted,
+        "extra_kept": 0 if t.extra_deleted else len(t.extra),
+        "repaired": repaired,
+        "still_different": still,
+        "error": t.error,
+    }

@@ -36,10 +36,12 @@ class AccuracyOptions:
     deep: bool = False
     deep_options: DeepOptions = DeepOptions()
     concurrency: int = 4
+    budget_s: float | None = None  # stop comparing after this long (--budget-s): partial results
+    pairs: tuple[TablePair, ...] = ()  # only these pairs (a repair's verification); all when empty
 
 
 @dataclass(frozen=True)
-class _Job:
+class Job:
     pair: TablePair
     source_dsn: str
     sink_dsn: str
@@ -47,18 +49,26 @@ class _Job:
     options: AccuracyOptions
 
 
-def run_accuracy(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> Report:
-    start = time.monotonic()
-    jobs = plan_jobs(project, defs, options)
+def run_accuracy(
+    project: Project, defs: Sequence[Definition], options: AccuracyOptions, clock: Callable[[], float] = time.monotonic
+) -> Report:
+    start = clock()
+    jobs = plan_jobs(project, defs, budgeted(options, start, clock))
     with ThreadPoolExecutor(max(1, options.concurrency), thread_name_prefix="accuracy") as pool:
         results = tuple(pool.map(compare, jobs))
-    return Report(results, options.deep, time.monotonic() - start)
+    return Report(results, options.deep, clock() - start)
 
 
-def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> list[_Job]:
+def budgeted(options: AccuracyOptions, start: float, clock: Callable[[], float]) -> AccuracyOptions:
+    """The options with the budget as a deadline every table's comparison shares."""
+    deadline = None if options.budget_s is None else start + options.budget_s
+    return replace(options, deep_options=replace(options.deep_options, deadline=deadline, clock=clock))
+
+
+def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> list[Job]:
     """The pairs to compare with their DSNs; every missing database reported at once."""
     every = [(d, pair) for d in defs for pair in pairs.table_pairs([d])]
-    chosen = set(pairs.select([pair for _, pair in every], options.tables))
+    chosen = set(options.pairs or pairs.select([pair for _, pair in every], options.tables))
     every = [(d, pair) for d, pair in every if pair in chosen]
     names = sorted({end.database for _, pair in every for end in (pair.source, pair.sink)})
     dsns = {n: db.dsn_for(project, n) for n in names}
@@ -66,7 +76,7 @@ def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOpt
     if errors:
         raise InputErrors(errors)
     return [
-        _Job(
+        Job(
             pair, dsns[pair.source.database] or "", dsns[pair.sink.database] or "", _slots(project, d, options), options
         )
         for d, pair in every
@@ -91,11 +101,13 @@ def _missing(project: Project, pair: TablePair, database: str) -> InputError:
     )
 
 
-def compare(job: _Job) -> TableResult:
+def compare(job: Job) -> TableResult:
     """One pair, start to verdict; what goes wrong becomes this table's error row."""
     start = time.monotonic()
+    if job.options.deep_options.out_of_time():  # the budget ran out before this table's turn
+        return TableResult(job.pair, "partial")
     try:
-        with _connections(job) as (source, sink):
+        with connections(job) as (source, sink):
             result = _compare(job, source, sink)
     except HephaestusError as exc:
         result = TableResult(job.pair, "error", error=str(exc))
@@ -105,7 +117,7 @@ def compare(job: _Job) -> TableResult:
 
 
 @contextmanager
-def _connections(job: _Job) -> Iterator[tuple[Connection, Connection]]:
+def connections(job: Job) -> Iterator[tuple[Connection, Connection]]:
     """Both sides connected at once (each a TCP and auth round trip or more); when either
     fails the other is closed and the source's failure is the one reported."""
     with ThreadPoolExecutor(1, thread_name_prefix="accuracy-source") as pool:
@@ -131,7 +143,27 @@ def _outcome(call: Callable[[], T]) -> T | BaseException:
         return exc
 
 
-def _compare(job: _Job, source: Connection, sink: Connection) -> TableResult:
+@dataclass(frozen=True)
+class Prepared:
+    """A pair ready to compare: its slot and lag, filters, and each side's query."""
+
+    slot: str | None
+    lag_before: int | None
+    filters: Filters
+    source: TableQuery
+    sink: TableQuery
+
+
+def _compare(job: Job, source: Connection, sink: Connection) -> TableResult:
+    p = prepare(job, source, sink)
+    counts, diff = _measure(PgSide(source, p.source), PgSide(sink, p.sink), job.options)
+    lag = _worst(p.lag_before, db.slot_lag(source, p.slot) if p.slot else None)
+    verdict, allowed = judge(job.pair.spec, counts, diff, lag)
+    return TableResult(job.pair, verdict, counts, p.filters, p.slot, lag, allowed, diff)
+
+
+def prepare(job: Job, source: Connection, sink: Connection) -> Prepared:
+    """Both tables inspected (and the hash both servers agree on): what each side reads."""
     pair, deep = job.pair, job.options.deep
 
     def source_side() -> tuple[str | None, int | None, TableInfo, db.Probe | None]:
@@ -152,10 +184,7 @@ def _compare(job: _Job, source: Connection, sink: Connection) -> TableResult:
     filters = pairs.filters(pair, src.columns, dst.columns)
     md5, record = _hashes(src_probe, dst_probe) if src_probe and dst_probe else (False, False)
     a, b = table_queries(pair, src, dst, filters, deep, md5, record)
-    counts, diff = _measure(PgSide(source, a), PgSide(sink, b), job.options)
-    lag = _worst(lag_before, db.slot_lag(source, slot) if slot else None)
-    verdict, allowed = judge(pair.spec, counts, diff, lag)
-    return TableResult(pair, verdict, counts, filters, slot, lag, allowed, diff)
+    return Prepared(slot, lag_before, filters, a, b)
 
 
 def keyed_expectation(pair: TablePair, src: TableInfo, dst: TableInfo) -> TableInfo:

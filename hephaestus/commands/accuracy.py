@@ -9,10 +9,23 @@ from typing import TYPE_CHECKING
 
 import click
 
-from hephaestus.commands.common import metrics_textfile_option, project_option, pushgateway_option
+from hephaestus.commands.common import (
+    SECONDS,
+    lock_timeout_option,
+    metrics_textfile_option,
+    project_option,
+    pushgateway_option,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from hephaestus.accuracy.mend import RepairOptions
     from hephaestus.accuracy.model import Report
+    from hephaestus.accuracy.repair import RepairReport
+    from hephaestus.accuracy.run import AccuracyOptions
+    from hephaestus.generator.model import Definition
+    from hephaestus.project import Project
 
 
 @click.command("accuracy")
@@ -46,6 +59,48 @@ if TYPE_CHECKING:
 @click.option(
     "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True, help="Tables compared at once."
 )
+@click.option(
+    "--budget-s",
+    type=SECONDS,
+    default=None,
+    help="Stop comparing after this many seconds and report what was compared (partial: exit 2).",
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="With --deep: re-snapshot exactly the missing and different keys (Debezium incremental "
+    "snapshot signals, in batches), wait for them, and compare again.",
+)
+@click.option(
+    "--max-keys",
+    type=click.IntRange(1, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="With --repair: refuse (exit 2, nothing sent) when more keys than this differ.",
+)
+@click.option(
+    "--batch-keys",
+    type=click.IntRange(1, 100_000),
+    default=500,
+    show_default=True,
+    help="With --repair: keys per snapshot signal (fewer when the signal row's 2048 characters are reached).",
+)
+@click.option(
+    "--delete-extra",
+    is_flag=True,
+    help="With --repair: delete, by key at the sink, rows the source no longer has (kept otherwise).",
+)
+@click.option(
+    "--repair-timeout",
+    type=SECONDS,
+    default=600.0,
+    show_default=True,
+    help="With --repair: seconds to wait for each batch to arrive at the sink.",
+)
+@click.option(
+    "--slot-timeout", type=SECONDS, default=120.0, show_default=True, help="With --repair: as in `snapshot send`."
+)
+@lock_timeout_option
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @metrics_textfile_option
 @pushgateway_option
@@ -58,28 +113,82 @@ def accuracy(
     deep: bool,
     key_limit: int,
     concurrency: int,
+    budget_s: float | None,
+    repair: bool,
+    max_keys: int,
+    batch_keys: int,
+    delete_extra: bool,
+    repair_timeout: float,
+    slot_timeout: float,
+    lock_timeout: float | None,
     output: str,
     metrics_textfile: Path | None,
     pushgateway: str | None,
 ) -> None:
     """Prove each replicated table matches its source: row counts (and --deep checksums) on
-    both sides. Exit 0 all match, 2 a mismatch beyond tolerance, 1 an error."""
+    both sides; --repair re-snapshots the keys that differ. Exit 0 all match, 2 a mismatch
+    beyond tolerance (or a partial compare, or more keys than --max-keys), 1 an error."""
     from hephaestus.accuracy import publish, render
     from hephaestus.accuracy.bisect import DeepOptions
+    from hephaestus.accuracy.mend import RepairOptions
     from hephaestus.accuracy.run import AccuracyOptions, run_accuracy
     from hephaestus.generator.definitions import load_definitions
     from hephaestus.project import load_project
 
+    if (repair and not deep) or (delete_extra and not repair):
+        raise click.UsageError("--repair needs --deep, and --delete-extra needs --repair")
     project = load_project(project_file)
-    options = AccuracyOptions(env, org, tables, deep, DeepOptions(limit=key_limit), concurrency)
-    report = run_accuracy(project, load_definitions(definitions), options)
-    click.echo(render.as_json(report) if output == "json" else _text(report), nl=False)
+    options = AccuracyOptions(env, org, tables, deep, DeepOptions(limit=key_limit), concurrency, budget_s)
+    defs = load_definitions(definitions)
+    if repair:
+        how = RepairOptions(max_keys, batch_keys, delete_extra, repair_timeout)
+        fixed = _repair(project, defs, options, how, slot_timeout, lock_timeout)
+        report = fixed.final()
+        click.echo(render.repair_json(fixed) if output == "json" else _repair_text(fixed), nl=False)
+    else:
+        report = run_accuracy(project, defs, options)
+        click.echo(render.as_json(report) if output == "json" else _text(report), nl=False)
     publish.notify(project, report)
     publish.publish_metrics(report, metrics_textfile, pushgateway)
-    sys.exit(report.exit_code)
+    sys.exit(fixed.exit_code if repair else report.exit_code)
 
 
 commands: list[click.Command] = [accuracy]
+
+
+def _repair(
+    project: Project,
+    defs: Sequence[Definition],
+    options: AccuracyOptions,
+    how: RepairOptions,
+    slot_timeout: float,
+    lock_timeout: float | None,
+) -> RepairReport:
+    """The repair, its signals written by `snapshot send`'s own path: the connector located in
+    its cluster's select, the gate's pass, the cluster lock, the audit (features do not import
+    each other: the CLI wires them)."""
+    from hephaestus.accuracy.mend import repair
+    from hephaestus.snapshot import manual
+
+    located: dict[str, manual.Located] = {}
+
+    def signal(connector: str, table: str, where: str) -> str:
+        if connector not in located:
+            located[connector] = manual.locate(project, project.select(()), connector)
+        found = located[connector]
+        cleared = manual.judged(found, connector, [table], stop=False)
+        sent = manual.send(project, found, connector, [table], where, False, slot_timeout, cleared, lock_timeout)
+        return sent.id
+
+    return repair(project, defs, options, how, signal)
+
+
+def _repair_text(report: RepairReport) -> str:
+    from hephaestus.accuracy import render
+    from hephaestus.commands.common import colour_wanted
+
+    tty = sys.stdout.isatty()
+    return render.repair_text(report, shutil.get_terminal_size().columns if tty else None, tty and colour_wanted())
 
 
 def _text(report: Report) -> str:
