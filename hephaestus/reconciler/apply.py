@@ -277,6 +277,9 @@ def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
     if step.action == "state":
         _converge(client, step.name, step.target_state)
         return step.target_state
+    if step.action == "restart":  # every task too, not only failed ones: each reads the secret anew
+        client.restart(step.name, include_tasks=True, only_failed=False)
+        return "restarted"
     if step.action == "rename":
         return moves.rename(client, step, state_of(step, options))
     return client.delete(step.name)

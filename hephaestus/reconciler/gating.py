@@ -51,7 +51,7 @@ def _changes(cluster: str, p: Plan) -> list[fleet.Change]:
     return [
         fleet.Change(cluster, s.name, None if s.action == "delete" else s.config, s.renamed_from)
         for s in p.writes
-        if s.action != "state"
+        if s.action not in ("state", "restart")  # no config moves: no second writer made
     ]
 
 

@@ -40,4 +40,5 @@ class StepJournal:
             "config_hash_before": config_hash(self.before.get(step.renamed_from or step.name)),
             "config_hash_after": None if step.action == "delete" else config_hash(step.config),
             "changed_keys": [c.key for c in step.changes],
+            "reason": step.reason,  # the tool's words ("secret rotated (connection.password)"), no value
         }

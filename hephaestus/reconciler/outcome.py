@@ -28,6 +28,17 @@ class Basis:
     live: Mapping[str, Live] = field(hash=False)  # the connectors in scope (select, --target)
     owned: frozenset[str] = frozenset()
     published: Mapping[str, object] = field(default_factory=dict, hash=False)  # "db/pub" -> what was read
+    secrets: Secrets | None = field(default=None, hash=False)  # fingerprints now and at the last apply
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """The secrets' keyed fingerprints (reconciler.rotation): computed now under `salt`, and as
+    recorded by the last apply (state.prints); what an apply records when it is done."""
+
+    salt: str
+    now: Mapping[str, dict[str, str]] = field(hash=False)
+    before: Mapping[str, dict[str, str]] = field(hash=False)
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,19 @@ from hephaestus.safety.values import NO_RESOLVER, Resolver
 __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
 
 
-Action = Literal["create", "update", "rename", "delete", "state", "protected", "unmanaged", "unchanged"]
-WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete", "state"})
-ACTIONS: tuple[Action, ...] = ("create", "update", "rename", "delete", "state", "protected", "unmanaged", "unchanged")
+Action = Literal["create", "update", "rename", "delete", "state", "restart", "protected", "unmanaged", "unchanged"]
+WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete", "state", "restart"})
+ACTIONS: tuple[Action, ...] = (
+    "create",
+    "update",
+    "rename",
+    "delete",
+    "state",
+    "restart",  # a secret rotated behind its placeholder (reconciler.rotation)
+    "protected",
+    "unmanaged",
+    "unchanged",
+)
 TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
 
 

@@ -11,14 +11,17 @@ from fnmatch import fnmatchcase
 from typing import TypeVar
 
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
-from hephaestus.errors import HephaestusError
+from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Cluster, Project, normalised_url
-from hephaestus.reconciler import health, pubdb, publications, sealed
+from hephaestus.reconciler import health, pubdb, publications, rotation, sealed
 from hephaestus.reconciler.model import Desired, Live, config_hash
-from hephaestus.reconciler.outcome import Basis, ClusterOutcome
+from hephaestus.reconciler.outcome import Basis, ClusterOutcome, Secrets, StepResult
 from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, changes_of, is_ksqldb_managed, plan, step_effects
-from hephaestus.secrets import REDACTOR
+from hephaestus.safety.seal import new_salt
+from hephaestus.secrets import REDACTOR, is_sensitive
+from hephaestus.state.backend import prints_store
 from hephaestus.state.ownership import Claim, owns
+from hephaestus.state.prints import Prints, PrintsUnavailable, fingerprints
 
 T = TypeVar("T")
 
@@ -31,6 +34,7 @@ class Read:
     fleet: Mapping[str, LiveConnector] | None = None
     kafka: str | None = None
     claims: Mapping[str, Claim] = field(default_factory=dict, hash=False)  # the ownership record here
+    prints: tuple[str, Prints] = ("", {})  # the salt and the secrets' fingerprints recorded (state.prints)
     error: str = ""
 
 
@@ -60,14 +64,20 @@ def planned(
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
     mine = targeted({n: c for n, c in read.fleet.items() if cluster.selects(n)}, wanted.targets)
-    live = {n: Live(n, c.config, c.type, c.state) for n, c in mine.items()}
+    secrets = _secrets(read, wanted, policy)
+    masked = {n: _masked(client, c) for n, c in mine.items() if n in wanted.desired}
+    live = {n: _live(c, wanted.desired.get(n), masked.get(n, ()), secrets) for n, c in mine.items()}
     owned = frozenset(n for n, c in read.claims.items() if n in live and owns(c, config_hash(live[n].config)))
-    basis = Basis(normalised_url(cluster.url), read.kafka, live, owned)
+    basis = Basis(normalised_url(cluster.url), read.kafka, live, owned, secrets=secrets)
     if seal is not None and (foreign := sealed.identity(seal, cluster.name, basis.url, read.kafka)):
         return ClusterOutcome(cluster.name, cluster.url, None, error=foreign, basis=basis)
     scope = Scope(owned, wanted.held, strangers(cluster, wanted.desired, wanted.held, live, owned))
     if seal is None:
-        p = plan(cluster.name, wanted.desired, live, policy, scope)
+        p = _rotated(plan(cluster.name, wanted.desired, live, policy, scope), secrets, policy)
+        unknown = [
+            w for n, k in masked.items() for w in rotation.unrecorded(n, wanted.desired[n], k, _before(secrets, n))
+        ]
+        p = replace(p, warnings=(*p.warnings, *unknown))
     else:
         p = _sealed(seal, cluster, wanted, live, owned, policy)
     p = with_health(client, p, wanted, mine)
@@ -78,6 +88,59 @@ def planned(
         stale = sealed.stale(seal, cluster.name, p, basis)
         p = replace(p, refusals=(stale,) if stale else ())
     return ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, basis=basis)
+
+
+def _secrets(read: Read, wanted: Wanted, policy: Policy) -> Secrets | None:
+    """The fingerprints now, under the recorded salt (a new one when none: the apply records
+    it); None for a dry run with nothing recorded, which has nothing to compare."""
+    salt, before = read.prints
+    if wanted.dry_run and not salt:
+        return None
+    salt = salt or new_salt()
+    return Secrets(salt, rotation.current(wanted.desired, policy.resolve, fingerprints(salt).value), before)
+
+
+def _before(secrets: Secrets | None, name: str) -> dict[str, str]:
+    return dict(secrets.before.get(name, {})) if secrets else {}
+
+
+def _masked(client: ConnectClient, c: LiveConnector) -> tuple[str, ...]:
+    """Keys whose live value is a mask of a secret: named like one, or typed PASSWORD by the
+    plugin (asked only when a value looks masked: a fleet without masks costs no request)."""
+    found = rotation.masked_keys(c.config)
+    if not found:
+        return ()
+    try:
+        typed = client.secret_keys(c.connector_class)
+    except ConnectError:
+        typed = frozenset()
+    return tuple(k for k in found if k in typed or is_sensitive(k))
+
+
+def _live(c: LiveConnector, desired: Desired | None, masked: tuple[str, ...], secrets: Secrets | None) -> Live:
+    lv = Live(c.name, c.config, c.type, c.state)
+    if desired is None or not masked:
+        return lv
+    now = dict(secrets.now.get(c.name, {})) if secrets else {}
+    return rotation.unmasked(lv, desired, masked, now, _before(secrets, c.name))
+
+
+def _rotated(p: Plan, secrets: Secrets | None, policy: Policy) -> Plan:
+    return rotation.with_restarts(p, dict(secrets.now), dict(secrets.before), policy.resolve) if secrets else p
+
+
+def remember(project: Project, cluster: Cluster, p: Plan, results: Sequence[StepResult], basis: Basis | None) -> str:
+    """After an apply: each connector's fingerprints as rotation.settled says ("" or what failed)."""
+    secrets = basis.secrets if basis else None
+    if secrets is None:
+        return ""
+    ok = frozenset(r.name for r in results if r.ok)
+    found = rotation.settled(p, dict(secrets.now), dict(secrets.before), ok)
+    try:
+        prints_store(project).write(project.name, cluster.name, found, secrets.salt)
+    except (PrintsUnavailable, InputError) as exc:
+        return f"applied, but the secrets' fingerprints were not recorded: {exc}"
+    return ""
 
 
 def _sealed(

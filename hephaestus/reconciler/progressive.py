@@ -27,6 +27,7 @@ from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.rollout import Failure, Stage, failures, stages, total_lag, undo
+from hephaestus.reconciler.rotation import masked_keys
 from hephaestus.safety.gate import Cleared
 from hephaestus.settings import RolloutSettings
 
@@ -165,6 +166,12 @@ class _Rollout:
             s.name for s in written if s.action == "create" and s.connector_class == SOURCE and results[s.name].wrote
         ]
         self.lines += [f"left: {n} (a source this run created is never deleted)" for n in kept]
+        # A value Connect answered masked is unknown: writing it back would store the mask.
+        blind = [u for u in back if masked_keys(u.config) and u.action != "delete"]
+        self.lines += [
+            f"not rolled back: {u.name} (Connect answered {', '.join(masked_keys(u.config))} masked)" for u in blind
+        ]
+        changed, back = len(back), [u for u in back if u not in blind]
         try:
             cleared_plan, cleared, refused = gate(Plan(plan.cluster, tuple(back)))
         except HephaestusError as exc:
@@ -187,7 +194,7 @@ class _Rollout:
         )
         apply.record_outcomes(journal, cleared_plan, done)
         ok = sum(r.ok for r in done)
-        self.lines.append(f"rolled back {ok} of {len(back)} connector(s) changed in this run")
+        self.lines.append(f"rolled back {ok} of {changed} connector(s) changed in this run")
         oks = {r.name for r in done if r.ok}
         undone = oks | {s.renamed_from for s in cleared_plan.writes if s.renamed_from and s.name in oks}
         self.runner.settle({s.name: _undone(results[s.name], reason) for s in written if s.name in undone})

@@ -18,6 +18,7 @@ SYMBOL = {
     "rename": ">",
     "delete": "-",
     "state": "*",
+    "restart": "^",
     "protected": "!",
     "unmanaged": "?",
     "unchanged": "=",
@@ -34,6 +35,7 @@ def summary(plan: Plan) -> str:
     adopt = f", {len(plan.adopt)} to adopt" if plan.adopt else ""
     pubs = f", {len(plan.publications)} publications to change" if plan.publications else ""
     states = f"{c['state']} to pause/resume/stop, " if c["state"] else ""
+    states += f"{c['restart']} to restart, " if c["restart"] else ""
     return (
         f"{c['create']} to create, {c['update']} to update, {renames}{states}{c['delete']} to delete, "
         f"{c['protected']} protected, {c['unmanaged']} unmanaged, {c['unchanged']} unchanged{adopt}{pubs}"

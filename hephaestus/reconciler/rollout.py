@@ -129,8 +129,8 @@ def total_lag(now: Mapping[str, Health], names: Sequence[str]) -> int:
 def undo(step: Step, result: StepResult, before: Mapping[str, Live]) -> Step | None:
     """The step that puts back what `step` did (None: nothing to put back, or a created source,
     which is never deleted). `before`: the cluster's connectors as read before the run."""
-    if not (result.wrote or result.detail.startswith("unknown")):
-        return None  # never sent, or refused by Connect
+    if not (result.wrote or result.detail.startswith("unknown")) or step.action == "restart":
+        return None  # never sent, or refused by Connect; a restart changed no config
     old = before.get(step.renamed_from or step.name)
     left = step.target_state or step.live_state
     if step.action == "create":

@@ -31,11 +31,12 @@ from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
-from hephaestus.reconciler.planning import Read, Wanted, planned, targeted
+from hephaestus.reconciler.planning import Read, Wanted, planned, remember, targeted
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
 from hephaestus.state import ownership
-from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, journal_for, ownership_store
+from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, journal_for, ownership_store, prints_store
 from hephaestus.state.lock import new_run_id
+from hephaestus.state.prints import PrintsUnavailable
 
 
 class Hooks(Protocol):
@@ -167,9 +168,10 @@ def _read(clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownersh
     try:
         fleet = client.fleet()
         claims = store.owned(project.name, cluster.name)
-    except (ConnectError, ownership.OwnershipUnavailable) as exc:
+        prints = prints_store(project).read(project.name, cluster.name)
+    except (ConnectError, ownership.OwnershipUnavailable, PrintsUnavailable) as exc:
         return Read(cluster, error=str(exc))
-    return Read(cluster, fleet, _kafka(client), claims)
+    return Read(cluster, fleet, _kafka(client), claims, prints)
 
 
 def _glance(clients: Mapping[str, ConnectClient], cluster: Cluster) -> Read:
@@ -269,7 +271,8 @@ class _Run:
     def _applied(self, client: ConnectClient, base: ClusterOutcome, p: Plan, cleared: Cleared) -> ClusterOutcome:
         cluster = self.project.clusters[base.cluster]
         if p.in_sync:  # adopting what git declares writes the record only, never Connect
-            return replace(base, error=self._record(cluster, p, (), base.basis))
+            errors = (self._record(cluster, p, (), base.basis), remember(self.project, cluster, p, (), base.basis))
+            return replace(base, error="; ".join(e for e in errors if e))
         invalid = apply.validate_all(client, p, self.options.apply.concurrency)
         if invalid:
             return replace(base, invalid=invalid)
@@ -305,6 +308,7 @@ class _Run:
             rolled = self._executed(client, cluster, base, p, options, journal, cleared)
             results = rolled.results
             errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results, base.basis, rolled)]
+            errors.append(remember(self.project, cluster, p, results, base.basis))
         error = "; ".join(e for e in errors if e)
         return replace(
             base,

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from hephaestus.project import Cluster, Project
 from hephaestus.settings import LockSettings, Part
+from hephaestus.state import prints
 from hephaestus.state.audit import Journal
 from hephaestus.state.heal import HealFile, HealStore, HealTable
 from hephaestus.state.lock import FileLock, Holder, Lock, PgLock, hold, new_run_id, resource_key
@@ -35,6 +36,7 @@ _LABELS: dict[Part, str] = {
 class Backend(Protocol):
     def lock(self, key: str) -> Lock: ...
     def ownership(self) -> Store: ...
+    def prints(self) -> prints.Store: ...
     def heal(self, file: Path) -> HealStore: ...
     def journal(self, run_id: str, cluster: str) -> Journal: ...
 
@@ -51,6 +53,9 @@ class FileBackend:
 
     def ownership(self) -> Store:
         return OwnershipFile(self.folder / "ownership.json")
+
+    def prints(self) -> prints.Store:
+        return prints.PrintsFile(self.folder / "prints.json")
 
     def heal(self, file: Path) -> HealStore:
         return HealFile(file)
@@ -70,6 +75,9 @@ class PgBackend:
 
     def ownership(self) -> Store:
         return OwnershipTable(self.dsn)
+
+    def prints(self) -> prints.Store:
+        return prints.PrintsTable(self.dsn)
 
     def heal(self, file: Path) -> HealStore:
         return HealTable(self.dsn)
@@ -110,6 +118,11 @@ def connect_lock(
 def ownership_store(project: Project) -> Store:
     """The ownership record, where the cluster lock is."""
     return backend_for(project, "ownership").ownership()
+
+
+def prints_store(project: Project) -> prints.Store:
+    """The secrets' fingerprints (state.prints), kept where the ownership record is."""
+    return backend_for(project, "ownership").prints()
 
 
 def heal_store(project: Project, state_file: Path | None) -> HealStore:

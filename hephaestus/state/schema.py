@@ -1,7 +1,7 @@
 """The state tables, created and migrated in one place, versioned (edge: PostgreSQL).
 
-Each part of the deployment's state (the lock holders, the ownership record, heal's records,
-the audit journal) has a list of migrations; `hephaestus_schema` remembers how many of them a
+Each part of the deployment's state (the lock holders, the ownership record and its fingerprints, heal's
+records, the audit journal) has a list of migrations; `hephaestus_schema` remembers how many of them a
 database has run. Version 1 of every part is the `CREATE TABLE IF NOT EXISTS` that earlier
 releases ran on every connection, so a database they created is taken over as it is.
 
@@ -37,6 +37,11 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         """CREATE TABLE IF NOT EXISTS hephaestus_heal_state (
   cluster text NOT NULL, connector text NOT NULL, record jsonb NOT NULL,
   updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (cluster, connector))""",
+    ),
+    "prints": (
+        """CREATE TABLE IF NOT EXISTS hephaestus_prints (
+  project text NOT NULL, cluster text NOT NULL, connector text NOT NULL, prints jsonb NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (project, cluster, connector))""",
     ),
     "audit": (
         "CREATE TABLE IF NOT EXISTS hephaestus_audit (id bigserial PRIMARY KEY, "

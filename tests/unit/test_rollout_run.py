@@ -133,6 +133,28 @@ def test_a_canary_whose_records_go_to_the_dlq_is_rolled_back_and_nothing_else_is
     assert events == ["intent", "intent", "ok", "failed"]
 
 
+def test_a_config_connect_answered_masked_is_never_written_back(world: Rollout) -> None:
+    world.fleet()
+    for n in NAMES:
+        world.git(n, sink(n))  # in sync: an apply records the secrets' fingerprints, writes nothing
+    assert world.run()[0] == 0 and world.puts() == []
+    world.double.plugin_keys = {"connection.password": "PASSWORD"}
+    try:
+        world.double.connectors["s0"].config["connection.password"] = "********"  # a platform's mask
+        world.git("s0", {**sink("s0", "2"), "connection.password": "changed-in-git"})  # a real change
+        world.on_put("s0", lambda: dlq_fills(world, "s0"))
+        code, cluster, _ = world.run()
+    finally:
+        world.double.plugin_keys = {}
+    assert code == 1
+    assert cluster["rollout"]["report"][1:] == [
+        "not rolled back: s0 (Connect answered connection.password masked)",
+        "rolled back 0 of 1 connector(s) changed in this run",
+    ]
+    assert world.puts() == ["/connectors/s0/config"]  # the change only: no PUT of the mask
+    assert world.double.connectors["s0"].config["connection.password"] == "changed-in-git"
+
+
 def test_a_sink_that_stops_reading_its_topic_is_caught_by_its_lag_age(world: Rollout) -> None:
     """A `topics` typo, let through with its allowance: every task RUNNING, nothing read. The
     lag is counted on the topic its group committed on, not only on the (empty) one it now

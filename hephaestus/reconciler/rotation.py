@@ -1,0 +1,120 @@
+"""Secrets the live config cannot show (pure): a value rotated behind its placeholder, and a
+PASSWORD value Connect answers masked. Both are judged against keyed fingerprints of the last
+apply (state.prints), never against a value.
+
+- **Rotation.** `${file:/s.properties:pw}` stays the same in git and live when the file's value
+  changes: no diff, and the connector keeps the old credential until it fails. The value the
+  workers resolve is fingerprinted (`resolved:<key>`); when it moved since the last apply, an
+  otherwise unchanged connector gets a `restart` step ("secret rotated (connection.password)").
+- **Masks.** Some Connect platforms answer PASSWORD-typed values as `****`. Compared as such,
+  every run would show drift, and an apply that writes back what it read would store the mask.
+  A masked value is unknown: taken as git's value, unless git's value moved since the last
+  apply (`git:<key>`), which is then a real change, applied as any other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from hephaestus.reconciler.model import Desired, Live
+from hephaestus.reconciler.plan import TARGET_STATES, Plan, Step
+from hephaestus.safety import effects
+from hephaestus.safety.values import Resolver, known
+from hephaestus.secrets import is_sensitive
+
+Prints = dict[str, dict[str, str]]
+Stretch = Callable[[str], str]  # a value -> its keyed fingerprint (safety.seal.Fingerprints.value)
+RESOLVED, GIT = "resolved:", "git:"
+# What platforms answer for a hidden value: stars, or a word for it.
+_MASK = re.compile(r"^(\*{3,}|\[?(hidden|redacted|masked)\]?|<(hidden|redacted)>)$", re.IGNORECASE)
+
+
+def is_mask(value: str | None) -> bool:
+    return value is not None and bool(_MASK.match(value))
+
+
+def masked_keys(config: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(sorted(k for k, v in config.items() if is_mask(v)))
+
+
+def current(desired: Mapping[str, Desired], resolve: Resolver, stretch: Stretch) -> Prints:
+    """Each connector's fingerprints now: of every placeholder resolved here, and of git's
+    value of every secret key."""
+    return {name: _prints(d.config, resolve, stretch) for name, d in desired.items()}
+
+
+def _prints(config: Mapping[str, str], resolve: Resolver, stretch: Stretch) -> dict[str, str]:
+    found = {}
+    for key, raw in sorted(config.items()):
+        if "${" in raw and (value := known(resolve(raw))) is not None:
+            found[RESOLVED + key] = stretch(value)
+        if raw and is_sensitive(key):
+            found[GIT + key] = stretch(raw)
+    return found
+
+
+def rotated(now: Mapping[str, str], before: Mapping[str, str]) -> tuple[str, ...]:
+    """The keys whose resolved value moved since the last apply (none recorded: none moved)."""
+    keys = [k for k in now if k.startswith(RESOLVED) and k in before and before[k] != now[k]]
+    return tuple(k[len(RESOLVED) :] for k in sorted(keys))
+
+
+def with_restarts(p: Plan, now: Prints, before: Prints, resolve: Resolver) -> Plan:
+    """Unchanged connectors whose secret rotated are restarted (a written one restarts anyway)."""
+    steps = tuple(_restart(s, rotated(now.get(s.name, {}), before.get(s.name, {})), resolve) for s in p.steps)
+    return replace(p, steps=steps)
+
+
+def _restart(step: Step, keys: tuple[str, ...], resolve: Resolver) -> Step:
+    if step.action != "unchanged" or not keys:
+        return step
+    return replace(
+        step,
+        action="restart",
+        reason=f"secret rotated ({', '.join(keys)})",
+        # Readiness waits for the state it leaves: git's, else the one it settled in.
+        target_state=step.target_state or (step.live_state if step.live_state in TARGET_STATES else "RUNNING"),
+        effects=effects.of_restart(step.config, resolve),
+    )
+
+
+def unmasked(
+    live: Live, desired: Desired, keys: tuple[str, ...], now: Mapping[str, str], before: Mapping[str, str]
+) -> Live:
+    """A live config whose masked secret `keys` are taken as git's values, unless git's value
+    moved since the last apply (or git has none): then the mask stays, and the diff shows it."""
+    config = dict(live.config)
+    for key in keys:
+        wanted = desired.config.get(key)
+        moved = GIT + key in before and before.get(GIT + key) != now.get(GIT + key)
+        if wanted is not None and not moved:
+            config[key] = wanted
+    return replace(live, config=config)
+
+
+def unrecorded(name: str, desired: Desired, keys: tuple[str, ...], before: Mapping[str, str]) -> tuple[str, ...]:
+    """Masked keys compared with nothing recorded: taken as unchanged, and said in the plan."""
+    return tuple(
+        f"{name}: Connect answers {k} masked and no apply recorded it: taken as git's value "
+        "(the next apply records it, and a change in git is seen from then on)"
+        for k in keys
+        if k in desired.config and GIT + k not in before
+    )
+
+
+def settled(p: Plan, now: Prints, before: Prints, ok: frozenset[str]) -> Prints:
+    """What to record after an apply: a connector written or restarted (ok), or unchanged, is
+    recorded as it is now; one whose step failed, or only moved state, keeps its last record
+    for the resolved values (a rotation not yet acted on stays pending)."""
+    found: Prints = {}
+    for step in p.steps:
+        if step.name not in now:
+            continue
+        if step.action == "unchanged" or (step.name in ok and step.action in ("create", "update", "rename", "restart")):
+            found[step.name] = now[step.name]
+        elif step.action == "state" and step.name in ok:
+            kept = {k: v for k, v in before.get(step.name, {}).items() if k.startswith(RESOLVED)}
+            found[step.name] = {**{k: v for k, v in now[step.name].items() if k.startswith(GIT)}, **kept}
+    return found
