@@ -28,7 +28,7 @@ def where(sink: Endpoint) -> str:
 def judged(sink: Endpoint, keys: Sequence[Key]) -> Cleared:
     """The one gate: the rows deleted are what `--delete-extra` asks for (consented by it, as
     `slots --drop-orphan` consents its slot dropped)."""
-    effect = Effect("records-deleted", f"{len(keys)} rows of {sink.table} deleted at the sink (gone at the source)")
+    effect = Effect("rows-deleted", f"{len(keys)} rows of {sink.table} deleted at the sink (gone at the source)")
     return check([Item(where(sink), str(sink.table), "delete extra rows", (effect,))], consent=frozenset({effect.code}))
 
 

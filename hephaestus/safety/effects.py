@@ -33,6 +33,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "offsets-rewound": ("offsets move back: records are delivered again", True),
     "duplicates": ("records are delivered again to an insert-mode target: rows are written twice", True),
     "records-deleted": ("records are deleted from a topic", True),
+    "rows-deleted": ("rows are deleted from a target table (accuracy --delete-extra)", True),
     "redelivery": ("records are delivered again; an upsert rewrites the same rows", False),
     "replication-stopped": ("a sink is deleted: its table stops receiving (the delete policy applies)", False),
     "second-writer": ("two connectors would own one slot, topic prefix or target table", True),

@@ -267,6 +267,6 @@ def test_the_gate_still_refuses_a_delete_that_is_not_the_commands_own() -> None:
     from hephaestus.safety.effects import Effect
     from hephaestus.safety.gate import Item, check
 
-    item = Item("database auth", "public.users", "delete extra rows", (Effect("records-deleted", "x"),))
+    item = Item("database auth", "public.users", "delete extra rows", (Effect("rows-deleted", "x"),))
     with pytest.raises(Refused):
         check([item])  # without --delete-extra's consent
