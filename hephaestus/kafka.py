@@ -107,6 +107,56 @@ def _wait(futures: Mapping[Any, Any], what: str) -> dict[Any, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create: -1 partitions or replication factor take the broker's default."""
+
+    name: str
+    partitions: int = -1
+    replication: int = -1
+    config: tuple[tuple[str, str], ...] = ()
+
+
+def topic_names(bootstrap: str) -> frozenset[str]:
+    """Every topic the cluster has, in one metadata call."""
+    try:
+        meta = _admin(bootstrap).list_topics(timeout=TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - KafkaException on an unreachable cluster
+        raise HephaestusError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+    return frozenset(meta.topics)
+
+
+def create_topics(bootstrap: str, topics: Sequence[NewTopic]) -> tuple[dict[str, str], dict[str, str]]:
+    """Create each topic: (done, failed), each topic → what the broker said. "already exists"
+    is done (another writer was first: the same end); nothing raised past the admin call."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic as Asked  # type: ignore[attr-defined]
+
+    asked = [
+        Asked(t.name, num_partitions=t.partitions, replication_factor=t.replication, config=dict(t.config))
+        for t in topics
+    ]
+    admin = _admin(bootstrap)  # held until every answer is in: a client collected cancels its futures
+    try:
+        futures = admin.create_topics(asked, request_timeout=TIMEOUT_S, operation_timeout=TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - KafkaException on an unreachable cluster, a bad argument
+        return {}, {t.name: f"cannot reach Kafka at {bootstrap}: {exc}" for t in topics}
+    done, failed = {}, {}
+    for name, future in futures.items():
+        try:
+            future.result(timeout=TIMEOUT_S)
+            done[name] = "created"
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if error is not None and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                done[name] = "already exists"
+            else:
+                failed[name] = _kafka_text(exc)
+        except Exception as exc:  # noqa: BLE001 - a timeout or a closed client
+            failed[name] = f"{type(exc).__name__}: {exc}"
+    return done, failed
+
+
 def spans(bootstrap: str, topics: Sequence[str]) -> dict[str, tuple[Span, ...]]:
     """Start and end offsets of every partition of `topics` (a missing topic: no partitions),
     in one metadata call and one batched offsets call per end."""

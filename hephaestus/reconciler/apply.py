@@ -56,6 +56,7 @@ class ApplyOptions:
     max_failures: int | None = None
     sleep: Callable[[float], None] = time.sleep
     claims: Claims | None = None  # the ownership record: a delete releases its claim first
+    topics: Topics | None = None  # a sink's needed topics, created just before it is sent
 
     @property
     def stop_after(self) -> int | None:
@@ -70,6 +71,12 @@ class Claims(Protocol):
     def release(self, name: str) -> None: ...
 
     def forget(self, name: str) -> None: ...
+
+
+class Topics(Protocol):
+    """Creates the topics a sink needs (reconciler.topicwrite): "" when they exist, else why not."""
+
+    def before(self, step: Step) -> str: ...
 
 
 def validate_all(client: ConnectClient, plan: Plan, concurrency: int) -> Invalid:
@@ -238,6 +245,8 @@ def _write(client: ConnectClient, step: Step, options: ApplyOptions, journal: Jo
         journal.intent(step)
     except AuditUnavailable as exc:
         return StepResult(step.name, step.action, False, f"not applied: {exc}")
+    if options.topics is not None and (missing := options.topics.before(step)):
+        return StepResult(step.name, step.action, False, f"not applied: {missing}")
     leaving = step.renamed_from if step.action == "rename" else step.name if step.action == "delete" else ""
     if leaving and options.claims is not None:
         try:

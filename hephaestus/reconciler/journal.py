@@ -8,7 +8,7 @@ from typing import Any
 
 from hephaestus.reconciler.model import config_hash
 from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import Step
+from hephaestus.reconciler.plan import Need, Step
 from hephaestus.state.audit import Journal
 
 
@@ -33,6 +33,17 @@ class StepJournal:
 
     def outcome(self, step: Step, result: StepResult) -> None:
         self.journal.event(step.name, step.action, "ok" if result.ok else "failed", result.detail, self._about(step))
+
+    def topic(self, need: Need, topic: str, outcome: str, detail: str) -> None:
+        """A topic created for a sink before it is sent: its own entries, under the sink's name."""
+        about = {
+            "topic": topic,
+            "written_by": need.source,
+            "partitions": need.partitions,
+            "replication_factor": need.replication,
+            "topic_config": dict(need.config),
+        }
+        self.journal.event(need.sink, "create-topic", outcome, detail, about)
 
     def _about(self, step: Step) -> dict[str, Any]:
         return {

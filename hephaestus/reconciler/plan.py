@@ -90,6 +90,22 @@ class Unhealthy:
 
 
 @dataclass(frozen=True)
+class Need:
+    """Topics a sink reads that do not exist yet, written by `source`: created before the sink
+    with the source's `topic.creation.default.*` settings."""
+
+    sink: str
+    topics: tuple[str, ...]
+    source: str
+    partitions: int = -1  # -1: the broker's default
+    replication: int = -1
+    config: tuple[tuple[str, str], ...] = ()  # other topic.creation.default.* keys (cleanup.policy …)
+
+    def describe(self) -> str:
+        return f"needs topics {', '.join(self.topics)} (written by {self.source}): created before the sink"
+
+
+@dataclass(frozen=True)
 class Plan:
     cluster: str
     steps: tuple[Step, ...]
@@ -100,6 +116,10 @@ class Plan:
     adopt: tuple[str, ...] = ()  # in git and live but not yet owned: recorded as owned by an apply
     warnings: tuple[str, ...] = ()
     publications: tuple[publications.Change, ...] = ()  # applied before the connector writes
+    needs: tuple[Need, ...] = ()  # topics created just before their sink (reconciler.sinktopics)
+
+    def needs_of(self, sink: str) -> tuple[Need, ...]:
+        return tuple(n for n in self.needs if n.sink == sink)
 
     def of(self, *actions: Action) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.action in actions)

@@ -10,14 +10,16 @@ from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from typing import TypeVar
 
+from hephaestus import kafka
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Cluster, Project, normalised_url
-from hephaestus.reconciler import health, pubdb, publications, rotation, sealed
+from hephaestus.reconciler import health, pubdb, publications, rotation, sealed, sinktopics
 from hephaestus.reconciler.model import Desired, Live, config_hash
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, Secrets, StepResult
 from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, changes_of, is_ksqldb_managed, plan, step_effects
 from hephaestus.safety.seal import new_salt
+from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR, is_sensitive
 from hephaestus.state.backend import prints_store
 from hephaestus.state.ownership import Claim, owns
@@ -54,6 +56,22 @@ def targeted(found: Mapping[str, T], globs: Sequence[str]) -> dict[str, T]:
     return {n: v for n, v in found.items() if not globs or any(fnmatchcase(n, g) for g in globs)}
 
 
+def check_targets(
+    globs: Sequence[str],
+    clusters: Sequence[Cluster],
+    reads: Mapping[str, Read],
+    desired: Mapping[str, Mapping[str, Desired]],
+) -> None:
+    """A --target that names nothing in git or live (in any selected cluster's select) is a mistake."""
+    names = {n for c in clusters for n in desired.get(c.name, {})}
+    names |= {n for c in clusters for n in (reads[c.name].fleet or {}) if c.selects(n)}
+    if any(reads[c.name].fleet is None for c in clusters):
+        return  # a cluster could not be read: its error is the report
+    empty = [g for g in globs if not targeted(dict.fromkeys(names), [g])]
+    if empty:
+        raise InputError("--target", f"{empty[0]!r} matches no connector in git or live on the selected clusters")
+
+
 def planned(
     client: ConnectClient, project: Project, read: Read, wanted: Wanted, policy: Policy, seal: sealed.Sealed | None
 ) -> ClusterOutcome:
@@ -87,7 +105,23 @@ def planned(
     if seal is not None:
         stale = sealed.stale(seal, cluster.name, p, basis)
         p = replace(p, refusals=(stale,) if stale else ())
+    every = {n: Live(n, c.config, c.type, c.state) for n, c in read.fleet.items()} | live
+    p = with_topics(cluster, p, every, policy.resolve)
     return ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, basis=basis)
+
+
+def with_topics(cluster: Cluster, p: Plan, live: Mapping[str, Live], resolve: Resolver) -> Plan:
+    """The plan checked against the topics Kafka has (`reconciler.sinktopics`): listed once, and
+    only when a sink starts to read topics; an unreadable Kafka is a warning, never a crash."""
+    if not (sinktopics.starting(p, live) or sinktopics.regexes(p)):
+        return p
+    if not cluster.kafka_bootstrap:
+        return sinktopics.unchecked(p, live, "no kafka_bootstrap")
+    try:
+        existing = kafka.topic_names(cluster.kafka_bootstrap)
+    except HephaestusError as exc:
+        return replace(p, warnings=(*p.warnings, f"topics not checked: {exc}"))
+    return sinktopics.checked(p, live, existing, resolve)
 
 
 def _secrets(read: Read, wanted: Wanted, policy: Policy) -> Secrets | None:

@@ -93,6 +93,7 @@ def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
     for step in o.plan.steps:
         if step.action != "unchanged":
             lines += [style(line, step.action) for line in _step_lines(step)]
+            lines += [style(f"    {n.describe()}", step.action) for n in o.plan.needs_of(step.name)]
     lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in o.plan.health]
     if o.plan.adopt:
         shown = ", ".join(o.plan.adopt[:10]) + (
@@ -147,6 +148,12 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
         "health": [{"name": u.name, "reason": u.reason} for u in plan.health] if plan else [],
         "adopt": list(plan.adopt) if plan else [],
         "warnings": list(plan.warnings) if plan else [],
+        # Topics a sink needs, created just before it is sent (reconciler.sinktopics).
+        "needs": [
+            {"sink": n.sink, "topics": list(n.topics), "source": n.source, "why": n.describe()} for n in plan.needs
+        ]
+        if plan
+        else [],
         # As in the text: a connector in sync is a count, not a step (at 5,000 connectors the
         # unchanged ones were most of a no-op plan's time, spent encoding what nobody reads).
         "steps": [_step_dict(s) for s in plan.steps if s.action != "unchanged"] if plan else [],

@@ -25,13 +25,13 @@ from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.fleet.desired import held_back, load_desired
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, gating, notice, progressive, pubdb, rolling, sealed
+from hephaestus.reconciler import apply, gating, notice, progressive, pubdb, rolling, sealed, topicwrite
 from hephaestus.reconciler.claims import Claims
 from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
-from hephaestus.reconciler.planning import Read, Wanted, planned, remember, targeted
+from hephaestus.reconciler.planning import Read, Wanted, check_targets, planned, remember, targeted
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
 from hephaestus.state import ownership
 from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, journal_for, ownership_store, prints_store
@@ -119,7 +119,7 @@ def reconcile(
             store = ownership_store(project)
             reads = {r.cluster.name: r for r in pool.map(lambda c: _read(clients, c, store, project), clusters)}
             desired, held, unloaded = inputs.result()
-            _check_targets(options.targets, clusters, reads, desired)
+            check_targets(options.targets, clusters, reads, desired)
             run = _Run(project, options, policy, run_id, store, hooks)
             outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
             others = [c for c in every if c.name not in reads] if _claims(outs) else []
@@ -196,22 +196,6 @@ def _claims(outs: Sequence[ClusterOutcome]) -> bool:
     """Whether a plan writes something that could make a second writer (a create, a rename, a
     config change): only then are the project's other clusters read."""
     return any(s.action in ("create", "rename", "update") for o in outs if o.plan for s in o.plan.writes)
-
-
-def _check_targets(
-    globs: Sequence[str],
-    clusters: Sequence[Cluster],
-    reads: Mapping[str, Read],
-    desired: Mapping[str, Mapping[str, Desired]],
-) -> None:
-    """A --target that names nothing in git or live (in any selected cluster's select) is a mistake."""
-    names = {n for c in clusters for n in desired.get(c.name, {})}
-    names |= {n for c in clusters for n in (reads[c.name].fleet or {}) if c.selects(n)}
-    if any(reads[c.name].fleet is None for c in clusters):
-        return  # a cluster could not be read: its error is the report
-    empty = [g for g in globs if not targeted(dict.fromkeys(names), [g])]
-    if empty:
-        raise InputError("--target", f"{empty[0]!r} matches no connector in git or live on the selected clusters")
 
 
 @dataclass(frozen=True)
@@ -304,7 +288,7 @@ class _Run:
             if not all(r.ok for r in prepared):
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
             marks = Claims(self.store, self.project, cluster, self.run_id, live)
-            options = replace(self.options.apply, claims=marks)
+            options = replace(self.options.apply, claims=marks, topics=topicwrite.maker(cluster, p, journal))
             rolled = self._executed(client, cluster, base, p, options, journal, cleared)
             results = rolled.results
             errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results, base.basis, rolled)]

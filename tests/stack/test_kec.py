@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from tests.stack.fleet import Fleet, make_fleet
 from tests.stack.kafka import ops, read_topic
@@ -94,6 +95,11 @@ def test_capture_only_source_a_ksqldb_topic_into_the_warehouse_and_accuracy_by_e
             FROM generate_series(1, {PAYMENTS}) g;
     """,
     )
+    # ksqlDB's output topic exists before its sink (a sink reading a topic nothing writes is refused).
+    sink_config = json.loads(next((tmp_path / "connectors/kec/sink").glob("*.json")).read_text())["config"]
+    out_topic = sink_config["topics"]
+    admin = AdminClient({"bootstrap.servers": stack3.bootstrap})
+    admin.create_topics([NewTopic(out_topic, num_partitions=1, replication_factor=1)])[out_topic].result(30)
     code, report = fleet.reconcile()
     assert code == 0, json.dumps(report, indent=1)
     (cluster,) = report["clusters"]
@@ -113,8 +119,6 @@ def test_capture_only_source_a_ksqldb_topic_into_the_warehouse_and_accuracy_by_e
         )
 
     # ksqlDB's output topic, as the sink reads it (the rewritten definition gives it this test's name).
-    sink_config = json.loads(next((tmp_path / "connectors/kec/sink").glob("*.json")).read_text())["config"]
-    out_topic = sink_config["topics"]
     assert out_topic == f"it.hephaestus.{fleet.dbs['invoicemgmt']}.kec.fact_invoice"
     expected = facts(fleet)
     produce(fleet, out_topic, list(expected.values()))

@@ -83,6 +83,10 @@ class Cluster:
     commits: list[int] = field(default_factory=list)  # the records of each committed transaction
     polls: int = 0  # every consumer's polls, all told
     configs: list[dict[str, Any]] = field(default_factory=list)
+    # Topics created through the admin API: (topic, partitions, replication factor, config).
+    created: list[tuple[str, int, int, dict[str, str]]] = field(default_factory=list)
+    refuse_create: dict[str, str] = field(default_factory=dict)  # topic -> the broker's error
+    on_create: Callable[[str], None] | None = None  # called as each topic is created
 
     def add(self, topic: str, partition: int, count: int, start: int = 0) -> None:
         self.logs[(topic, partition)] = [Msg(topic, partition, o) for o in range(start, start + count)]
@@ -115,6 +119,23 @@ class Admin:
         for t, p in self.c.logs:
             topics.setdefault(t, SimpleNamespace(partitions={}, error=None)).partitions[p] = object()
         return SimpleNamespace(topics=topics)
+
+    def create_topics(self, asked: list[Any], request_timeout: float, operation_timeout: float) -> dict[str, Any]:
+        out: dict[str, Future[Any]] = {}
+        for t in asked:
+            if self.c.unreachable or t.topic in self.c.refuse_create:
+                out[t.topic] = failed(broker_error(self.c.refuse_create.get(t.topic, "all brokers down")))
+            elif any(topic == t.topic for topic, _ in self.c.logs):
+                exists = KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, f"Topic '{t.topic}' already exists.")
+                out[t.topic] = failed(KafkaException(exists))
+            else:
+                for p in range(max(t.num_partitions, 1)):
+                    self.c.add(t.topic, p, 0)
+                self.c.created.append((t.topic, t.num_partitions, t.replication_factor, dict(t.config)))
+                if self.c.on_create:
+                    self.c.on_create(t.topic)
+                out[t.topic] = done(None)
+        return out
 
     def list_offsets(self, asked: dict[TopicPartition, Any], request_timeout: float) -> dict[Any, Future[Any]]:
         out = {}

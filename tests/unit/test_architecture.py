@@ -27,8 +27,8 @@ def test_import_contracts_hold() -> None:
 WRITES = {
     # Connect (connect.client): config writes, state, offsets
     "create", "put_config", "delete", "pause", "resume", "stop", "restart", "alter_offsets", "reset_offsets",
-    # Kafka (hephaestus.kafka): a transactional copy, a deletion of records
-    "replay", "delete_before",
+    # Kafka (hephaestus.kafka): a transactional copy, a deletion of records, topics created
+    "replay", "delete_before", "create_topics",
     # PostgreSQL: a publication altered, a signal row, a slot dropped
     "alter", "insert_signal",
     # git and the ownership record: an import's files
@@ -46,6 +46,7 @@ EXECUTORS = {
     "hephaestus/dlq/run.py": "replay._send takes a Cleared; purge clears itself",
     "hephaestus/heal/run.py": "heal._act takes the cluster's Cleared",
     "hephaestus/snapshot/manual.py": "snapshot.send takes a Cleared",
+    "hephaestus/reconciler/topicwrite.py": "topics cleared by safety.gate.check, then created",
     "hephaestus/snapshot/hooks.py": "a reconcile's follow-up, called after apply.execute with the cleared plan",
     "hephaestus/generator/output.py": "generate's own files (connector JSON from definitions)",
     "hephaestus/commands/generate.py": "generate's own files",

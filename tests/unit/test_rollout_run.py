@@ -161,6 +161,7 @@ def test_a_sink_that_stops_reading_its_topic_is_caught_by_its_lag_age(world: Rol
     names. Going back stops reading the new topic, destructive in its own right: not taken."""
     world.fleet(tasks="1")
     world.git("s0", {**sink("s0"), "topics": "t_typo"})
+    world.broker.add("t_typo", 0, 0)  # it exists (empty): the plan's topic check lets the typo through
     old = int(time.time() * 1000) - 300_000
     world.on_put("s0", lambda: world.broker.logs[("t", 0)].extend(Msg("t", 0, 10 + i, ts=old) for i in range(3)))
     code, cluster, _ = world.run("--allow-destructive=topics-stopped")

@@ -1,0 +1,129 @@
+"""A sink never starts before its topics exist (pure): which topics a plan's sinks start to read
+that Kafka does not have, which source writes each, and what the plan says of the rest.
+
+A sink created first makes the broker auto-create its topics with the broker's defaults, or
+waits forever on a typo (strimzi#2752). So: a missing topic that a source writes (a source
+step of this plan, or a source live on the cluster, whose topic namespace is a prefix of it) is
+needed: created as that source would create it, just before the sink is sent (Debezium
+creates a table's topic only at its first record: an empty table's would never come). A
+missing topic nothing writes refuses the plan.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from hephaestus.fleet.topics import topics_of
+from hephaestus.reconciler.model import Live
+from hephaestus.reconciler.plan import Action, Need, Plan
+from hephaestus.safety import views
+from hephaestus.safety.values import Resolver
+
+CREATION = "topic.creation.default."
+STARTS: tuple[Action, ...] = ("create", "update", "rename")
+
+
+@dataclass(frozen=True)
+class Writer:
+    name: str
+    namespace: str
+    config: Mapping[str, str]
+
+
+def starting(p: Plan, live: Mapping[str, Live]) -> dict[str, tuple[str, ...]]:
+    """Each sink step's named topics it did not read before (a create: all of them)."""
+    out = {}
+    for s in p.of(*STARTS):
+        if views.is_sink(s.config):
+            before = live.get(s.renamed_from or s.name)
+            old = set(topics_of(before.config)) if before and s.action != "create" else set()
+            if new := tuple(t for t in topics_of(s.config) if t not in old):
+                out[s.name] = new
+    return out
+
+
+def regexes(p: Plan) -> dict[str, str]:
+    """Each sink step's `topics.regex`, when it has one."""
+    return {s.name: r for s in p.of(*STARTS) if views.is_sink(s.config) and (r := s.config.get("topics.regex", ""))}
+
+
+def writers(p: Plan, live: Mapping[str, Live], resolve: Resolver) -> list[Writer]:
+    """The plan's sources (as they will be) and the cluster's live ones, with their namespaces."""
+    planned = {s.name: s.config for s in p.of(*STARTS) if views.is_source(s.config)}
+    running = {n: lv.config for n, lv in live.items() if views.is_source(lv.config) and n not in planned}
+    found = []
+    for name, config in sorted({**running, **planned}.items()):
+        namespace = views.namespace(config, views.source(config, resolve))
+        if namespace:
+            found.append(Writer(name, namespace, config))
+    return found
+
+
+def checked(p: Plan, live: Mapping[str, Live], existing: frozenset[str], resolve: Resolver) -> Plan:
+    """The plan with its sinks' needs, a refusal per sink reading a topic nothing writes, and a
+    warning per `topics.regex` sink that matches no topic yet."""
+    sources = writers(p, live, resolve)
+    needs: list[Need] = []
+    refusals: list[str] = []
+    for sink, topics in sorted(starting(p, live).items()):
+        missing = [t for t in topics if t not in existing]
+        found = {t: next((w for w in sources if t.startswith(w.namespace)), None) for t in missing}
+        needs += _needs(sink, found)
+        if orphans := [t for t, w in found.items() if w is None]:
+            refusals.append(refusal(sink, orphans))
+    warnings = [unmatched(s, r) for s, r in sorted(regexes(p).items()) if not _matches(r, existing)]
+    return replace(p, needs=tuple(needs), refusals=(*p.refusals, *refusals), warnings=(*p.warnings, *warnings))
+
+
+def _needs(sink: str, found: Mapping[str, Writer | None]) -> list[Need]:
+    by: dict[str, list[str]] = {}
+    for topic, w in found.items():
+        if w is not None:
+            by.setdefault(w.name, []).append(topic)
+    configs = {w.name: w.config for w in found.values() if w is not None}
+    return [need(sink, tuple(ts), name, configs[name]) for name, ts in sorted(by.items())]
+
+
+def need(sink: str, topics: tuple[str, ...], source: str, config: Mapping[str, str]) -> Need:
+    """As the source would create them: its topic.creation.default.* settings (absent or -1,
+    or not a number: the broker's default)."""
+    rest = {k[len(CREATION) :]: v for k, v in config.items() if k.startswith(CREATION)}
+    partitions, replication = _count(rest.pop("partitions", "")), _count(rest.pop("replication.factor", ""))
+    kept = tuple(sorted((k, v) for k, v in rest.items() if k not in ("include", "exclude") and v.strip()))
+    return Need(sink, topics, source, partitions, replication, kept)
+
+
+def _count(raw: str) -> int:
+    try:
+        return int(raw.strip()) if int(raw.strip()) > 0 else -1
+    except ValueError:
+        return -1
+
+
+def _matches(regex: str, existing: frozenset[str]) -> bool:
+    try:
+        pattern = re.compile(regex)
+    except re.error:
+        return True  # Java syntax Python cannot read: nothing said rather than something wrong
+    return any(pattern.fullmatch(t) for t in existing)
+
+
+def refusal(sink: str, topics: Sequence[str]) -> str:
+    return (
+        f"sink {sink} reads topics that do not exist and that no source writes: {', '.join(topics)}: "
+        f"create them, or deploy the source that writes them first"
+    )
+
+
+def unmatched(sink: str, regex: str) -> str:
+    return f"sink {sink}: its topics.regex {regex!r} matches no existing topic yet (it reads nothing until one does)"
+
+
+def unchecked(p: Plan, live: Mapping[str, Live], why: str) -> Plan:
+    """The plan with one warning when it starts sinks whose topics could not be checked."""
+    sinks = sorted({*starting(p, live), *regexes(p)})
+    if not sinks:
+        return p
+    return replace(p, warnings=(*p.warnings, f"sinks {', '.join(sinks)}: their topics were not checked: {why}"))

@@ -1,0 +1,186 @@
+"""A sink never starts before its topics exist (issue 33, part 3; strimzi#2752): the pure check
+(which topics are missing, which source writes them, the refusal, the regex warning), and the
+apply path over the Connect double with a fake Kafka admin (topics created with the source's
+settings before the sink, "already exists" is done, a failure fails that sink only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hephaestus import kafka
+from hephaestus.classes import POSTGRES_SOURCE as POSTGRES
+from hephaestus.reconciler import sinktopics
+from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, plan
+from hephaestus.safety.values import NO_RESOLVER
+from tests.connect_double import ConnectDouble
+from tests.unit.conftest import Project
+from tests.unit.kafkafake import Cluster
+
+SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+SRC = {
+    "connector.class": POSTGRES,
+    "slot.name": "s1",
+    "topic.prefix": "bob",
+    "transforms": "route",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.route.regex": "([^.]+)\\.([^.]+)\\.([^.]+)",
+    "transforms.route.replacement": "local.manabie.$1.$2.$3",
+    "topic.creation.default.partitions": "3",
+    "topic.creation.default.replication.factor": "1",
+    "topic.creation.default.cleanup.policy": "compact",
+}
+USERS = "local.manabie.bob.public.users"
+
+
+def sink(topics: str) -> dict[str, str]:
+    return {"connector.class": SINK, "topics": topics}
+
+
+def planned(desired: dict[str, dict[str, str]], live: dict[str, Live] | None = None) -> tuple[Plan, dict[str, Live]]:
+    live = live or {}
+    wanted = {n: Desired(n, c) for n, c in desired.items()}
+    return plan("c", wanted, live, Policy(), Scope(frozenset(live))), live
+
+
+def test_only_the_topics_a_sink_starts_to_read_are_checked() -> None:
+    before = Live("k", sink("a,b"), "sink", "RUNNING")
+    p, live = planned({"n": sink("a, b"), "k": sink("a,b,c")}, {"k": before})
+    assert sinktopics.starting(p, live) == {"n": ("a", "b"), "k": ("c",)}
+    p, live = planned({"k": {**sink("a,b"), "batch.size": "9"}}, {"k": before})
+    assert sinktopics.starting(p, live) == {}  # an update reading nothing new
+
+
+def test_a_missing_topic_a_planned_source_writes_is_needed_with_its_settings() -> None:
+    p, live = planned({"src": SRC, "k": sink(f"{USERS},there")})
+    found = sinktopics.checked(p, live, frozenset({"there"}), NO_RESOLVER)
+    (need,) = found.needs
+    assert (need.sink, need.topics, need.source) == ("k", (USERS,), "src")
+    assert (need.partitions, need.replication, need.config) == (3, 1, (("cleanup.policy", "compact"),))
+    assert found.refusals == () and need.describe() == f"needs topics {USERS} (written by src): created before the sink"
+
+
+def test_a_live_source_writes_too_and_absent_or_minus_one_settings_are_the_brokers() -> None:
+    live_src = {**SRC, "topic.creation.default.partitions": "-1"}
+    del live_src["topic.creation.default.replication.factor"]
+    p, live = planned({"k": sink(USERS)}, {"src": Live("src", live_src, "source", "RUNNING")})
+    (need,) = sinktopics.checked(p, live, frozenset(), NO_RESOLVER).needs
+    assert (need.source, need.partitions, need.replication) == ("src", -1, -1)
+
+
+def test_a_missing_topic_nothing_writes_refuses_the_plan_naming_sink_and_topics() -> None:
+    p, live = planned({"src": SRC, "k": sink(f"{USERS},typo.users,other.t"), "ok": sink("there")})
+    found = sinktopics.checked(p, live, frozenset({"there"}), NO_RESOLVER)
+    assert found.refusals == (
+        "sink k reads topics that do not exist and that no source writes: typo.users, other.t: "
+        "create them, or deploy the source that writes them first",
+    )
+    assert [n.topics for n in found.needs] == [(USERS,)]
+
+
+def test_a_regex_sink_matching_no_topic_is_a_warning_and_without_kafka_one_warning() -> None:
+    p, live = planned({"r": {"connector.class": SINK, "topics.regex": "local\\..*"}})
+    assert sinktopics.checked(p, live, frozenset({"other"}), NO_RESOLVER).warnings == (
+        "sink r: its topics.regex 'local\\\\..*' matches no existing topic yet (it reads nothing until one does)",
+    )
+    assert sinktopics.checked(p, live, frozenset({"local.x"}), NO_RESOLVER).warnings == ()
+    p, live = planned({"a": sink("x"), "b": sink("y")})
+    assert sinktopics.unchecked(p, live, "no kafka_bootstrap").warnings == (
+        "sinks a, b: their topics were not checked: no kafka_bootstrap",
+    )
+
+
+# Over the Connect double, with a fake Kafka admin.
+
+
+@pytest.fixture()
+def broker() -> Iterator[Cluster]:
+    found = Cluster()
+    found.add("there", 0, 0)
+    with kafka.seam(admin=found.admin):
+        yield found
+
+
+def fleet(project: Project, served: tuple[ConnectDouble, str], connectors: dict[str, dict[str, str]]) -> ConnectDouble:
+    double, url = served
+    double.connectors.clear()
+    double.log.clear()
+    double.on_start.clear()
+    for name, config in connectors.items():
+        folder = project.root / "connectors/c" / ("source" if config["connector.class"] == POSTGRES else "sink")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
+    (project.root / "hephaestus.yaml").write_text(
+        f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\n    kafka_bootstrap: 127.0.0.1:1\n"
+        "policy: {stability_window_s: 0}\naudit_log: audit.jsonl\n"
+    )
+    return double
+
+
+def cli(project: Project, *args: str) -> Any:
+    return project.cli("reconcile", "--project", str(project.root / "hephaestus.yaml"), "--output", "json", *args)
+
+
+def audit(project: Project) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (project.root / "audit.jsonl").read_text().splitlines()]
+
+
+def test_a_sink_reading_a_topic_nothing_writes_exits_2_and_writes_nothing(
+    project: Project, served: tuple[ConnectDouble, str], broker: Cluster
+) -> None:
+    double = fleet(project, served, {"k": sink("typo.users")})
+    out = cli(project, "--auto-approve")
+    assert out.code == 2, out.err
+    assert "sink k reads topics that do not exist" in out.out + out.err and "typo.users" in out.out + out.err
+    assert double.writes() == [] and broker.created == []
+
+
+def test_the_topic_is_created_with_the_sources_settings_before_the_sink(
+    project: Project, served: tuple[ConnectDouble, str], broker: Cluster
+) -> None:
+    double = fleet(project, served, {"src": SRC, "k": sink(f"{USERS},there")})
+    seen: list[tuple[str, list[tuple[str, str]]]] = []
+    broker.on_create = lambda t: seen.append((t, double.writes()))
+    shown = cli(project, "--dry-run")
+    (cluster,) = json.loads(shown.out)["clusters"]
+    assert cluster["needs"] == [
+        {"sink": "k", "topics": [USERS], "source": "src", "why": f"needs topics {USERS} (written by src): "
+         "created before the sink"}
+    ]  # fmt: skip
+    text = project.cli("reconcile", "--project", str(project.root / "hephaestus.yaml"), "--dry-run").out
+    assert f"  + create k\n      needs topics {USERS} (written by src): created before the sink\n" in text
+    out = cli(project, "--auto-approve")
+    assert out.code == 0, out.out + out.err
+    assert broker.created == [(USERS, 3, 1, {"cleanup.policy": "compact"})]
+    assert seen == [(USERS, [("POST", "/connectors")])]  # the source only: the sink came after
+    assert [p for _, p in double.writes()] == ["/connectors", "/connectors"]
+    made = [(e["connector"], e["outcome"], e["detail"]) for e in audit(project) if e["action"] == "create-topic"]
+    assert made == [("k", "intent", ""), ("k", "ok", "created")]
+
+
+def test_already_exists_is_done_and_a_failure_fails_that_sink_only(
+    project: Project, served: tuple[ConnectDouble, str], broker: Cluster
+) -> None:
+    other = "local.manabie.bob.public.other"
+    double = fleet(project, served, {"src": SRC, "k": sink(USERS), "j": sink(other)})
+    broker.refuse_create[other] = "policy violation: no topics today"
+    original = broker.admin
+
+    def admin(config: dict[str, Any]) -> Any:
+        if len(broker.configs) == 1:  # after the plan's listing, the source's first record made its topic
+            broker.add(USERS, 0, 1)
+        return original(config)
+
+    with kafka.seam(admin=admin):
+        out = cli(project, "--auto-approve")
+    assert out.code == 1
+    results = {r["name"]: r for r in json.loads(out.out)["clusters"][0]["results"]}
+    assert results["k"]["ok"] and results["src"]["ok"]
+    assert not results["j"]["ok"] and results["j"]["detail"].startswith(f"not applied: topic {other} not created: ")
+    assert "no topics today" in results["j"]["detail"]
+    assert ("PUT", "/connectors/j/config") not in double.writes() and len(double.writes()) == 2
+    made = [(e["connector"], e["outcome"], e["detail"]) for e in audit(project) if e["action"] == "create-topic"]
+    assert ("k", "ok", "already exists") in made and ("j", "failed", "policy violation: no topics today") in made
