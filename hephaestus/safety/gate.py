@@ -12,8 +12,8 @@ A write is a step with its effects on data (`safety.effects`, `safety.fleet`). T
   delete while git has no sink for the cluster), unless `--force`.
 
 Nothing else writes: the executors (`reconciler.apply`, `reconciler.offsets`, `slots.run`,
-`dlq.run`, `heal.run`, `reconciler.importer`, `snapshot.manual`) take a `Cleared`, and
-`tests/unit/test_architecture.py` checks that no other module calls a write.
+`dlq.run`, `heal.run`, `reconciler.importer`, `snapshot.manual`, `reconciler.topicwrite`) take a
+`Cleared`, and `tests/unit/test_architecture.py` checks that no other module calls a write.
 """
 
 from __future__ import annotations
