@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from hephaestus.fleet.sources import captured
 from hephaestus.fleet.topics import topics_of
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Action, Need, Plan
@@ -30,6 +31,24 @@ class Writer:
     name: str
     namespace: str
     config: Mapping[str, str]
+    delimiter: str = "."
+    tables: tuple[str, ...] = ()  # its table.include.list (regexes); empty: every table
+
+    def writes(self, topic: str) -> bool:
+        """Under its namespace, and a table it captures: a typo in the table part is not its."""
+        if not topic.startswith(self.namespace):
+            return False
+        table = topic[len(self.namespace) :].replace(self.delimiter, ".")
+        return not self.tables or any(_full(pattern, table) for pattern in self.tables)
+
+
+def _full(pattern: str, table: str) -> bool:
+    # Debezium matches include lists whole and without case; a pattern Python cannot read
+    # counts as a match (nothing refused on a guess).
+    try:
+        return re.fullmatch(pattern, table, re.IGNORECASE) is not None
+    except re.error:
+        return True
 
 
 def starting(p: Plan, live: Mapping[str, Live]) -> dict[str, tuple[str, ...]]:
@@ -55,9 +74,10 @@ def writers(p: Plan, live: Mapping[str, Live], resolve: Resolver) -> list[Writer
     running = {n: lv.config for n, lv in live.items() if views.is_source(lv.config) and n not in planned}
     found = []
     for name, config in sorted({**running, **planned}.items()):
-        namespace = views.namespace(config, views.source(config, resolve))
+        source = views.source(config, resolve)
+        namespace = views.namespace(config, source)
         if namespace:
-            found.append(Writer(name, namespace, config))
+            found.append(Writer(name, namespace, config, source.naming[0], tuple(captured(config))))
     return found
 
 
@@ -69,7 +89,7 @@ def checked(p: Plan, live: Mapping[str, Live], existing: frozenset[str], resolve
     refusals: list[str] = []
     for sink, topics in sorted(starting(p, live).items()):
         missing = [t for t in topics if t not in existing]
-        found = {t: next((w for w in sources if t.startswith(w.namespace)), None) for t in missing}
+        found = {t: next((w for w in sources if w.writes(t)), None) for t in missing}
         needs += _needs(sink, found)
         if orphans := [t for t, w in found.items() if w is None]:
             refusals.append(refusal(sink, orphans))

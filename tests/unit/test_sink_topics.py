@@ -71,6 +71,15 @@ def test_a_live_source_writes_too_and_absent_or_minus_one_settings_are_the_broke
     assert (need.source, need.partitions, need.replication) == ("src", -1, -1)
 
 
+def test_a_table_the_source_does_not_capture_is_not_its_topic() -> None:
+    only_users = {**SRC, "table.include.list": "public.users,public.user_.*"}
+    typo = "local.manabie.bob.public.userz"
+    p, live = planned({"src": only_users, "k": sink(f"{USERS},{typo},local.manabie.bob.public.USER_groups")})
+    found = sinktopics.checked(p, live, frozenset(), NO_RESOLVER)
+    assert [n.topics for n in found.needs] == [(USERS, "local.manabie.bob.public.USER_groups")]
+    assert found.refusals == (sinktopics.refusal("k", [typo]),)  # a typo under its namespace: refused
+
+
 def test_a_missing_topic_nothing_writes_refuses_the_plan_naming_sink_and_topics() -> None:
     p, live = planned({"src": SRC, "k": sink(f"{USERS},typo.users,other.t"), "ok": sink("there")})
     found = sinktopics.checked(p, live, frozenset({"there"}), NO_RESOLVER)
