@@ -29,6 +29,9 @@ from hephaestus.ksql.store import BrokenChain, MetadataStore
 Kind = Literal["all", "next", "until", "version"]
 
 
+Audit = Callable[[str, str, str], None]
+
+
 class Refused(HephaestusError):
     """Applied files changed or vanished: applying more on top would hide it."""
 
@@ -59,6 +62,7 @@ class Options:
     settle_wait_s: float = 1.0
     clock: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
     sleep: Callable[[float], None] = time.sleep
+    audit: Audit = field(default=lambda *event: None)  # (file, outcome, detail): the audit log's record
 
 
 @dataclass(frozen=True)
@@ -128,13 +132,19 @@ def apply(store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigra
 def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str, options: Options) -> Applied:
     _settle(store, previous, options)
     f = migration.file
-    running = VersionInfo(f.version, f.name, State.RUNNING, f.checksum, str(options.clock()), "", previous)
-    store.record(running)
-    if migration.failure is not None:
-        _parse_failed(store, migration.failure, running, options)
-    for statement in migration.statements:
-        run_statement(store, f, statement, running, options.clock)
-    store.record(replace(running, state=State.MIGRATED, completed_on=str(options.clock())))
+    options.audit(f.path.name, "intent", f"apply version {f.version} ({len(migration.statements)} statements)")
+    try:
+        running = VersionInfo(f.version, f.name, State.RUNNING, f.checksum, str(options.clock()), "", previous)
+        store.record(running)
+        if migration.failure is not None:
+            _parse_failed(store, migration.failure, running, options)
+        for statement in migration.statements:
+            run_statement(store, f, statement, running, options.clock)
+        store.record(replace(running, state=State.MIGRATED, completed_on=str(options.clock())))
+    except HephaestusError as exc:
+        options.audit(f.path.name, "failed", str(exc))
+        raise
+    options.audit(f.path.name, "ok", "MIGRATED")
     return Applied(f.version, f.name, len(migration.statements))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hephaestus.errors import HephaestusError
 from hephaestus.ksql import apply as applying
@@ -27,7 +27,8 @@ from hephaestus.ksql.files import Scan, scan
 from hephaestus.ksql.session import KsqlFactory, names_of, open_client
 from hephaestus.ksql.store import MetadataStore
 from hephaestus.project import KsqlDB, Project
-from hephaestus.state.backend import timeout_of, urls_lock
+from hephaestus.state.backend import journal_for, timeout_of, urls_lock
+from hephaestus.state.lock import new_run_id
 
 _log = logging.getLogger("hephaestus.ksql")
 
@@ -108,7 +109,9 @@ def apply(
     with nullcontext() if options.dry_run else locked(project, clusters, "ksql apply", lock_timeout_s):
         for p in prepared:
             with client_factory(p.cluster) as client, _dry_run_reads(options.dry_run):
-                result = applying.apply(MetadataStore(client, names_of(p.cluster)), p.scan, p.compiled, options)
+                with _audited(project, p.cluster, "ksql-apply", options.dry_run) as audit:
+                    store = MetadataStore(client, names_of(p.cluster))
+                    result = applying.apply(store, p.scan, p.compiled, replace(options, audit=audit))
             yield result
 
 
@@ -124,8 +127,24 @@ def undo(
     with nullcontext() if options.dry_run else locked(project, clusters, "ksql undo", lock_timeout_s):
         for p in prepared:
             with client_factory(p.cluster) as client, _dry_run_reads(options.dry_run):
-                result = undoing.undo(MetadataStore(client, names_of(p.cluster)), p.scan, p.undo, options)
+                with _audited(project, p.cluster, "ksql-undo", options.dry_run) as audit:
+                    result = undoing.undo(
+                        MetadataStore(client, names_of(p.cluster)), p.scan, p.undo, replace(options, audit=audit)
+                    )
             yield result
+
+
+@contextmanager
+def _audited(project: Project, cluster: KsqlDB, action: str, dry_run: bool) -> Iterator[applying.Audit]:
+    """The project's audit log for one ksqlDB cluster (as `ksqldb <name>`): each file's intent
+    before its first write, then its outcome. Checked first: a run that cannot be audited sends
+    nothing. A dry run writes no record."""
+    if dry_run:
+        yield lambda *event: None
+        return
+    with journal_for(project, f"ksqldb {cluster.name}", new_run_id()) as journal:
+        journal.check()
+        yield lambda file, outcome, detail: journal.event(file, action, outcome, detail)
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from itertools import takewhile
 
 from hephaestus.errors import HephaestusError
-from hephaestus.ksql.apply import Refused, run_statement
+from hephaestus.ksql.apply import Audit, Refused, run_statement
 from hephaestus.ksql.compiler import CompiledMigration
 from hephaestus.ksql.files import Scan, undo_name
 from hephaestus.ksql.metadata import NO_ERROR, NONE_VERSION, State, VersionInfo
@@ -39,6 +39,7 @@ class UndoOptions:
     until: int  # the version that stays current; 0 undoes every version
     dry_run: bool = False
     clock: Callable[[], int] = field(default=lambda: int(time.time() * 1000))
+    audit: Audit = field(default=lambda *event: None)  # (file, outcome, detail): the audit log's record
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,15 @@ def _undo_one(
     running = replace(
         info, state=State.RUNNING, started_on=str(options.clock()), completed_on="", error_reason=NO_ERROR
     )
-    store.record(running)
-    for statement in migration.statements:
-        run_statement(store, migration.file, statement, running, options.clock, "execute undo sql")
-    store.record_undone(replace(running, state=State.UNDONE, completed_on=str(options.clock())), below)
+    name = migration.file.path.name
+    options.audit(name, "intent", f"undo version {info.version} ({len(migration.statements)} statements)")
+    try:
+        store.record(running)
+        for statement in migration.statements:
+            run_statement(store, migration.file, statement, running, options.clock, "execute undo sql")
+        store.record_undone(replace(running, state=State.UNDONE, completed_on=str(options.clock())), below)
+    except HephaestusError as exc:
+        options.audit(name, "failed", str(exc))
+        raise
+    options.audit(name, "ok", "UNDONE")
     return Undone(info.version, info.name, len(migration.statements))

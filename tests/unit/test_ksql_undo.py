@@ -332,3 +332,44 @@ def test_the_shipped_undo_example_undoes_dim_user_and_apply_rebuilds_it(
         code, out = cli("ksql", "apply", "--all")
         assert code == 0 and "migrated 2 dim user" in out, out
         assert "DIM_USER" in stub.sources and "LMSDWH_DIM_USER_SINK" in stub.connectors
+
+
+def test_apply_and_undo_write_intent_and_outcome_to_the_audit_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ksqldb_stub() as stub:
+        (tmp_path / "hephaestus.yaml").write_text(project_yaml(stub.url, "audit_log: audit.jsonl\n"))
+        k = Ksql(tmp_path, stub, capsys)
+        k.write("V000001__bob_users.sql", V1)
+        k.write("V000002__users_latest.sql", V2)
+        k.write(*UNDO[2])
+        assert k.cli("ksql", "init").code == 0
+        assert k.cli("ksql", "apply", "--all", "--dry-run").code == 0
+        assert not (tmp_path / "audit.jsonl").exists()  # a dry run records nothing
+        assert k.cli("ksql", "apply", "--all").code == 0
+        stub.fail("DROP TABLE IF EXISTS USERS_LATEST", "Cannot drop USERS_LATEST: still read")
+        assert k.cli("ksql", "undo", "--until", "1").code == 1
+        records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    seen = [(r["cluster"], r["connector"], r["action"], r["outcome"]) for r in records]
+    assert seen == [
+        ("ksqldb lmsdwh", "V000001__bob_users.sql", "ksql-apply", "intent"),
+        ("ksqldb lmsdwh", "V000001__bob_users.sql", "ksql-apply", "ok"),
+        ("ksqldb lmsdwh", "V000002__users_latest.sql", "ksql-apply", "intent"),
+        ("ksqldb lmsdwh", "V000002__users_latest.sql", "ksql-apply", "ok"),
+        ("ksqldb lmsdwh", "U000002__users_latest.sql", "ksql-undo", "intent"),
+        ("ksqldb lmsdwh", "U000002__users_latest.sql", "ksql-undo", "failed"),
+    ]
+    assert "Cannot drop USERS_LATEST" in records[-1]["detail"]
+
+
+def test_a_run_that_cannot_be_audited_sends_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with ksqldb_stub() as stub:
+        (tmp_path / "hephaestus.yaml").write_text(project_yaml(stub.url, "audit_log: nowhere/dir/audit.jsonl\n"))
+        (tmp_path / "nowhere").write_text("a file where the log's folder should be")
+        k = Ksql(tmp_path, stub, capsys)
+        k.write("V000001__bob_users.sql", V1)
+        assert k.cli("ksql", "init").code == 0
+        mark = len(stub.statements())
+        out = k.cli("ksql", "apply", "--all")
+        assert out.code == 1 and "audit" in out.err.lower(), out.err
+        assert stub.statements()[mark:] == []  # checked before the metadata is even read
