@@ -8,6 +8,7 @@ Nothing here imports hephaestus: stack tests must prove things with independent 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -439,3 +440,9 @@ class ConnectClient:
             message=f"connectors {targets} deleted",
         )
         self.created = [n for n in self.created if n not in targets]
+
+
+def json_in(out: str) -> Any:
+    """The JSON document a command printed, from the first `{`: `fleet.cli` joins stdout and
+    stderr, where a warning (a rebalance retried) may follow the document."""
+    return json.JSONDecoder().raw_decode(out, out.index("{"))[0]

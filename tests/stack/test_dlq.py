@@ -22,7 +22,7 @@ from confluent_kafka import Producer
 
 from tests.schema_registry_double import served
 from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+from tests.stack.support import ConnectClient, Stack, execute, json_in, read_rows, wait_until
 
 
 @pytest.fixture
@@ -211,7 +211,7 @@ def test_avro_records_are_decoded_in_dlq_show_and_snapshot_status(fleet: Fleet) 
             "json",
         )
     assert code == 0, out
-    report = json.loads(out[out.index("{") :])
+    report = json_in(out)
     assert report["completed"] and [e["type"] for e in report["events"]] == [
         "STARTED",
         "TABLE_SCAN_COMPLETED",

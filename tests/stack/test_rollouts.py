@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+from tests.stack.support import ConnectClient, Stack, execute, json_in, read_rows, wait_until
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_a_slot_name_change_is_refused_without_the_flag_and_applied_with_it(
     )
     # The old slot is left behind (never dropped by a reconcile): `slots` calls it an orphan.
     code, out = fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json")
-    orphan = [s for s in json.loads(out[out.index("{") :])["slots"] if s["slot"] == old_slot]
+    orphan = [s for s in json_in(out)["slots"] if s["slot"] == old_slot]
     assert orphan and orphan[0]["owner"] is None
     fleet.cli("slots", "--project", str(fleet.root / "hephaestus.yaml"), "--drop-orphan", old_slot, "--yes")
 

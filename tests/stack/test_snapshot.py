@@ -10,7 +10,7 @@ import pytest
 
 from tests.stack.fleet import Fleet, make_fleet
 from tests.stack.kafka import ops, read_topic
-from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+from tests.stack.support import ConnectClient, Stack, execute, json_in, read_rows, wait_until
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_new_table_back_filled_by_signal_without_recreating(users_only: Fleet, c
         "json",
     )
     assert code == 0, out
-    status = json.loads(out[out.index("{") :])
+    status = json_in(out)
     assert status["completed"]
     scans = [e for e in status["events"] if e["type"] == "TABLE_SCAN_COMPLETED"]
     assert scans and all(e["status"] == "SUCCEEDED" for e in scans)
