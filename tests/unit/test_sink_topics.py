@@ -193,3 +193,38 @@ def test_already_exists_is_done_and_a_failure_fails_that_sink_only(
     assert ("PUT", "/connectors/j/config") not in double.writes() and len(double.writes()) == 2
     made = [(e["connector"], e["outcome"], e["detail"]) for e in audit(project) if e["action"] == "create-topic"]
     assert ("k", "ok", "already exists") in made and ("j", "failed", "policy violation: no topics today") in made
+
+
+def test_a_sources_creation_settings_are_read_as_connect_reads_them() -> None:
+    bare = sinktopics.need("k", ("t",), "src", {"connector.class": POSTGRES})
+    assert (bare.partitions, bare.replication, bare.config) == (-1, -1, ())  # the broker's defaults
+    odd = {
+        "topic.creation.default.partitions": "0",
+        "topic.creation.default.replication.factor": "-5",
+        "topic.creation.default.include": "x.*",  # which topics the group takes, not a topic setting
+        "topic.creation.default.exclude": "y.*",
+        "topic.creation.default.retention.ms": " ",  # blank: not set
+        "topic.creation.default.min.insync.replicas": "1",
+    }
+    found = sinktopics.need("k", ("t",), "src", odd)
+    assert (found.partitions, found.replication, found.config) == (-1, -1, (("min.insync.replicas", "1"),))
+
+
+def test_a_pattern_python_cannot_read_is_given_the_benefit_of_the_doubt() -> None:
+    p, live = planned(
+        {
+            "src": {**SRC, "table.include.list": "public.(users"},
+            "k": sink(USERS),
+            "r": {**sink(""), "topics.regex": "a(b"},
+        }
+    )
+    found = sinktopics.checked(p, live, frozenset(), NO_RESOLVER)
+    assert [n.sink for n in found.needs] == ["k"] and found.refusals == ()
+    assert not any("topics.regex" in w for w in found.warnings)  # no warning on a guess
+
+
+def test_only_a_source_writes_topics() -> None:
+    odd_sink = {**sink("x"), "topic.prefix": "bob"}  # a sink's own keys never make it a writer
+    p, live = planned({"k": sink("bob.public.users")}, {"odd": Live("odd", odd_sink, "sink", "RUNNING")})
+    found = sinktopics.checked(p, live, frozenset(), NO_RESOLVER)
+    assert found.refusals == (sinktopics.refusal("k", ["bob.public.users"]),)
