@@ -179,6 +179,14 @@ class ConnectClient:
             REDACTOR.learn_secret_keys(self._secret_keys[connector_class])
         return self._secret_keys[connector_class]
 
+    def secret_keys_known(self, connector_class: str) -> frozenset[str]:
+        """`secret_keys`, or none when the plugin cannot be asked (key names and value shapes
+        still apply): what every caller that only needs them as a hint does."""
+        try:
+            return self.secret_keys(connector_class)
+        except ConnectError:
+            return frozenset()
+
     def statuses(self) -> dict[str, ConnectorStatus]:
         """Every connector's status (no config), in ONE request: what readiness polls."""
         return self._shaped(Request("GET", "/connectors", params=(("expand", "status"),)), parse.statuses)

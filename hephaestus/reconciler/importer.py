@@ -22,7 +22,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from hephaestus.clients import ClientFactory, connect_client
-from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.connect import ConnectClient, LiveConnector
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.fleet.desired import GENERATED, check_name, load_desired
 from hephaestus.generator.output import render_document, write_files
@@ -129,7 +129,7 @@ def _safe(
     """The value for git: a placeholder as it is live; a credential (the one detector's verdict:
     by its key, or by its shape in the value) only as the placeholder --secret names for that
     key; anything else as it is."""
-    why = plaintext(key, value, _typed(client, config))
+    why = plaintext(key, value, client.secret_keys_known(config.get("connector.class", "")))
     if not why:
         return value  # no credential here (a live placeholder is kept): --secret never replaces it
     if key in secrets:
@@ -140,13 +140,6 @@ def _safe(
         f"pass --secret {key}='${{file:/path/to/secrets.properties:some_key}}'",
         field=key,
     )
-
-
-def _typed(client: ConnectClient, config: Mapping[str, str]) -> frozenset[str]:
-    try:
-        return client.secret_keys(config.get("connector.class", ""))  # the plugin's PASSWORD keys
-    except ConnectError:
-        return frozenset()  # an unknown plugin: key names and value shapes still apply
 
 
 def write(result: ClusterImport, cleared: Cleared) -> None:

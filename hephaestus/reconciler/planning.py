@@ -11,7 +11,7 @@ from fnmatch import fnmatchcase
 from typing import TypeVar
 
 from hephaestus import kafka
-from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.connect import ConnectClient, LiveConnector
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Cluster, Project, normalised_url
 from hephaestus.reconciler import health, pubdb, publications, rotation, sealed, sinktopics
@@ -144,10 +144,7 @@ def _masked(client: ConnectClient, c: LiveConnector) -> tuple[str, ...]:
     found = rotation.masked_keys(c.config)
     if not found:
         return ()
-    try:
-        typed = client.secret_keys(c.connector_class)
-    except ConnectError:
-        typed = frozenset()
+    typed = client.secret_keys_known(c.connector_class)
     return tuple(k for k in found if k in typed or is_sensitive(k))
 
 
@@ -160,7 +157,7 @@ def _live(c: LiveConnector, desired: Desired | None, masked: tuple[str, ...], se
 
 
 def _rotated(p: Plan, secrets: Secrets | None, policy: Policy) -> Plan:
-    return rotation.with_restarts(p, dict(secrets.now), dict(secrets.before), policy.resolve) if secrets else p
+    return rotation.with_restarts(p, secrets.now, secrets.before, policy.resolve) if secrets else p
 
 
 def remember(project: Project, cluster: Cluster, p: Plan, results: Sequence[StepResult], basis: Basis | None) -> str:
@@ -169,7 +166,7 @@ def remember(project: Project, cluster: Cluster, p: Plan, results: Sequence[Step
     if secrets is None:
         return ""
     ok = frozenset(r.name for r in results if r.ok)
-    found = rotation.settled(p, dict(secrets.now), dict(secrets.before), ok)
+    found = rotation.settled(p, secrets.now, secrets.before, ok)
     try:
         prints_store(project).write(project.name, cluster.name, found, secrets.salt)
     except (PrintsUnavailable, InputError) as exc:
@@ -261,10 +258,7 @@ def learn_secrets(client: ConnectClient, p: Plan, desired: Mapping[str, Desired]
     shown = {s.connector_class for s in p.steps if (s.changes or s.name in unhealthy) and s.connector_class}
     keys_before = REDACTOR.key_count
     for cls in sorted(shown):
-        try:
-            client.secret_keys(cls)
-        except ConnectError:
-            continue
+        client.secret_keys_known(cls)
     relearn = REDACTOR.key_count != keys_before
     for config in (*(d.config for d in desired.values()), *(lv.config for lv in live.values() if relearn)):
         REDACTOR.learn_config(config)

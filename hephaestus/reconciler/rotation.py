@@ -25,6 +25,7 @@ from hephaestus.safety.values import Resolver, known
 from hephaestus.secrets import is_sensitive
 
 Prints = dict[str, dict[str, str]]
+Printed = Mapping[str, Mapping[str, str]]  # fingerprints as read (never changed here)
 Stretch = Callable[[str], str]  # a value -> its keyed fingerprint (safety.seal.Fingerprints.value)
 RESOLVED, GIT = "resolved:", "git:"
 # What platforms answer for a hidden value: stars, or a word for it.
@@ -61,7 +62,7 @@ def rotated(now: Mapping[str, str], before: Mapping[str, str]) -> tuple[str, ...
     return tuple(k[len(RESOLVED) :] for k in sorted(keys))
 
 
-def with_restarts(p: Plan, now: Prints, before: Prints, resolve: Resolver) -> Plan:
+def with_restarts(p: Plan, now: Printed, before: Printed, resolve: Resolver) -> Plan:
     """Unchanged connectors whose secret rotated are restarted (a written one restarts anyway)."""
     steps = tuple(_restart(s, rotated(now.get(s.name, {}), before.get(s.name, {})), resolve) for s in p.steps)
     return replace(p, steps=steps)
@@ -104,7 +105,7 @@ def unrecorded(name: str, desired: Desired, keys: tuple[str, ...], before: Mappi
     )
 
 
-def settled(p: Plan, now: Prints, before: Prints, ok: frozenset[str]) -> Prints:
+def settled(p: Plan, now: Printed, before: Printed, ok: frozenset[str]) -> Prints:
     """What to record after an apply: a connector written or restarted (ok), or unchanged, is
     recorded as it is now; one whose step failed, or only moved state, keeps its last record
     for the resolved values (a rotation not yet acted on stays pending)."""
@@ -113,7 +114,7 @@ def settled(p: Plan, now: Prints, before: Prints, ok: frozenset[str]) -> Prints:
         if step.name not in now:
             continue
         if step.action == "unchanged" or (step.name in ok and step.action in ("create", "update", "rename", "restart")):
-            found[step.name] = now[step.name]
+            found[step.name] = dict(now[step.name])
         elif step.action == "state" and step.name in ok:
             kept = {k: v for k, v in before.get(step.name, {}).items() if k.startswith(RESOLVED)}
             found[step.name] = {**{k: v for k, v in now[step.name].items() if k.startswith(GIT)}, **kept}
