@@ -38,7 +38,8 @@ def dlq() -> None:
 @cluster_option
 @_json_opt
 def dlq_list(project_file: Path, clusters: tuple[str, ...], output: str) -> None:
-    """Each sink's DLQ topic, depth and oldest record; exit 2 when any holds records."""
+    """Each sink's DLQ topic, depth and oldest record; exit 2 when any holds records parked
+    since its last replay or purge (what was replayed is kept, but needs no one)."""
     from hephaestus.dlq import render
     from hephaestus.dlq.run import find
     from hephaestus.project import load_project
@@ -46,7 +47,7 @@ def dlq_list(project_file: Path, clusters: tuple[str, ...], output: str) -> None
     project = load_project(project_file)
     found = [d for c in project.select(clusters) for d in find(c)]
     click.echo(render.list_json(found) if output == "json" else render.list_text(found), nl=False)
-    sys.exit(EXIT_DRIFT if any(d.depth for d in found) else EXIT_OK)
+    sys.exit(EXIT_DRIFT if any(d.pending for d in found) else EXIT_OK)
 
 
 @dlq.command("show")

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hephaestus.commands.common import (
-    DAY_S,
     EXIT_DRIFT,
     EXIT_ERROR,
     EXIT_OK,
@@ -25,7 +24,7 @@ from hephaestus.commands.common import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from hephaestus.status.model import ClusterView
+    from hephaestus.status.model import ClusterView, ConnectorView
 
 
 @click.command()
@@ -88,41 +87,80 @@ def _tables(views: Sequence[ClusterView], show_all: bool) -> None:
             title=f"{v.cluster} ({v.url}): {len(v.connectors) - len(v.unhealthy)} of {len(v.connectors)} healthy",
             title_justify="left",
         )
-        for column in ("connector", "state", "tasks", "restarts", "dlq", "lag", "slot", "problems"):
+        for column in ("connector", "state", "tasks", "restarts", "dlq new/all", "lag", "slot", "problems"):
             table.add_column(column, overflow="fold")
         for c in v.connectors if show_all else v.unhealthy:
             tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
             slot = "-" if c.slot_retained is None else size(c.slot_retained)
             state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
             lagging = _n(c.consumer_lag) + (f" ({c.lag_age_s:.0f}s old)" if c.lag_age_s is not None else "")
-            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _n(c.dlq_depth), lagging, slot)
+            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _dlq(c), lagging, slot)
             table.add_row(*map(printable, (*cells, "; ".join(c.problems) or "ok")))
         console.print(table)
         for error in v.errors:
             console.print(f"error: {printable(error)}", style="red")
 
 
+def _dlq(c: ConnectorView) -> str:
+    """Unresolved over all it holds: a DLQ replayed to the end reads 0/N, nothing to do."""
+    if c.dlq_depth is None:
+        return "-"
+    return f"{_n(c.dlq_unresolved)}/{c.dlq_depth}"
+
+
 def _n(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
+class Listen(click.ParamType):  # type: ignore[type-arg]
+    """`HOST:PORT`, `:PORT` (every interface) or `[IPv6]:PORT`, as Prometheus' exporters take
+    `--web.listen-address`."""
+
+    name = "[host]:port"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, int]:
+        if isinstance(value, tuple):
+            return value
+        host, sep, port = str(value).rpartition(":")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not sep or not port.isdigit() or not 1 <= int(port) <= 65535 or (":" in host and "[" not in str(value)):
+            self.fail(f"{value!r} is not [host]:port (e.g. 0.0.0.0:9401, :9401, [::]:9401)", param, ctx)
+        return host or "0.0.0.0", int(port)
+
+
+LISTEN = "0.0.0.0:9401"
+
+
 @click.command()
 @project_option
-@click.option("--port", type=click.IntRange(1, 65535), default=9401, show_default=True)
-@click.option("--address", default="0.0.0.0", show_default=True, help="Interface to listen on.")
+@click.option(
+    "--listen",
+    type=Listen(),
+    default=LISTEN,
+    show_default=True,
+    help="Address and port to serve /metrics on ([host]:port; :9401 is every interface).",
+)
+@click.option("--port", type=click.IntRange(1, 65535), default=None, hidden=True)  # deprecated: --listen
+@click.option("--address", default=None, hidden=True)  # deprecated: --listen
 @click.option(
     "--interval",
-    type=Finite(1, DAY_S),
+    type=Finite(5, 3600),
     default=60,
     show_default=True,
-    help="Seconds between two checks of the fleet (scrapes read the last check).",
+    help="Seconds between two checks of each cluster, 5 to 3600 (scrapes read the last check; "
+    "a cluster not checked within two intervals reads as down).",
 )
-def exporter(project_file: Path, port: int, address: str, interval: float) -> None:
-    """Serve the fleet's status and slot gauges for Prometheus at /metrics (runs until stopped)."""
+def exporter(
+    project_file: Path, listen: tuple[str, int], port: int | None, address: str | None, interval: float
+) -> None:
+    """Serve the fleet's status and slot gauges for Prometheus at /metrics (runs until stopped).
+    Each cluster is checked concurrently; a scrape before the first check reads cluster_up 0."""
     from hephaestus.project import load_project
     from hephaestus.status.exporter import serve
 
-    serve(load_project(project_file), address, port, interval)
+    if port is not None or address is not None:
+        click.echo("hephaestus: --port and --address are deprecated: use --listen HOST:PORT", err=True)
+    serve(load_project(project_file), address or listen[0], port or listen[1], interval)
 
 
 commands: list[click.Command] = [status, exporter]

@@ -146,6 +146,21 @@ class ConnectClient:
                 self._edge.where(Request("GET", "/health")),
             )
 
+    def _refuse_starting(self) -> None:
+        """One look at `GET /health` (no wait): a 503 raises; no answer is the listing's to report."""
+        if self._started:
+            return
+        try:
+            response = self._http.get("/health")
+        except httpx.TransportError:
+            return
+        self._started = response.status_code != 503
+        if not self._started:
+            raise ConnectUnavailable(
+                f"the worker is still starting (GET /health: {response.text[:200]})",
+                self._edge.where(Request("GET", "/health")),
+            )
+
     def fleet(self) -> dict[str, LiveConnector]:
         """Every connector with config and status, in ONE listing, keyed by name, once the
         worker has finished starting (wait_started)."""
@@ -158,7 +173,9 @@ class ConnectClient:
 
     def glance(self) -> dict[str, LiveConnector]:
         """The fleet in one listing, asked once (no retry, no wait for a starting worker): for a
-        look at a cluster a run does not change, where no answer is a warning, not a wait."""
+        look at a cluster a run does not change, where no answer is a warning, not a wait.
+        A worker still starting (`GET /health` 503) is unavailable: it may list part of its fleet."""
+        self._refuse_starting()
         req = Request("GET", "/connectors", params=(("expand", "info"), ("expand", "status")))
         found = self._shaped(req, parse.fleet, once=True)
         for c in found.values():

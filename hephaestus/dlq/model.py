@@ -30,10 +30,16 @@ class Dlq:
     spans: tuple[Span, ...] = ()
     oldest_ms: int | None = None  # the first record still held, by its timestamp
     config: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)  # the sink's, live
+    unresolved: int | None = None  # parked since the last replay or purge (None: not read)
 
     @property
     def depth(self) -> int:
         return sum(s.depth for s in self.spans)
+
+    @property
+    def pending(self) -> int:
+        """What needs attention: the unresolved records when read, else all it holds."""
+        return self.depth if self.unresolved is None else self.unresolved
 
 
 def errors_of(record: Record) -> dict[str, str]:

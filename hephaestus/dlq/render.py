@@ -21,6 +21,7 @@ def dlq_row(d: Dlq) -> dict[str, Any]:
         "connector": d.connector,
         "topic": d.topic,
         "depth": d.depth,
+        "unresolved": d.unresolved,
         "oldest": when(d.oldest_ms),
         "partitions": [{"partition": s.partition, "start": s.start, "end": s.end} for s in d.spans],
     }
@@ -34,10 +35,18 @@ def list_text(found: Sequence[Dlq]) -> str:
     lines = [
         f"{d.cluster:12} {d.connector}: {d.depth} record(s) in {d.topic}"
         + (f", oldest {when(d.oldest_ms)}" if d.oldest_ms is not None else "")
+        + _resolved(d)
         for d in found
     ]
-    lines.append(f"{sum(1 for d in found if d.depth)} of {len(found)} dead-letter queue(s) hold records")
+    lines.append(f"{sum(1 for d in found if d.pending)} of {len(found)} dead-letter queue(s) hold unresolved records")
     return "\n".join(lines) + "\n"
+
+
+def _resolved(d: Dlq) -> str:
+    """How many of those a replay or purge left behind it (only said when some were)."""
+    if d.unresolved is None or d.unresolved == d.depth:
+        return ""
+    return f"; {d.unresolved} parked since the last replay or purge"
 
 
 def record_rows(shown: Sequence[Shown], values: bool) -> list[dict[str, Any]]:
@@ -57,12 +66,18 @@ def record_rows(shown: Sequence[Shown], values: bool) -> list[dict[str, Any]]:
 
 
 def show_json(connector: str, dlq: Dlq, rows: list[dict[str, Any]]) -> str:
-    doc = {"connector": connector, "topic": dlq.topic, "depth": dlq.depth, "records": rows}
+    doc = {
+        "connector": connector,
+        "topic": dlq.topic,
+        "depth": dlq.depth,
+        "unresolved": dlq.unresolved,
+        "records": rows,
+    }
     return json.dumps(doc, indent=2, default=str) + "\n"
 
 
 def show_text(connector: str, dlq: Dlq, rows: list[dict[str, Any]]) -> str:
-    head = f"{connector}: {dlq.depth} record(s) in {dlq.topic}; showing {len(rows)}"
+    head = f"{connector}: {dlq.depth} record(s) in {dlq.topic}{_resolved(dlq)}; showing {len(rows)}"
     return "\n".join([head, *(record_text(r) for r in rows)]) + "\n"
 
 

@@ -20,7 +20,7 @@ from hephaestus import kafka
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.dlq.model import Dlq, Replay, end_positions, own_headers, replay_of, start_positions
 from hephaestus.errors import HephaestusError, InputError
-from hephaestus.fleet.topics import dlq_topics
+from hephaestus.fleet.topics import dlq_topics, replay_group, unresolved
 from hephaestus.kafka import Record
 from hephaestus.project import Cluster, Project
 from hephaestus.records import Decoded, SchemaRegistry, decode
@@ -30,10 +30,6 @@ from hephaestus.safety.gate import Allow, Cleared, Item, check
 from hephaestus.state.audit import Journal
 from hephaestus.state.backend import connect_lock, journal_for
 from hephaestus.state.lock import new_run_id
-
-
-def replay_group(connector: str) -> str:
-    return f"hephaestus-dlq-replay.{connector}"
 
 
 def bootstrap_of(cluster: Cluster) -> str:
@@ -55,7 +51,8 @@ def find(
     cluster: Cluster, connector: str | None = None, *, client_factory: ClientFactory = connect_client
 ) -> list[Dlq]:
     """The DLQs of the cluster's sinks in this deployment's `select` (one Connect listing, one
-    batched offsets call), with the timestamp of the oldest record each holds."""
+    batched offsets call), with the timestamp of the oldest record each holds and how many
+    were parked since the last replay or purge (one group-offsets request per sink)."""
     with client_factory(cluster) as client:
         configs = {n: c.config for n, c in client.fleet().items() if c.type == "sink" and cluster.selects(n)}
     topics = dlq_topics(configs)
@@ -71,6 +68,7 @@ def find(
     oldest = kafka.timestamps(
         bootstrap, {(s.topic, s.partition): s.start for ss in spans.values() for s in ss if s.depth}
     )
+    replayed = kafka.committed(bootstrap, [replay_group(n) for n in topics])
     return [
         Dlq(
             cluster.name,
@@ -81,6 +79,7 @@ def find(
                 (oldest[(s.topic, s.partition)] for s in spans[topic] if (s.topic, s.partition) in oldest), default=None
             ),
             configs[name],
+            unresolved(spans[topic], replayed.get(replay_group(name), {})),
         )
         for name, topic in topics.items()
     ]

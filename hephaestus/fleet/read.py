@@ -31,15 +31,16 @@ Listings = Mapping[str, Mapping[str, LiveConnector] | HephaestusError]
 
 
 def listings(
-    clusters: Sequence[Cluster], *, client_factory: ClientFactory = connect_client
+    clusters: Sequence[Cluster], *, client_factory: ClientFactory = connect_client, glance: bool = False
 ) -> dict[str, dict[str, LiveConnector] | HephaestusError]:
     """One Connect listing per cluster (what failed kept as the error), shared by status and
-    slots so that a check lists each cluster once."""
+    slots so that a check lists each cluster once. `glance`: asked once, no retry and no wait
+    for a starting worker (the exporter: a cluster that does not answer now is down now)."""
     out: dict[str, dict[str, LiveConnector] | HephaestusError] = {}
     for cluster in clusters:
         try:
             with client_factory(cluster) as client:
-                out[cluster.name] = client.fleet()
+                out[cluster.name] = client.glance() if glance else client.fleet()
         except HephaestusError as exc:
             out[cluster.name] = exc
     return out

@@ -46,7 +46,17 @@ _CONNECTOR_GAUGES: tuple[tuple[str, str, Callable[[ConnectorView], float | None]
         lambda c: sum(s != "RUNNING" for _, s in c.tasks),
     ),
     ("connector_heal_restarts", "Restarts heal has spent on the connector (its budget's use).", lambda c: c.restarts),
-    ("sink_dlq_records", "Records in the sink's dead-letter queue.", lambda c: c.dlq_depth),
+    ("connector_heal_budget", "Restarts heal may spend on the connector (0: no budget).", lambda c: c.budget),
+    (
+        "sink_dlq_records",
+        "Records in the sink's dead-letter queue, replayed or not (a plain figure).",
+        lambda c: c.dlq_depth,
+    ),
+    (
+        "sink_dlq_unresolved_records",
+        "Records the sink's dead-letter queue parked since the last replay or purge (what needs attention).",
+        lambda c: c.dlq_unresolved,
+    ),
     ("sink_consumer_lag_records", "Records of the sink's topics not yet committed by it.", lambda c: c.consumer_lag),
     (
         "sink_consumer_lag_age_seconds",
@@ -67,6 +77,21 @@ _CONNECTOR_GAUGES: tuple[tuple[str, str, Callable[[ConnectorView], float | None]
 )
 
 
+STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
+
+
+def _state(m: Metrics, c: ConnectorView, labels: dict[str, str]) -> None:
+    """One series per state, 1 for the connector's (kube-state-metrics' way): an alert can ask
+    for `state="FAILED"` for N minutes without the series coming and going."""
+    for state in (*STATES, *(() if c.state in STATES else (c.state,))):
+        m.set(
+            "connector_state",
+            "1 for the connector's current state, 0 for the others.",
+            1 if c.state == state else 0,
+            {**labels, "state": state},
+        )
+
+
 def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, now: float | None = None) -> Metrics:
     m = into or Metrics()
     for view in views:
@@ -78,5 +103,10 @@ def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, no
                 value = value_of(c)
                 if value is not None:  # unknown (no DLQ, no lag read, not a source): no sample
                     m.set(name, documentation, value, labels)
-    m.set("status_last_check_timestamp_seconds", "When the last status check ended (Unix time).", now or time.time())
+            _state(m, c, labels)
+    m.set(
+        "status_last_check_timestamp_seconds",
+        "When the last status check ended (Unix time; 0: never).",
+        time.time() if now is None else now,
+    )
     return m

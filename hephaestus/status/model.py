@@ -15,7 +15,8 @@ class ConnectorView:
     tasks: tuple[tuple[int, str], ...]
     restarts: int = 0  # what heal spent of its budget
     budget: int = 0
-    dlq_depth: int | None = None  # sinks with a DLQ
+    dlq_depth: int | None = None  # sinks with a DLQ: all it holds (a plain figure)
+    dlq_unresolved: int | None = None  # of those, parked since the last replay or purge (a problem)
     consumer_lag: int | None = None  # sinks: records of their topics not yet committed
     lag_age_s: float | None = None  # sinks: how long the oldest of those has waited (None: no lag, or unread)
     slot: str | None = None  # sources
@@ -52,8 +53,10 @@ def problems_of(v: ConnectorView) -> tuple[str, ...]:
         found.append("no tasks")
     if v.budget and v.restarts >= v.budget:
         found.append(f"heal's restart budget exhausted ({v.restarts}/{v.budget})")
-    if v.dlq_depth:
-        found.append(f"{v.dlq_depth} record(s) in its dead-letter queue")
+    # A record replayed (or purged) was dealt with: only what was parked since needs someone.
+    pending = v.dlq_depth if v.dlq_unresolved is None else v.dlq_unresolved
+    if pending:
+        found.append(f"{pending} unresolved record(s) in its dead-letter queue")
     if v.slot_verdict not in (None, "ok"):
         found.append(f"slot {v.slot} {v.slot_verdict}")
     return tuple(found)

@@ -19,7 +19,7 @@ from hephaestus.fleet.desired import load_desired
 from hephaestus.fleet.lag import lag, lag_age, waiting
 from hephaestus.fleet.read import Listings, Read, listings, read_all
 from hephaestus.fleet.slots import Limits, Slot, judge
-from hephaestus.fleet.topics import dlq_topics, topics_of
+from hephaestus.fleet.topics import dlq_topics, replay_group, topics_of, unresolved
 from hephaestus.project import Cluster, Project
 from hephaestus.state.backend import heal_store
 from hephaestus.status.model import ClusterView, ConnectorView, problems_of
@@ -112,7 +112,10 @@ def _with_kafka(
         spans = kafka.spans(
             cluster.kafka_bootstrap, sorted({*dlqs.values(), *(t for ts in topics.values() for t in ts)})
         )
-        groups = kafka.committed(cluster.kafka_bootstrap, [f"connect-{n}" for n in sinks])
+        # One request for both: each sink's own group, and the group `dlq replay` moves.
+        groups = kafka.committed(
+            cluster.kafka_bootstrap, [*(f"connect-{n}" for n in sinks), *(replay_group(n) for n in dlqs)]
+        )
     except HephaestusError as exc:
         errors.append(f"kafka: {exc}")
         return views
@@ -124,6 +127,9 @@ def _with_kafka(
         replace(
             v,
             dlq_depth=sum(s.depth for s in spans[dlqs[v.name]]) if v.name in dlqs else None,
+            dlq_unresolved=(
+                unresolved(spans[dlqs[v.name]], groups.get(replay_group(v.name), {})) if v.name in dlqs else None
+            ),
             consumer_lag=lag(topics[v.name], spans, committed[v.name]) if topics.get(v.name) else None,
             lag_age_s=lag_age(firsts[v.name], stamps, now_ms),
         )

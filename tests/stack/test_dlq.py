@@ -112,6 +112,13 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     )
     code, out = dlq(fleet, "replay", "--connector", sink, "--yes")
     assert code == 0 and "replayed 0 record(s) (nothing parked since the last replay)" in out, out
+    # Delivered and read back: the record is still in the DLQ, and is no one's problem.
+    code, out = dlq(fleet, "list", "-o", "json")
+    (found,) = [d for d in json.loads(out)["dlqs"] if d["connector"] == sink]
+    assert code == 0 and (found["depth"], found["unresolved"]) == (1, 0), out
+    code, out = fleet.cli("status", "--project", str(fleet.root / "hephaestus.yaml"), "-o", "json")
+    (view,) = [c for c in json_in(out)["clusters"][0]["connectors"] if c["name"] == sink]
+    assert (view["dlq_depth"], view["dlq_unresolved"], view["healthy"]) == (1, 0, True), view
 
     code, out = dlq(fleet, "purge", "--connector", sink, "--before", "1", "--yes")
     assert code == 0 and f"{sink}: 0 record(s) left" in out, out

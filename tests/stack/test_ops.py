@@ -144,12 +144,10 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
             "exporter",
             "--project",
             str(fleet.root / "hephaestus.yaml"),
-            "--port",
-            str(port),
-            "--address",
-            "127.0.0.1",
+            "--listen",
+            f"127.0.0.1:{port}",
             "--interval",
-            "2",
+            "5",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -157,17 +155,25 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
     )
     try:
         labels = (("cluster", "platforms"), ("connector", sink), ("kind", "sink"))
+        slot = (("database", fleet.dbs["bob"]), ("slot", fleet.slot()))
+        # The cluster and the slots are checked by loops of their own: wait for both.
         wait_until(
-            lambda: _get(port, "hephaestus_connector_healthy", labels) is not None or None,
+            lambda: (
+                (
+                    _get(port, "hephaestus_connector_healthy", labels) is not None
+                    and _get(port, "hephaestus_slot_active", slot) is not None
+                )
+                or None
+            ),
             timeout=60,
-            message="the exporter's first check",
+            message="the exporter's first checks",
         )
         samples = scrape(port)
         assert samples[("hephaestus_connector_healthy", labels)] == 0
         assert samples[("hephaestus_connector_failed_tasks", labels)] == 1
         assert samples[("hephaestus_sink_dlq_records", labels)] == failed["dlq_depth"]
         assert samples[("hephaestus_connector_heal_restarts", labels)] == failed["restarts"]
-        slot = (("database", fleet.dbs["bob"]), ("slot", fleet.slot()))
+        assert samples[("hephaestus_cluster_up", (("cluster", "platforms"),))] == 1
         assert samples[("hephaestus_slot_active", slot)] == 1
     finally:
         proc.terminate()

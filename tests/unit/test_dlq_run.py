@@ -94,3 +94,24 @@ def test_list_and_show_read_the_depth_and_the_records_without_their_values_unles
     assert all("value" not in r["value"] for r in shown["records"]), "a row is printed only when asked for"
     assert run(["dlq", "show", "--project", str(project), "--connector", "users_sink", "--values", "--limit", "1"]) == 0
     assert 'value (json): {"id": 0}' in capsys.readouterr().out
+
+
+def test_what_a_replay_delivered_is_kept_but_no_longer_needs_attention(
+    world: tuple[Path, Cluster], capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, broker = world
+    (project.parent / "c").mkdir()  # git's connector folder, for `status`
+    assert run(["dlq", "replay", "--project", str(project), "--connector", "users_sink", "--yes"]) == 0
+    capsys.readouterr()
+    assert run(["dlq", "list", "--project", str(project), "-o", "json"]) == 0, "replayed to the end: exit 0"
+    (row,) = json.loads(capsys.readouterr().out)["dlqs"]
+    assert (row["depth"], row["unresolved"]) == (5, 0), row
+    assert run(["status", "--project", str(project), "-o", "json"]) == 0
+    (sink,) = json.loads(capsys.readouterr().out)["clusters"][0]["connectors"]
+    assert (sink["dlq_depth"], sink["dlq_unresolved"], sink["healthy"]) == (5, 0, True)
+    # One more record parked after the replay: that one, and only that one, needs someone.
+    broker.logs[("dlq.users", 0)].append(parked(5))
+    assert run(["dlq", "list", "--project", str(project)]) == 2
+    assert "6 record(s) in dlq.users, oldest " in (out := capsys.readouterr().out) and "; 1 parked since" in out, out
+    assert run(["status", "--project", str(project)]) == 2
+    assert "1/6" in (out := capsys.readouterr().out) and "1 unresolved record(s)" in out, out

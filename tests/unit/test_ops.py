@@ -195,8 +195,13 @@ def test_status_names_every_problem_of_a_connector() -> None:
     assert problems_of(bad) == (
         "task 1 FAILED",
         "heal's restart budget exhausted (10/10)",
-        "3 record(s) in its dead-letter queue",
+        "3 unresolved record(s) in its dead-letter queue",
         "slot x inactive",
+    )
+    # Replayed or purged up to the end: the records are kept, and are no one's problem.
+    assert problems_of(replace(ok, dlq_depth=5, dlq_unresolved=0)) == ()
+    assert problems_of(replace(ok, dlq_depth=5, dlq_unresolved=2)) == (
+        "2 unresolved record(s) in its dead-letter queue",
     )
     assert problems_of(ConnectorView("c", "s", "source", "RUNNING", ())) == ("no tasks",)
     assert problems_of(ConnectorView("c", "s", "source", "STOPPED", ())) == ("connector STOPPED",)

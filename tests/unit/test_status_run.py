@@ -41,6 +41,7 @@ def world(
     broker.add("bob.public.users", 0, 10)
     broker.add("dlq.users", 0, 3)
     broker.groups["connect-users_sink"] = {("bob.public.users", 0): 4}
+    broker.groups["hephaestus-dlq-replay.users_sink"] = {("dlq.users", 0): 2}  # a replay sent 2 of the 3
     broker.logs[("bob.public.users", 0)][4].ts = int(time.time() * 1000) - 90_000  # the first waiting: 90 s old
     rows = [
         ("bob_slot", "pgoutput", True, 2 * GIB, 10, "reserved", "bob", 7_000_000),
@@ -68,7 +69,8 @@ def test_status_names_the_failed_task_with_its_restarts_dlq_lag_and_the_sources_
     by_name = {c["name"]: c for c in cluster["connectors"]}
     sink, source = by_name["users_sink"], by_name["bob_source"]
     assert (sink["healthy"], sink["restarts"], sink["budget"]) == (False, 3, 5)
-    assert (sink["dlq_depth"], sink["consumer_lag"]) == (3, 6)
+    assert (sink["dlq_depth"], sink["dlq_unresolved"], sink["consumer_lag"]) == (3, 1, 6)
+    assert "1 unresolved record(s) in its dead-letter queue" in sink["problems"]
     assert 89 <= sink["lag_age_s"] < 120, sink["lag_age_s"]
     assert (source["slot"], source["slot_retained"], source["slot_verdict"]) == ("bob_slot", 2 * GIB, "over_limit")
     assert (source["slot_unconfirmed"], source["slot_confirmed_lsn"]) == (10, 7_000_000)
@@ -95,6 +97,8 @@ def test_the_exporters_check_says_what_status_says(world: tuple[Path, ConnectDou
     sink = (("cluster", "c"), ("connector", "users_sink"), ("kind", "sink"))
     assert samples[("hephaestus_connector_healthy", sink)] == 0.0
     assert samples[("hephaestus_sink_dlq_records", sink)] == 3.0
+    assert samples[("hephaestus_sink_dlq_unresolved_records", sink)] == 1.0
+    assert samples[("hephaestus_connector_heal_budget", sink)] == 5.0
     assert samples[("hephaestus_sink_consumer_lag_age_seconds", sink)] >= 89
     assert samples[("hephaestus_connector_heal_restarts", sink)] == 3.0
     assert samples[("hephaestus_slots_errors", ())] == 0.0
