@@ -61,6 +61,7 @@ class Exporter:
         self.clock = clock
         self._last: dict[str, Checked] = {}
         self._lock = threading.Lock()
+        self._page: tuple[tuple[tuple[str, float], ...], Metrics] | None = None
 
     def _fresh(self) -> dict[str, Checked]:
         now = self.clock()
@@ -110,8 +111,15 @@ class Exporter:
                 self._last.pop(key, None)
 
     def page(self) -> Metrics:
-        """The gauges of every fresh check; every cluster of the project has its `cluster_up`."""
+        """The gauges of every fresh check; every cluster of the project has its `cluster_up`.
+        Composed again only when a check ended or went stale since the last scrape."""
         fresh = self._fresh()
+        key = tuple(sorted((k, c.at) for k, c in fresh.items()))
+        if self._page is None or self._page[0] != key:
+            self._page = (key, self._compose(fresh))
+        return self._page[1]
+
+    def _compose(self, fresh: Mapping[str, Checked]) -> Metrics:
         views = [c.view for k, c in sorted(fresh.items()) if k != SLOTS and c.view is not None]
         m = status_metrics(views, now=max((c.wall for c in fresh.values()), default=0.0))  # 0: never
         for name in sorted(self.project.clusters):
