@@ -794,7 +794,7 @@ def test_the_exporter_is_off_by_default_and_renders_a_scrapable_deployment(
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert pod["restartPolicy"] == "Always"
-    assert container["args"] == ["exporter", "--port", "9555", "--interval", "60"]
+    assert container["args"] == ["exporter", "--listen", "0.0.0.0:9555", "--interval", "60"]
     assert container["ports"] == [{"name": "metrics", "containerPort": 9555}]
     assert service["metadata"]["annotations"]["prometheus.io/port"] == "9555"
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
