@@ -24,6 +24,7 @@ FEATURES = (
     "slots",
     "status",
     "offsets",
+    "graph",
 )
 
 
