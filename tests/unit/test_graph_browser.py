@@ -1,0 +1,199 @@
+"""`hephaestus graph` in a real browser: Debian's Chromium (dev/tools/chromium installs it with
+apt-get when missing) driven by Playwright, on a generated project of 300+ connectors over three
+Connect clusters and a ksqlDB cluster, one table name hostile.
+
+The page is opened from file:// as a user would; a sink is searched for and clicked on the
+canvas; its source table and source connector must be highlighted, its source's other tables
+not; the filters must keep a cluster's paths; and the page must log no error, raise nothing,
+fetch nothing and run no injected script.
+
+In the packaging group (needs the package index when Chromium is missing; `dev/test` runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hephaestus.cli import run
+from tests.unit.conftest import REPO
+
+pytestmark = pytest.mark.packaging
+
+PG_SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
+JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+CLUSTERS = ("alpha", "beta", "gamma")
+SOURCES_PER_CLUSTER = 20
+TABLES = 5  # per source; every table has one sink, every other table a second
+
+
+@dataclass
+class Browser:
+    page: Any
+    problems: list[str] = field(default_factory=list)  # console errors, page errors, dialogs, fetches
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = subprocess.run(
+        [str(REPO / "dev" / "tools" / "chromium")], capture_output=True, text=True, timeout=900, check=False
+    )
+    assert found.returncode == 0, found.stderr
+    return found.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project of 3 × 20 sources × 5 tables, 1 or 2 sinks a table (482 connectors), a ksqlDB
+    query between one source and its sink, and a table whose name is an HTML injection."""
+    root = tmp_path_factory.mktemp("fleet")
+    lines = ["clusters:"] + [f"  {c}: {{url: 'http://127.0.0.1:9/{c}', connectors: connectors/{c}}}" for c in CLUSTERS]
+    lines += ["ksqldb:", "  dwh: {url: 'http://127.0.0.1:9/ksql', migrations: ksql}"]
+    (root / "hephaestus.yaml").write_text("\n".join(lines) + "\n")
+    for c in CLUSTERS:
+        for s in range(SOURCES_PER_CLUSTER):
+            _pipeline(root / "connectors" / c, f"{c}_db{s}", hostile=(c, s) == ("alpha", 0))
+    (root / "ksql").mkdir()
+    (root / "ksql" / "V000001__orders.sql").write_text(
+        "CREATE STREAM ORDERS (ID STRING) WITH (KAFKA_TOPIC = 'beta_db3.public.t1', VALUE_FORMAT = 'JSON');\n"
+        "CREATE STREAM BIG_ORDERS WITH (KAFKA_TOPIC = 'dwh.big_orders') AS SELECT * FROM ORDERS EMIT CHANGES;\n"
+    )
+    _write(
+        root / "connectors" / "gamma" / "sink" / "dwh_big_orders_sink.json",
+        "dwh_big_orders_sink",
+        _sink("dwh.big_orders", "big_orders"),
+    )
+    return root
+
+
+def _pipeline(folder: Path, db: str, hostile: bool) -> None:
+    tables = [f"public.t{t}" for t in range(TABLES)] + ([f"public.{HOSTILE}"] if hostile else [])
+    config = {"connector.class": PG_SOURCE, "database.dbname": db, "database.hostname": "pg", "topic.prefix": db}
+    _write(folder / "source" / f"{db}_source.json", f"{db}_source", {**config, "table.include.list": ",".join(tables)})
+    for table in tables:
+        short = table.removeprefix("public.")
+        for wh in range(1 + (short[-1:] in "13")):
+            name = f"{db}_{short}_to_wh{wh}_sink" if short.startswith("t") else f"{db}_hostile_sink"
+            _write(folder / "sink" / f"{name}.json", name, _sink(f"{db}.{table}", f"{db}_{short}", wh))
+
+
+def _sink(topic: str, table: str, wh: int = 0) -> dict[str, str]:
+    url = f"jdbc:postgresql://wh{wh}:5432/warehouse{wh}"
+    return {"connector.class": JDBC_SINK, "topics": topic, "connection.url": url, "collection.name.format": table}
+
+
+def _write(path: Path, name: str, config: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"name": name, "config": config}))
+
+
+@pytest.fixture(scope="module")
+def page_file(fleet: Path) -> Path:
+    out = fleet / "graph.html"
+    assert run(["graph", "--project", str(fleet / "hephaestus.yaml"), "--output", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str, page_file: Path) -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = chrome.new_page(viewport={"width": 1600, "height": 1000})
+        b = Browser(page)
+        page.on("console", lambda m: b.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: b.problems.append(f"page error: {e}"))
+        page.on("dialog", lambda d: (b.problems.append(f"dialog: {d.message}"), d.dismiss()))
+        page.on("request", lambda r: None if r.url.startswith("file:") else b.problems.append(f"fetch: {r.url}"))
+        start = time.monotonic()
+        page.goto(page_file.as_uri())
+        page.wait_for_function("document.body.dataset.ready === 'true'", timeout=120_000)
+        print(f"\n{page_file.stat().st_size // 1024} KiB page laid out in {time.monotonic() - start:.1f} s")
+        yield b
+        chrome.close()
+
+
+def classes(b: Browser, *ids: str) -> dict[str, list[str]]:
+    script = "ids => Object.fromEntries(ids.map(id => [id, hephaestusGraph.cy.getElementById(id).classes()]))"
+    found: dict[str, list[str]] = b.page.evaluate(script, list(ids))
+    return found
+
+
+def test_a_sink_found_by_search_and_clicked_lights_up_its_source_table_and_source(browser: Browser) -> None:
+    page = browser.page
+    sink = "connector:beta/beta_db7_t3_to_wh1_sink"
+    page.locator("#search").press_sequentially("beta_db7_t3_to_wh1")
+    assert page.locator("#results li").count() == 1
+    box = page.evaluate(
+        """id => { const n = hephaestusGraph.cy.getElementById(id), p = n.renderedPosition();
+                   const r = document.getElementById('cy').getBoundingClientRect();
+                   return {x: r.left + p.x, y: r.top + p.y}; }""",
+        sink,
+    )
+    page.mouse.click(box["x"], box["y"])
+    assert page.evaluate("hephaestusGraph.selected") == sink
+    found = classes(
+        browser, sink, "table:beta_db7/public.t3", "connector:beta/beta_db7_source", "table:beta_db7/public.t2"
+    )
+    assert "selected" in found[sink]
+    assert "highlighted" in found["table:beta_db7/public.t3"], "its source table"
+    assert "highlighted" in found["connector:beta/beta_db7_source"], "its source connector"
+    assert "faded" in found["table:beta_db7/public.t2"], "the source's other tables are not on its path"
+    assert page.locator("#panel-title").text_content() == "beta_db7_t3_to_wh1_sink"
+    assert "beta_db7.public.t3" in (page.locator("#panel-lineage-facts").text_content() or "")
+    assert browser.problems == []
+
+
+def test_a_ksqldb_stream_sits_on_the_path_from_a_source_to_its_sink(browser: Browser) -> None:
+    browser.page.evaluate("hephaestusGraph.focus('connector:gamma/dwh_big_orders_sink')")
+    found = classes(browser, "ksql:dwh/BIG_ORDERS", "ksql:dwh/ORDERS", "connector:beta/beta_db3_source")
+    assert all("highlighted" in c for c in found.values()), found
+    assert browser.problems == []
+
+
+def test_a_cluster_filter_keeps_its_connectors_and_their_paths_only(browser: Browser) -> None:
+    page = browser.page
+    page.select_option("#filter-cluster", "ksqldb dwh")
+    hidden = page.evaluate(
+        "ids => ids.map(id => hephaestusGraph.cy.getElementById(id).hasClass('hidden'))",
+        [
+            "ksql:dwh/ORDERS",
+            "connector:beta/beta_db3_source",
+            "connector:gamma/dwh_big_orders_sink",
+            "table:alpha_db0/public.t0",
+        ],
+    )
+    assert hidden == [False, False, False, True]
+    page.click("#reset")
+    assert page.evaluate("hephaestusGraph.cy.nodes('.hidden').length") == 0
+    assert browser.problems == []
+
+
+def test_a_hostile_table_name_is_text_and_runs_nothing(browser: Browser) -> None:
+    page = browser.page
+    node = f"table:alpha_db0/public.{HOSTILE}"
+    assert (
+        page.evaluate("id => hephaestusGraph.cy.getElementById(id).data('label')", node)
+        == f"alpha_db0.public.{HOSTILE}"
+    )
+    page.evaluate("id => hephaestusGraph.focus(id)", node)
+    assert page.locator("#panel-title").text_content() == f"alpha_db0.public.{HOSTILE}"
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert browser.problems == []
+
+
+def test_the_whole_fleet_is_drawn(browser: Browser) -> None:
+    counts = browser.page.evaluate(
+        "['source', 'sink', 'topic', 'table', 'stream'].map(k => hephaestusGraph.cy.nodes('.' + k).length)"
+    )
+    assert counts[0] + counts[1] >= 300 and counts[4] == 2, counts
+    assert browser.page.evaluate("hephaestusGraph.cy.nodes().every(n => isFinite(n.position('x')))")
