@@ -24,6 +24,11 @@ HEPH_STACK_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${HEPH_PG_JDBC_VERSION:=42.7.11}"                 # the driver Debezium 3.6 manages
 : "${HEPH_GROOVY_VERSION:=4.0.32}"                   # groovy-jsr223 4.0.33 is not served
 : "${HEPH_LOG4J_VERSION:=2.25.3}"
+# Schema registry and converter (dev/stack/registry, dev/stack/avro-converter): Apicurio Registry
+# 2.4 is the newest whose build resolves from Maven Central; the converter is a client of its v2
+# REST API and may be newer.
+: "${HEPH_REGISTRY_VERSION:=2.4.2.Final}"
+: "${HEPH_APICURIO_CONVERTER_VERSION:=2.6.13.Final}"
 
 # --- PostgreSQL 15 ---------------------------------------------------------------------------
 : "${HEPH_PG_BIN:=/usr/lib/postgresql/15/bin}"
@@ -52,6 +57,17 @@ HEPH_STACK_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${HEPH_CONNECT3_PORT:=28085}"
 : "${HEPH_CONNECT_HEAP:=-Xms256m -Xmx768m}"
 
+# --- schema registry (Apicurio Registry, in-memory, Confluent API under /apis/ccompat/v7) ---------
+: "${HEPH_STACK_REGISTRY:=1}"       # 0: do not build or start it
+: "${HEPH_REGISTRY_HOST:=127.0.0.1}"
+: "${HEPH_REGISTRY_PORT:=28081}"
+# About 200-300 MB resident; the heap cap keeps it small beside three Connect workers.
+: "${HEPH_REGISTRY_HEAP:=-Xms64m -Xmx256m}"
+# The built registry (about 130 MB), one folder per version and build files. Outside the work
+# dir on purpose: `down --purge` and CI's fresh work dir keep it, so Quarkus's build (a minute
+# or more on a cold Maven cache) runs once per machine.
+: "${HEPH_REGISTRY_CACHE:=${XDG_CACHE_HOME:-$HOME/.cache}/hephaestus/apicurio-registry}"
+
 # --- timeouts (seconds) ----------------------------------------------------------------------
 : "${HEPH_STACK_START_TIMEOUT:=240}"  # per component, until it answers
 : "${HEPH_STACK_STOP_TIMEOUT:=30}"    # per process, from TERM to KILL
@@ -73,13 +89,15 @@ HEPH_CONNECT_LIB="${HEPH_STACK_DIR}/lib/connect"        # Connect worker classpa
 HEPH_STACK_PLUGINS="${HEPH_STACK_DIR}/plugins"          # Connect plugin.path (one folder per plugin)
 HEPH_PG_DATA="${HEPH_STACK_DIR}/pg/data"
 HEPH_SECRETS_FILE="${HEPH_STACK_DIR}/secrets/connect.properties"
+HEPH_REGISTRY_URL="http://${HEPH_REGISTRY_HOST}:${HEPH_REGISTRY_PORT}"  # + /apis/ccompat/v7 (Confluent), /apis/registry/v2 (Apicurio)
 
 export HEPH_STACK_SRC HEPH_STACK_DIR \
   HEPH_KAFKA_VERSION HEPH_CONNECT_VERSION HEPH_DEBEZIUM_VERSION HEPH_DEBEZIUM_JDBC_VERSION \
   HEPH_DEBEZIUM_SCRIPTING_VERSION HEPH_HIBERNATE_VERSION HEPH_PG_JDBC_VERSION \
-  HEPH_GROOVY_VERSION HEPH_LOG4J_VERSION \
+  HEPH_GROOVY_VERSION HEPH_LOG4J_VERSION HEPH_REGISTRY_VERSION HEPH_APICURIO_CONVERTER_VERSION \
   HEPH_PG_BIN HEPH_PG_HOST HEPH_PG_PORT HEPH_PG_USER HEPH_PG_PASSWORD HEPH_PG_OS_USER \
   HEPH_KAFKA_HOST HEPH_KAFKA_PORT HEPH_KAFKA_CONTROLLER_PORT HEPH_KAFKA_HEAP \
   HEPH_STACK_CONNECTS HEPH_CONNECT_HOST HEPH_CONNECT_PORT HEPH_CONNECT2_PORT HEPH_CONNECT3_PORT HEPH_CONNECT_HEAP \
+  HEPH_STACK_REGISTRY HEPH_REGISTRY_HOST HEPH_REGISTRY_PORT HEPH_REGISTRY_HEAP HEPH_REGISTRY_CACHE HEPH_REGISTRY_URL \
   HEPH_STACK_START_TIMEOUT HEPH_STACK_STOP_TIMEOUT HEPH_JAVA \
   HEPH_STACK_RUN HEPH_STACK_LOGS HEPH_KAFKA_LIB HEPH_CONNECT_LIB HEPH_STACK_PLUGINS HEPH_PG_DATA HEPH_SECRETS_FILE

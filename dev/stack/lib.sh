@@ -79,7 +79,7 @@ heph_wait() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Java components (broker, connect1, connect2)
+# Java components (broker, registry, connect1..3)
 # ---------------------------------------------------------------------------------------------
 
 heph_pidfile() { printf '%s/%s.pid' "$HEPH_STACK_RUN" "$1"; }
@@ -123,24 +123,29 @@ heph_java_run() {
   "$HEPH_JAVA" -Xmx256m "${flags[@]}" -cp "$lib/*" "$@"
 }
 
-# Start component $1 in the background: heap flags $2, folder of jars $3, main class $4,
-# arguments after.
+# Start component $1 in the background: heap flags $2, then either a folder of jars $3, a main
+# class $4 and its arguments, or an executable jar $3 (*.jar) and JVM options after it (system
+# properties, which must stand before -jar: the schema registry takes its settings that way).
 # Runs from $HEPH_STACK_DIR because connector configs name secrets by the relative path
 # secrets/connect.properties. setsid puts the JVM in its own session, so that a Ctrl-C on
 # `up` or the end of the calling shell (pytest, CI step) does not take the stack down.
 heph_java_start() {
-  local comp=$1 heap=$2 lib=$3 main=$4; shift 4
-  local out="${HEPH_STACK_LOGS}/${comp}.out" heap_flags flags
+  local comp=$1 heap=$2 lib=$3; shift 3
+  local out="${HEPH_STACK_LOGS}/${comp}.out" heap_flags flags launch
   read -r -a heap_flags <<<"$heap"
   mapfile -t flags < <(heph_jvm_flags "$comp")
+  if [[ $lib == *.jar ]]; then
+    launch=("$@" -jar "$lib")
+  else
+    launch=(-cp "$lib/*" "$@")
+  fi
   heph_banner "$out" "$comp"
   heph_banner "${HEPH_STACK_LOGS}/${comp}.log" "$comp"
   (
     cd "$HEPH_STACK_DIR"
     # fd 8 is `up`'s lock (fd 9 the secrets lock): a JVM holding it would block every later `up`.
     exec 8>&- 9>&-
-    exec setsid "$HEPH_JAVA" "${heap_flags[@]}" "${flags[@]}" -cp "$lib/*" \
-      "$main" "$@" </dev/null >>"$out" 2>&1
+    exec setsid "$HEPH_JAVA" "${heap_flags[@]}" "${flags[@]}" "${launch[@]}" </dev/null >>"$out" 2>&1
   ) &
   printf '%s\n' "$!" >"$(heph_pidfile "$comp")"
 }
@@ -163,13 +168,20 @@ heph_wait_java_ready() {
   done
 }
 
+# Whether the last start logged in $1 died because its port was taken: a bind error, or Quarkus's
+# own words for one (the registry).
+heph_port_was_taken() {
+  heph_tail "$1" 100000 2>&1 | grep -qE 'Address already in use|seems to be in use by another process'
+}
+
 heph_java_fail_logs() {
   heph_tail "${HEPH_STACK_LOGS}/$1.out" 40
   heph_tail "${HEPH_STACK_LOGS}/$1.log" 80
 }
 
 # Start component $1 and wait for it: $2 says what we wait for, $3 is a check function (no
-# arguments); heap, jar folder, main class and arguments follow as for heph_java_start.
+# arguments); heap, jar folder, main class and arguments (or heap, jar and JVM options) follow
+# as for heph_java_start.
 # Our default ports lie inside Linux's ephemeral port range (32768-60999), so a client
 # connection can hold one for a moment: when the process died of "Address already in use",
 # try again (bounded) instead of failing the whole run.
@@ -181,7 +193,7 @@ heph_java_launch() {
     rc=0
     heph_wait_java_ready "$comp" "$what" "$check" || rc=$?
     ((rc == 0)) && return 0
-    if ((rc == 1 && attempt < 3)) && heph_tail "$log" 100000 2>&1 | grep -q 'Address already in use'; then
+    if ((rc == 1 && attempt < 3)) && heph_port_was_taken "$log"; then
       heph_log "$comp: its port was taken (a client's ephemeral port?): retrying"
       sleep 1
       continue
@@ -231,6 +243,40 @@ heph_connect_ready() {
   [[ $plugins == *'"io.debezium.connector.postgresql.PostgresConnector"'* ]] || return 1
   [[ $plugins == *'"io.debezium.connector.jdbc.JdbcSinkConnector"'* ]] || return 1
   curl -fsS --max-time 5 -o /dev/null "$url/connectors" 2>/dev/null
+}
+
+# Whether Connect cluster $1 lists Apicurio's AvroConverter: a worker started before
+# dev/stack/fetch added its plugin folder does not, until it restarts.
+heph_connect_has_avro_converter() {
+  local plugins
+  plugins=$(curl -fsS --max-time 5 "$(heph_connect_url "$1")/connector-plugins?connectorsOnly=false" 2>/dev/null) || return 1
+  [[ $plugins == *'"io.apicurio.registry.utils.converter.AvroConverter"'* ]]
+}
+
+# ---------------------------------------------------------------------------------------------
+# Schema registry (Apicurio Registry, built by dev/stack/fetch into HEPH_REGISTRY_CACHE)
+# ---------------------------------------------------------------------------------------------
+
+# The cache folder of the registry this checkout builds: named by the version and a digest of
+# every file of the build (dev/stack/registry, maven-settings.xml), so a change is built beside
+# the old folder, which a running registry may still be using, instead of over it.
+heph_registry_home() {
+  local sum
+  sum=$(
+    cd "$HEPH_STACK_SRC" || exit 1
+    find registry -name target -prune -o -type f -print | LC_ALL=C sort | xargs sha256sum
+    sha256sum maven-settings.xml
+  )
+  printf '%s/%s-%s' "$HEPH_REGISTRY_CACHE" "$HEPH_REGISTRY_VERSION" "$(sha256sum <<<"$sum" | cut -c1-12)"
+}
+
+# The executable jar in a built registry folder (its libraries are in lib/ beside it).
+heph_registry_jar() { printf '%s/apicurio-registry-runner.jar' "$(heph_registry_home)"; }
+
+# Ready when the Confluent-compatible API answers: what Confluent clients (and hephaestus's
+# schema_registry_url) call. The converter uses /apis/registry/v2 of the same server.
+heph_registry_ready() {
+  curl -fsS --max-time 5 -o /dev/null "$HEPH_REGISTRY_URL/apis/ccompat/v7/subjects" 2>/dev/null
 }
 
 # ---------------------------------------------------------------------------------------------
