@@ -69,12 +69,19 @@ class Stack:
     connect_url: str
     connect2_url: str | None
     connect3_url: str | None = None  # the data-warehouse (kec) cluster, HEPH_STACK_CONNECTS=3
+    # The schema registry (Apicurio, in-memory), None unless it answers: its Confluent API, for
+    # Confluent clients and schema_registry_url, and its own v2 API, for the AvroConverter's
+    # apicurio.registry.url.
+    registry_url: str | None = None
+    registry_apicurio_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Stack:
         env = load_stack_env() if env is None else env
         connect2 = f"http://{env['HEPH_CONNECT_HOST']}:{env['HEPH_CONNECT2_PORT']}"
         connect3 = f"http://{env['HEPH_CONNECT_HOST']}:{env['HEPH_CONNECT3_PORT']}"
+        registry = env.get("HEPH_REGISTRY_URL")
+        registry_up = registry is not None and registry_answers(registry)
         return cls(
             work_dir=Path(env["HEPH_STACK_DIR"]),
             secrets_file=Path(env["HEPH_SECRETS_FILE"]),
@@ -86,6 +93,8 @@ class Stack:
             connect_url=f"http://{env['HEPH_CONNECT_HOST']}:{env['HEPH_CONNECT_PORT']}",
             connect2_url=connect2 if connect_answers(connect2) else None,
             connect3_url=connect3 if connect_answers(connect3) else None,
+            registry_url=f"{registry}/apis/ccompat/v7" if registry_up else None,
+            registry_apicurio_url=f"{registry}/apis/registry/v2" if registry_up else None,
         )
 
     @property
@@ -118,6 +127,14 @@ class Stack:
 def connect_answers(url: str) -> bool:
     try:
         return httpx.get(url + "/", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def registry_answers(url: str) -> bool:
+    """The registry's Confluent API answers (what dev/stack/up waits for)."""
+    try:
+        return httpx.get(url + "/apis/ccompat/v7/subjects", timeout=2.0).status_code == 200
     except httpx.HTTPError:
         return False
 
