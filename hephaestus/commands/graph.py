@@ -40,9 +40,11 @@ def graph(project_file: Path, output: Path, live: bool, clusters: tuple[str, ...
     statements, warnings = _statements(ksqldb)
     views = None
     if live:
+        from hephaestus.fleet.read import listings
         from hephaestus.status.run import fleet_status
 
-        views = fleet_status(project, connect)
+        # A look, not a run: each cluster asked once, no retry and no wait for a starting worker.
+        views = fleet_status(project, connect, listings(connect, glance=True))
     drawn = draw(project, connect, statements, output, views, warnings)
     for note in drawn.lineage.warnings:
         click.echo(f"note: {note}", err=True)
