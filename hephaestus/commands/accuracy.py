@@ -139,7 +139,9 @@ def accuracy(
         raise click.UsageError("--repair needs --deep, and --delete-extra needs --repair")
     project = load_project(project_file)
     options = AccuracyOptions(env, org, tables, deep, DeepOptions(limit=key_limit), concurrency, budget_s)
-    defs = load_definitions(definitions)
+    defs = load_definitions(
+        definitions, lambda c: project.clusters[c].schema_registry_url if c in project.clusters else None
+    )
     if repair:
         how = RepairOptions(max_keys, batch_keys, delete_extra, repair_timeout)
         fixed = _repair(project, defs, options, how, slot_timeout, lock_timeout)

@@ -203,3 +203,19 @@ def confirm(question: str) -> None:
     if not click.get_text_stream("stdin").isatty():
         raise HephaestusError("a write without a terminal to confirm it: pass --auto-approve")
     click.confirm(question, abort=True)
+
+
+def registries_of(project_file: Path) -> Callable[[str], str | None]:
+    """The project cluster's schema registry, the project file read only when a definition
+    asks (generation needs no project otherwise); none without a project file."""
+    loaded: list[dict[str, str | None]] = []
+
+    def registry(cluster: str) -> str | None:
+        if not loaded:
+            from hephaestus.project import load_project
+
+            found = load_project(project_file).clusters if project_file.is_file() else {}
+            loaded.append({name: c.schema_registry_url for name, c in found.items()})
+        return loaded[0].get(cluster)
+
+    return registry

@@ -15,6 +15,8 @@ from hephaestus.commands.common import (
     OLD_CATALOGS,
     catalogs_option,
     definitions_option,
+    project_option,
+    registries_of,
 )
 
 _dir = FOLDER
@@ -31,11 +33,13 @@ _dir = FOLDER
     help="Connector folder: writes <cluster>/source and <cluster>/sink.",
 )
 @click.option("--check", is_flag=True, help="Write nothing; list what would change; exit 2 if anything would.")
-def generate(definitions: Path, catalogs: Path, out: Path, check: bool) -> None:
-    """Fan definitions out to connector JSON files (custom/ is never touched)."""
+@project_option
+def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_file: Path) -> None:
+    """Fan definitions out to connector JSON files (custom/ is never touched). An Avro
+    definition naming no schema registry takes its cluster's from the project file."""
     from hephaestus.generator import run_generate, sync_editor_schemas
 
-    result = run_generate(definitions, catalogs, out, check)
+    result = run_generate(definitions, catalogs, out, check, registries_of(project_file))
     changes = [f"{line.split(' ', 1)[0]} {out / line.split(' ', 1)[1]}" for line in result.changes.lines()]
     changes += [f"update {path}" for path in sync_editor_schemas(definitions.parent / "schemas", check)]
     if changes:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from hephaestus.commands.common import catalogs_option, definitions_option, project_option
+from hephaestus.commands.common import catalogs_option, definitions_option, project_option, registries_of
 from hephaestus.errors import HephaestusError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def validate(project_file: Path, definitions: Path, catalogs: Path, defines: tup
     errors: list[str] = []
     checks: list[Callable[[], str]] = []
     if definitions.is_dir():
-        checks.append(partial(_definitions, definitions, catalogs))
+        checks.append(partial(_definitions, definitions, catalogs, project_file))
     project = _project(project_file, errors)
     if project is not None:  # read once, for both checks that need it
         checks += [partial(_connector_files, project), partial(_migrations, project, defines)]
@@ -56,12 +56,12 @@ def _project(project_file: Path, errors: list[str]) -> Project | None:
         return None
 
 
-def _definitions(definitions: Path, catalogs: Path) -> str:
+def _definitions(definitions: Path, catalogs: Path, project_file: Path) -> str:
     from hephaestus.generator.catalogs import load_catalogs
     from hephaestus.generator.definitions import load_definitions
     from hephaestus.generator.fanout import generate
 
-    loaded = load_definitions(definitions)
+    loaded = load_definitions(definitions, registries_of(project_file))
     return f"{len(loaded)} definitions ({len(generate(loaded, load_catalogs(catalogs)))} connectors)"
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hephaestus.generator.catalogs import load_catalogs
-from hephaestus.generator.definitions import load_definitions
+from hephaestus.generator.definitions import Registries, load_definitions, no_registries
 from hephaestus.generator.fanout import generate
 from hephaestus.generator.model import Connector
 from hephaestus.generator.output import FileChanges, apply_changes, diff_files, read_generated, render_all
@@ -18,9 +18,11 @@ class GenerateResult:
     changes: FileChanges
 
 
-def run_generate(definitions: Path, catalogs: Path, out: Path, check: bool) -> GenerateResult:
+def run_generate(
+    definitions: Path, catalogs: Path, out: Path, check: bool, registries: Registries | None = None
+) -> GenerateResult:
     """Validate everything first; then (unless `check`) write and remove files."""
-    connectors = generate(load_definitions(definitions), load_catalogs(catalogs))
+    connectors = generate(load_definitions(definitions, registries or no_registries), load_catalogs(catalogs))
     wanted = render_all(connectors)
     changes = diff_files(wanted, read_generated(out))
     if not check:

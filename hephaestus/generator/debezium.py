@@ -44,9 +44,25 @@ def _snapshot_mode(d: Definition) -> list[tuple[str, str]]:
 
 
 def _converter(d: Definition) -> list[tuple[str, str]]:
-    if d.converter.format == "avro" and not d.converter.schema_registry_url:
-        return [("converter.schema_registry_url", "avro needs a schema_registry_url")]
-    return []
+    c = d.converter
+    if c.format != "avro" or c.schema_registry_url:
+        return []
+    if c.from_project:  # the project file names one, but not one this converter can talk to
+        return [
+            (
+                "converter.schema_registry_url",
+                f"the project file's {c.from_project} is not Apicurio's Confluent-compatible API "
+                "(…/apis/ccompat/v7), from which its converter's URL (…/apis/registry/v2) is made: "
+                "name the converter's URL here",
+            )
+        ]
+    return [
+        (
+            "converter.schema_registry_url",
+            f"avro needs a schema registry: its URL here, or the project file's "
+            f"clusters.{d.cluster}.schema_registry_url",
+        )
+    ]
 
 
 def _pipelines(d: Definition) -> list[tuple[str, str]]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from hephaestus.generator.model import (
     TenantFilter,
     TopicPipeline,
 )
+from hephaestus.generator.source import apicurio_url
 from hephaestus.jsonschemas import Checker
 from hephaestus.yamlsrc import (
     PathElem,
@@ -31,8 +33,16 @@ from hephaestus.yamlsrc import (
     schema_errors_of,
 )
 
+# A project cluster's schema registry (its Confluent-compatible URL), asked only for an Avro
+# definition that names none; None when the project file names none (or there is no project).
+Registries = Callable[[str], str | None]
 
-def load_definitions(directory: Path) -> list[Definition]:
+
+def no_registries(cluster: str) -> str | None:
+    return None
+
+
+def load_definitions(directory: Path, registries: Registries = no_registries) -> list[Definition]:
     """Every *.yaml / *.yml in `directory`, all validated; all errors reported together."""
     files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not files:
@@ -41,7 +51,7 @@ def load_definitions(directory: Path) -> list[Definition]:
     errors: list[InputError] = []
     for path in files:
         try:
-            defs.append(parse_definition(load_yaml(path)))
+            defs.append(parse_definition(load_yaml(path), registries))
         except InputErrors as many:
             errors.extend(many.errors)
         except InputError as one:  # unreadable, not YAML, duplicate keys, anchors, ...
@@ -51,12 +61,12 @@ def load_definitions(directory: Path) -> list[Definition]:
     return defs
 
 
-def parse_definition(doc: YamlDoc) -> Definition:
+def parse_definition(doc: YamlDoc, registries: Registries = no_registries) -> Definition:
     """Schema-check one parsed file, then build the Definition."""
     schema_errors = schema_errors_of(doc, _validator()) or _long_names(doc) or _shapes(doc)
     if schema_errors:
         raise InputErrors(schema_errors)
-    definition = _build(doc)
+    definition = _build(doc, registries)
     problems = debezium.check_definition(definition) + _topic_deletes(definition)
     if problems:
         # cap_message: a message may quote a value the schema leaves unbounded (snapshot_mode).
@@ -180,7 +190,7 @@ def _with_compat(data: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _build(doc: YamlDoc) -> Definition:
+def _build(doc: YamlDoc, registries: Registries = no_registries) -> Definition:
     data = _with_compat(doc.data)
     defaults = data.get("sink_defaults", {})
     version = tuple(int(p) for p in data.get("debezium_version", "3.6").split("."))
@@ -194,7 +204,7 @@ def _build(doc: YamlDoc) -> Definition:
         debezium_version=(version[0], version[1]),
         naming=data.get("naming", "literal"),
         secrets_file=data.get("secrets_file", "/config/kafka-connect-config.properties"),
-        converter=Converter(conv.get("format", "json"), conv.get("schema_registry_url")),
+        converter=_converter(conv, data["cluster"], registries),
         source=_source(data.get("source", {}), option_values(doc, ["source", "options"])),
         pipelines=tuple(
             _pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"]) if "source_topic" not in p
@@ -205,6 +215,16 @@ def _build(doc: YamlDoc) -> Definition:
         state=data.get("state", ""),
         allow_destructive=data.get("allow_destructive", False),
     )
+
+
+def _converter(conv: dict[str, Any], cluster: str, registries: Registries) -> Converter:
+    """The converter; an Avro one naming no registry takes the project's cluster's (Apicurio's
+    converter the native API beside the Confluent-compatible URL the project names)."""
+    found = Converter(conv.get("format", "json"), conv.get("schema_registry_url"), conv.get("flavour", "confluent"))
+    if found.format != "avro" or found.schema_registry_url or not (url := registries(cluster)):
+        return found
+    given = apicurio_url(url) if found.flavour == "apicurio" else url
+    return replace(found, schema_registry_url=given, from_project=f"clusters.{cluster}.schema_registry_url")
 
 
 def _lines(doc: YamlDoc) -> dict[str, int]:

@@ -106,7 +106,9 @@ class SourceSpec:
 @dataclass(frozen=True)
 class Converter:
     format: Literal["json", "avro"]
-    schema_registry_url: str | None
+    schema_registry_url: str | None  # the URL the converter is given (Apicurio: its native API)
+    flavour: Literal["confluent", "apicurio"] = "confluent"  # whose AvroConverter
+    from_project: str = ""  # where the project file's URL came from, when it did (its field)
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,8 @@ def topic_sink_config(
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         **_dlq(sink, naming.topic_sink_name(d, s, sink)),
     }
-    for key in ("key.converter.schemas.enable", "key.converter.schema.registry.url"):
-        config.pop(key, None)
+    for key in [k for k in config if k.startswith("key.converter.")]:  # the string key takes no settings
+        del config[key]
     config.update(sink.options)
     return config
 

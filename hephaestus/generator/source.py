@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from hephaestus.classes import POSTGRES_SOURCE as POSTGRES_CONNECTOR
 from hephaestus.generator import naming
-from hephaestus.generator.model import Definition, TableRef
+from hephaestus.generator.model import Converter, Definition, TableRef
 from hephaestus.generator.naming import NamingScope
 
 
@@ -76,14 +78,7 @@ def _notifications(d: Definition, s: NamingScope) -> dict[str, str]:
 
 def converters(d: Definition) -> dict[str, str]:
     if d.converter.format == "avro":
-        url = d.converter.schema_registry_url or ""
-        cls = "io.confluent.connect.avro.AvroConverter"
-        return {
-            "key.converter": cls,
-            "key.converter.schema.registry.url": url,
-            "value.converter": cls,
-            "value.converter.schema.registry.url": url,
-        }
+        return {**_avro("key", d.converter), **_avro("value", d.converter)}
     cls = "org.apache.kafka.connect.json.JsonConverter"
     return {
         "key.converter": cls,
@@ -91,3 +86,35 @@ def converters(d: Definition) -> dict[str, str]:
         "value.converter": cls,
         "value.converter.schemas.enable": "true",
     }
+
+
+APICURIO_AVRO = "io.apicurio.registry.utils.converter.AvroConverter"
+# Apicurio's converter, writing what Confluent's deserializers read: the magic byte and a
+# 4-byte id in the payload (not in headers, its 2.x default), the id being the content id
+# that the registry's Confluent-compatible API serves (/apis/ccompat/v7/schemas/ids/{id}).
+_APICURIO = {
+    "apicurio.registry.auto-register": "true",
+    "apicurio.registry.find-latest": "true",
+    "apicurio.registry.as-confluent": "true",
+    "apicurio.registry.use-id": "contentId",
+    "apicurio.registry.headers.enabled": "false",
+}
+
+
+def _avro(side: str, c: Converter) -> dict[str, str]:
+    url = c.schema_registry_url or ""
+    if c.flavour == "apicurio":
+        keys = {"apicurio.registry.url": url, **_APICURIO}
+        return {f"{side}.converter": APICURIO_AVRO, **{f"{side}.converter.{k}": v for k, v in keys.items()}}
+    confluent = "io.confluent.connect.avro.AvroConverter"
+    return {f"{side}.converter": confluent, f"{side}.converter.schema.registry.url": url}
+
+
+_CCOMPAT = re.compile(r"^(?P<base>.+?)/apis/ccompat/v[0-9]+/?$")
+
+
+def apicurio_url(compatible: str) -> str | None:
+    """Apicurio's native API (what its converter talks to) beside its Confluent-compatible one
+    (what the project file names, for decoding): None when the URL is not the latter."""
+    found = _CCOMPAT.match(compatible)
+    return f"{found['base']}/apis/registry/v2" if found else None

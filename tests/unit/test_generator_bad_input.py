@@ -120,6 +120,9 @@ def test_signal_table_is_never_a_pipeline(project: Project) -> None:
 def test_avro_without_registry(project: Project) -> None:
     err = fails(project, GOOD + "converter: {format: avro}\n")
     assert "converter.schema_registry_url" in err
+    assert "or the project file's clusters.platforms.schema_registry_url" in err, err
+    err = fails(project, GOOD + "converter: {format: avro, flavour: karapace}\n")
+    assert "converter.flavour" in err, err
 
 
 def test_every_error_of_every_file_reported_at_once(project: Project) -> None:

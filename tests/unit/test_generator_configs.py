@@ -132,6 +132,89 @@ def test_avro_converter_with_registry(project: Project) -> None:
     assert src["value.converter.schema.registry.url"] == "http://sr:8081"
 
 
+APICURIO_KEYS = {
+    "apicurio.registry.auto-register": "true",
+    "apicurio.registry.find-latest": "true",
+    "apicurio.registry.as-confluent": "true",
+    "apicurio.registry.use-id": "contentId",  # the id the ccompat API serves: Confluent's readers find it
+    "apicurio.registry.headers.enabled": "false",  # the id in the payload (magic byte), not in headers
+}
+
+
+def test_apicurios_converter_writes_confluents_wire_format(project: Project) -> None:
+    configs = generate_one(
+        project,
+        extra="converter: {format: avro, flavour: apicurio, schema_registry_url: 'http://r:8080/apis/registry/v2'}",
+    )
+    src = configs["local_manabie_bob_source_connector"]
+    for side in ("key", "value"):
+        assert src[f"{side}.converter"] == "io.apicurio.registry.utils.converter.AvroConverter"
+        assert src[f"{side}.converter.apicurio.registry.url"] == "http://r:8080/apis/registry/v2"
+        assert {k: src[f"{side}.converter.{k}"] for k in APICURIO_KEYS} == APICURIO_KEYS
+        assert f"{side}.converter.schema.registry.url" not in src
+
+
+def _project_file(project: Project, registry: str) -> str:
+    path = project.root / "hephaestus.yaml"
+    (project.root / "c").mkdir(exist_ok=True)
+    path.write_text(
+        f"clusters: {{platforms: {{url: 'http://c:8083', connectors: c, schema_registry_url: '{registry}'}}}}\n"
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "flavour, registry, key, expected",
+    [
+        ("apicurio", "http://reg:8080/apis/ccompat/v7", "apicurio.registry.url", "http://reg:8080/apis/registry/v2"),
+        ("apicurio", "https://r.x/a/apis/ccompat/v6/", "apicurio.registry.url", "https://r.x/a/apis/registry/v2"),
+        ("confluent", "http://sr:8081", "schema.registry.url", "http://sr:8081"),
+    ],
+)
+def test_an_avro_definition_naming_no_registry_takes_its_clusters_from_the_project_file(
+    project: Project, flavour: str, registry: str, key: str, expected: str
+) -> None:
+    for f in project.definitions.glob("*.yaml"):
+        f.unlink()
+    project.write_definition(
+        "bob.yaml", MINIMAL.format(extra=f"converter: {{format: avro, flavour: {flavour}}}", sink_extra="")
+    )
+    result = project.generate("--project", _project_file(project, registry))
+    assert result.code == 0, result.err
+    configs = {json.loads(b)["name"]: json.loads(b)["config"] for b in project.files().values()}
+    assert {c[f"value.converter.{key}"] for c in configs.values()} == {expected}
+
+
+def test_apicurio_from_a_project_url_that_is_not_its_confluent_api_is_refused(project: Project) -> None:
+    for f in project.definitions.glob("*.yaml"):
+        f.unlink()
+    project.write_definition(
+        "bob.yaml", MINIMAL.format(extra="converter: {format: avro, flavour: apicurio}", sink_extra="")
+    )
+    result = project.generate("--project", _project_file(project, "http://sr:8081"))
+    assert result.code == 1 and not project.files()
+    assert "bob.yaml" in result.err and "converter.schema_registry_url" in result.err, result.err
+    assert "clusters.platforms.schema_registry_url is not Apicurio's Confluent-compatible API" in result.err
+
+
+def test_a_topic_sinks_string_key_takes_no_converter_settings(project: Project) -> None:
+    kec = project.definitions / "kec.yaml"
+    kec.write_text(
+        kec.read_text().replace(
+            "converter:\n  format: json",
+            "converter: {format: avro, flavour: apicurio, schema_registry_url: 'http://r/apis/registry/v2'}",
+        )
+    )
+    assert (result := project.generate()).code == 0, result.err
+    configs = {json.loads(b)["name"]: json.loads(b)["config"] for b in project.files().values()}
+    sinks = [c for c in configs.values() if c.get("topics", "").endswith("fact_invoice")]
+    assert sinks, configs.keys()
+    for sink in sinks:
+        assert sink["key.converter"] == "org.apache.kafka.connect.storage.StringConverter"
+        assert not [k for k in sink if k.startswith("key.converter.")], sink
+        assert sink["value.converter.apicurio.registry.url"] == "http://r/apis/registry/v2"
+
+
 def test_options_are_connect_strings(project: Project) -> None:
     configs = generate_one(
         project, extra="source: {options: {provide.transaction.metadata: true, max.batch.size: 4096}}"
