@@ -1,11 +1,15 @@
-"""A Schema Registry double, as strict as Confluent's on the one call hephaestus makes.
+"""A Schema Registry double, as strict as the real one on the one call hephaestus makes.
 
-No Schema Registry server can be had on our machines (neither Confluent's nor Karapace is
-served; Apicurio's is a Quarkus application we cannot assemble here), so this stands in for
-it. Behaviour, from Confluent's Schema Registry API reference: `GET /schemas/ids/{id}` answers
-200 `{"schema": "<the schema as a JSON string>"}` (`schemaType` is left out for Avro), an
-unknown id 404 `{"error_code": 40403, "message": "Schema not found"}`; any other method or path
-here is an error (405 / 404), so a client asking anything else fails loudly.
+It stands in for a registry in the unit tests; the stack runs a real one (Apicurio Registry
+2.4.2, its Confluent-compatible API at /apis/ccompat/v7), and tests/stack/test_avro.py asks
+both the same calls and fails on any difference. Behaviour, from Confluent's Schema Registry
+API reference, checked against that real registry: `GET /schemas/ids/{id}` answers 200
+`{"schema": "<the schema as a JSON string>", "references": []}` (`schemaType` is left out for
+Avro; `references` is there even when empty: a difference the real registry showed, fixed
+here), an unknown id 404 `{"error_code": 40403, "message": "Schema not found"}`; any other
+method 405 and any other path 404, so a client asking anything else fails loudly (their
+`error_code` differs between registries: Confluent's 405/404, Apicurio's 0; hephaestus reads
+only the status, and the stack test compares only that).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ def answer(schemas: dict[int, dict[str, Any]], method: str, path: str) -> tuple[
     schema = schemas.get(int(parts[3]))
     if schema is None:
         return 404, {"error_code": 40403, "message": "Schema not found"}
-    return 200, {"schema": json.dumps(schema)}
+    return 200, {"schema": json.dumps(schema), "references": []}
 
 
 def transport(schemas: dict[int, dict[str, Any]], seen: list[str]) -> httpx.MockTransport:

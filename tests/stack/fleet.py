@@ -86,6 +86,8 @@ class Fleet:
             str(self.root / "catalogs"),
             "--out",
             str(self.root / "connectors"),
+            "--project",  # an Avro definition naming no registry takes its cluster's from it
+            str(self.root / "hephaestus.yaml"),
         )
         assert code == 0, out
         for cluster, client in self.clients.items():  # whatever a run creates is deleted at teardown
