@@ -20,6 +20,7 @@ from hephaestus.graph.connectors import kind_of
 from hephaestus.graph.lineage import build
 from hephaestus.graph.live import ABSENT, UNREADABLE, change_of, overlay
 from hephaestus.graph.model import Change, Connector, Edge, Lineage, Statement
+from hephaestus.state import auditread
 from tests.connect_double import ConnectDouble, error, serve
 from tests.unit.conftest import REPO
 from tests.unit.pgfake import Server, on
@@ -274,19 +275,23 @@ def test_the_last_change_is_the_last_outcome_never_an_intent(tmp_path: Path) -> 
     ]
     path = tmp_path / "audit.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"cut short')
-    assert journal._from_file(path, ["c"]) == {("c", "a"): Change("2", "update", "failed", "", "boom")}
+    assert journal.changes_of(auditread.from_file(path, ["c"])) == {
+        ("c", "a"): Change("2", "update", "failed", "", "boom")
+    }
     assert change_of({"outcome": "intent"}) is None
-    assert journal._from_file(tmp_path / "none.jsonl", ["c"]) == {}
+    assert auditread.from_file(tmp_path / "none.jsonl", ["c"]) == {}
 
 
 def test_the_journal_table_is_read_never_created() -> None:
     entry = {"cluster": "c", "connector": "a", "action": "update", "outcome": "ok", "ts": "5", "run_id": "r"}
     database = Server(handlers=[on(r"to_regclass", [(True,)]), on(r"DISTINCT ON", [("c", "a", entry)])])
     with pg.seam(database.connect):
-        assert journal._from_table("dbname=state", ["c"]) == {("c", "a"): Change("5", "update", "ok", "r", "")}
+        assert journal.changes_of(auditread.from_table("dbname=state", ["c"])) == {
+            ("c", "a"): Change("5", "update", "ok", "r", "")
+        }
     empty = Server(handlers=[on(r"to_regclass", [(False,)])])
     with pg.seam(empty.connect):
-        assert journal._from_table("dbname=state", ["c"]) == {}
+        assert auditread.from_table("dbname=state", ["c"]) == {}
     assert not any("CREATE" in s for s in [*database.statements, *empty.statements])
 
 
