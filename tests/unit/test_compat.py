@@ -60,7 +60,7 @@ def test_compat_without_a_registry_is_an_error_naming_the_field(reference: Proje
     )
     (reference.definitions / "bob.yaml").write_text(text)
     out = reference.generate()
-    assert out.code == 1 and "at converter.schema_registry_url: avro needs a schema_registry_url" in out.err
+    assert out.code == 1 and "at converter.schema_registry_url: avro needs a schema registry: its URL here" in out.err
     assert reference.files() == {}
 
 
