@@ -198,6 +198,7 @@ def test_status_names_every_problem_of_a_connector() -> None:
         "3 unresolved record(s) in its dead-letter queue",
         "slot x inactive",
     )
+    assert problems_of(replace(ok, slot="x", slot_verdict="ok")) == (), "a slot judged ok is no problem"
     # Replayed or purged up to the end: the records are kept, and are no one's problem.
     assert problems_of(replace(ok, dlq_depth=5, dlq_unresolved=0)) == ()
     assert problems_of(replace(ok, dlq_depth=5, dlq_unresolved=2)) == (
