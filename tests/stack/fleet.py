@@ -65,6 +65,24 @@ class Fleet:
         self.write_definition("bob", definition)
         self.generate()
 
+    def poisoned(self, on: bool) -> None:
+        """bob's sink with a transform that throws on the row named 'poison' (on), or none
+        (off); regenerated. Connect's DLQ takes transform failures (the sink's own write
+        failures fail its task instead: Debezium JDBC sink 3.6)."""
+        definition = self.definition("bob")
+        definition["pipelines"][0]["sinks"][0]["options"] = (
+            {
+                "transforms": "poison",
+                "transforms.poison.type": "io.debezium.transforms.Filter",
+                "transforms.poison.language": "jsr223.groovy",
+                "transforms.poison.condition": "value?.after?.name == 'poison' ? (1 / 0 > 0) : true",
+            }
+            if on
+            else {}
+        )
+        self.write_definition("bob", definition)
+        self.generate()
+
     def edit_project(self, **changes: Any) -> None:
         """Replace top-level sections of the project file (policy, lock, …)."""
         path = self.root / "hephaestus.yaml"

@@ -57,23 +57,6 @@ def reconciled(fleet: Fleet) -> None:
     assert code == 0, json.dumps(report, indent=1)
 
 
-def poisoned(fleet: Fleet, on: bool) -> None:
-    """A transform that throws on the row named 'poison' (on), or none (off); regenerated."""
-    definition = fleet.definition("bob")
-    definition["pipelines"][0]["sinks"][0]["options"] = (
-        {
-            "transforms": "poison",
-            "transforms.poison.type": "io.debezium.transforms.Filter",
-            "transforms.poison.language": "jsr223.groovy",
-            "transforms.poison.condition": "value?.after?.name == 'poison' ? (1 / 0 > 0) : true",
-        }
-        if on
-        else {}
-    )
-    fleet.write_definition("bob", definition)
-    fleet.generate()
-
-
 def names(fleet: Fleet) -> list[str]:
     return [r[0] for r in read_rows(fleet.stack.dsn(fleet.dbs["auth"]), "SELECT name FROM users ORDER BY user_id")]
 
@@ -154,7 +137,7 @@ def config_topic(fleet: Fleet, source: str) -> str:
 
 
 def test_an_avro_record_parked_by_a_transform_is_shown_replayed_and_read_back(fleet: Fleet) -> None:
-    poisoned(fleet, True)
+    fleet.poisoned(True)
     reconciled(fleet)
     sink = fleet.name("platforms", "to_" + fleet.dbs["auth"])
     execute(
@@ -174,7 +157,7 @@ def test_an_avro_record_parked_by_a_transform_is_shown_replayed_and_read_back(fl
     assert record["value"]["value"]["after"]["name"] == "poison", record
     assert record["key"]["format"] == "avro" and record["key"]["value"] == {"user_id": "u-2"}, record
 
-    poisoned(fleet, False)
+    fleet.poisoned(False)
     reconciled(fleet)
     code, out = fleet.cli("dlq", "replay", *dlq, "--auto-approve")
     assert code == 0 and "replayed 1 record(s)" in out, out

@@ -35,26 +35,8 @@ def fleet(
 ) -> Iterator[Fleet]:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
-    poisoned(fleet, True)
+    fleet.poisoned(True)
     yield fleet
-
-
-def poisoned(fleet: Fleet, on: bool) -> None:
-    """A transform that throws on the row named 'poison' (on), or none (off); regenerated."""
-    definition = fleet.definition("bob")
-    sink = definition["pipelines"][0]["sinks"][0]
-    sink["options"] = (
-        {
-            "transforms": "poison",
-            "transforms.poison.type": "io.debezium.transforms.Filter",
-            "transforms.poison.language": "jsr223.groovy",
-            "transforms.poison.condition": "value?.after?.name == 'poison' ? (1 / 0 > 0) : true",
-        }
-        if on
-        else {}
-    )
-    fleet.write_definition("bob", definition)
-    fleet.generate()
 
 
 def dlq(fleet: Fleet, *args: str) -> tuple[int, str]:
@@ -99,7 +81,7 @@ def test_a_rejected_record_is_parked_shown_replayed_after_the_fix_and_read_back(
     assert dlq(fleet, "replay", "--connector", sink, "--dry-run")[1].endswith(
         f"would replay 1 record(s) to {fleet.topic('users')}[0]\n"
     )
-    poisoned(fleet, False)
+    fleet.poisoned(False)
     assert fleet.reconcile()[0] == 0
     code, out = dlq(fleet, "replay", "--connector", sink)  # a write asks first, and says how not to
     assert code == 1 and "without a terminal" in out and "pass --auto-approve" in out, out
