@@ -7,13 +7,16 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hephaestus.errors import EXIT_DRIFT as EXIT_DRIFT  # the commands' exit codes, re-exported
 from hephaestus.errors import EXIT_ERROR as EXIT_ERROR
 from hephaestus.errors import EXIT_OK as EXIT_OK
+
+if TYPE_CHECKING:
+    from hephaestus.project import Project
 
 
 def colour_wanted() -> bool:
@@ -219,3 +222,11 @@ def registries_of(project_file: Path) -> Callable[[str], str | None]:
         return loaded[0].get(cluster)
 
     return registry
+
+
+def check_textfile(project: Project, path: Path | None) -> None:
+    """--metrics-textfile passes the one output guard before the run reads anything."""
+    if path is not None:
+        from hephaestus import outputs
+
+        outputs.check(path, project, "--metrics-textfile", outputs.TEXTFILE)

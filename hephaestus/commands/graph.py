@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 def graph(project_file: Path, output: Path, live: bool, clusters: tuple[str, ...]) -> None:
     """Draw the lineage from git's desired state: source tables, sources, topics, ksqlDB streams
     and tables, sinks and the tables they write, over every cluster (or those named)."""
+    from hephaestus import outputs
     from hephaestus.graph.run import draw, select
     from hephaestus.project import load_project
 
     project = load_project(project_file)
+    outputs.check(output, project, "--output", outputs.GRAPH)  # before any cluster is read
     connect, ksqldb = select(project, clusters)
     statements, warnings = _statements(ksqldb)
     views = None

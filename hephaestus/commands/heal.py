@@ -15,6 +15,7 @@ from hephaestus.commands.common import (
     EXIT_ERROR,
     EXIT_OK,
     allow_option,
+    check_textfile,
     cluster_option,
     lock_timeout_option,
     metrics_textfile_option,
@@ -61,6 +62,7 @@ def heal(
 
     allow = allow_of(allow_destructive)
     project = load_project(project_file)
+    check_textfile(project, metrics_textfile)
     results = heal_project(
         project,
         project.select(clusters),

@@ -20,6 +20,7 @@ from hephaestus.commands.common import (
     Aliased,
     allow_option,
     approve_option,
+    check_textfile,
     cluster_option,
     colour_wanted,
     lock_timeout_option,
@@ -149,6 +150,7 @@ def reconcile(
     from hephaestus.reconciler.sealed import Options
 
     project = load_project(project_file)
+    check_textfile(project, metrics_textfile)
     given = Options(clusters, targets, force, allow_destructive or "", deploy_custom, send_snapshot)
     flags = _rollout_flags(canary, on_failure, analysis_window, lag_budget)
     request = workflow.Request(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hephaestus import outputs
 from hephaestus.errors import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, HephaestusError, InputError
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import apply, sealed
@@ -106,26 +107,7 @@ def check_out(out: Path, project: Project, dry_run: bool) -> None:
     """--out seals a dry run's plan; it never overwrites an input, nor a file that is no plan."""
     if not dry_run:
         raise InputError("--out", "--out saves a plan: use it with --dry-run (then apply it with --plan)")
-    target = out.resolve()
-    inputs = {
-        Path(project.file).resolve(),
-        *(c.secrets_file.resolve() for c in project.clusters.values() if c.secrets_file),
-    }
-    if project.audit_log:
-        inputs.add(project.audit_log.resolve())
-    folders = [c.connectors.resolve() for c in project.clusters.values()] + [(project.base / ".hephaestus").resolve()]
-    if target in inputs or any(f == target or f in target.parents for f in folders):
-        raise InputError(str(out), "--out would overwrite an input of hephaestus: name a file of its own")
-    if target.exists() and not _is_plan(target):
-        raise InputError(str(out), "--out would overwrite a file that is not a hephaestus plan")
-
-
-def _is_plan(path: Path) -> bool:
-    try:
-        head = path.read_bytes()[:4096]
-    except OSError:
-        return False
-    return head.lstrip().startswith(b"{") and b'"hephaestus_plan"' in head
+    outputs.check(out, project, "--out", outputs.PLAN)
 
 
 def options_of(
