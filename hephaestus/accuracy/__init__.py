@@ -3,6 +3,7 @@
 pairs (what to compare, pure) → db (psycopg: connections, table shapes, slot lag) → bisect
 (`--deep`: the data-diff algorithm over range checksums, bounded by `--budget-s`) → run (many
 tables at once) → render / publish (text, JSON, Slack, Prometheus). `--repair`: repair (pure:
-keys, signal filters, batches, the report) → mend (signals through a `Signaller`, waits,
-verifies again) → sinkdb (`--delete-extra`, the one write, cleared by the gate and audited).
+keys, signal filters, batches, the report) → mend (one plan: `--dry-run` shows it; else
+signals through a `Signaller`, waits, verifies again) → sinkdb (`--delete-extra`, the one
+write, cleared by the gate and audited).
 """

@@ -3,11 +3,12 @@ one side of a comparison."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from hephaestus import pg
 from hephaestus.accuracy import queries
@@ -54,6 +55,23 @@ def dsn_for(project: Project, database: str) -> str | None:
     """The project's DSN for `database` with its password resolved (None: not in the project).
     Without a password reference libpq's own means apply (PGPASSWORD, ~/.pgpass)."""
     return project.dsn(database) if database in project.databases else None
+
+
+def place_of(project: Project) -> Callable[[str], object]:
+    """What a database name stands for: the server and database its project DSN names (two
+    names for one database are one place), else the name (another deployment's database)."""
+
+    def place(name: str) -> object:
+        found = project.databases.get(name)
+        if found is None:
+            return name.casefold()
+        try:
+            parts = conninfo_to_dict(found.dsn)
+        except psycopg.ProgrammingError:  # unparsable here: the connection will say so
+            return found.dsn
+        return (parts.get("host") or "", parts.get("port") or "", parts.get("dbname") or name)
+
+    return place
 
 
 def connect(dsn: str, database: str) -> Connection:

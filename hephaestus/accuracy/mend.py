@@ -1,10 +1,14 @@
 """`accuracy --deep --repair` (edge: orchestrates the databases and the signals).
 
-Compare; refuse above `--max-keys` before anything is sent; for each mismatching table send
-one execute-snapshot signal per batch of keys and wait (bounded) until the sink holds exactly
-the source's rows for them before the next batch (Debezium queues snapshots of one table and
-re-labels their notifications: one batch in flight keeps each outcome readable); delete
-extras only with `--delete-extra`; then compare the repaired tables again.
+One plan, two executors (as sqlmesh's plan and apply). `plan` only reads: it refuses
+`--delete-extra` on a table several pipelines fill (each one's extras are the others' rows),
+compares, refuses above `--max-keys`, and decides each table's keys, batches and deletes, the
+gate's pass included. `preview` (`--dry-run`) shows that plan; `execute` carries it out: per
+mismatching table one execute-snapshot signal per batch of keys, waiting (bounded) until the
+sink holds exactly the source's rows for them before the next batch (Debezium queues snapshots
+of one table and re-labels their notifications: one batch in flight keeps each outcome
+readable); extras deleted only with `--delete-extra`, and only those the source still lacks
+when read again just before; then the repaired tables compared again.
 
 The signals are written by a `Signaller` the CLI hands in: `snapshot send`'s own path (the
 connector located in its cluster's select, the gate, the cluster lock, the audit). Features
@@ -18,16 +22,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from hephaestus import pg
 from hephaestus.accuracy import repair as rp
 from hephaestus.accuracy import sinkdb
 from hephaestus.accuracy.db import Connection
-from hephaestus.accuracy.model import Key, TableResult
+from hephaestus.accuracy.model import Key, Report, TableResult
 from hephaestus.accuracy.queries import TableQuery, keyed_hashes
-from hephaestus.accuracy.run import AccuracyOptions, Job, Prepared, connections, plan_jobs, prepare, run_accuracy
+from hephaestus.accuracy.run import (
+    AccuracyOptions,
+    Job,
+    Prepared,
+    connections,
+    plan_jobs,
+    prepare,
+    run_accuracy,
+    shared_tables,
+)
 from hephaestus.errors import HephaestusError
 from hephaestus.generator.model import Definition
+from hephaestus.generator.writers import SharedTable
 from hephaestus.polling import Bound, until
 from hephaestus.project import Project
+from hephaestus.safety.gate import Cleared
 
 CHUNK = 1000  # keys per read-back query
 
@@ -51,75 +67,146 @@ class RepairOptions:
 def repair(
     project: Project, defs: Sequence[Definition], options: AccuracyOptions, how: RepairOptions, signal: Signaller
 ) -> rp.RepairReport:
+    """Plan, then carry the plan out."""
+    return execute(project, plan(project, defs, options, how), how, signal)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """One table's repair as decided (`intent`) and what carrying it out needs: its job, its
+    prepared queries and, for a delete, the gate's pass."""
+
+    intent: rp.TableIntent
+    job: Job
+    prepared: Prepared | None = None  # None when the table cannot be repaired
+    cleared: Cleared | None = None  # the gate's pass for the delete; None: nothing deleted
+
+
+@dataclass(frozen=True)
+class RepairPlan:
+    """Everything a repair does, computed before anything is written: `preview` shows it,
+    `execute` does it (one plan, two executors)."""
+
+    before: Report
+    tables: tuple[TablePlan, ...]
+    defs: tuple[Definition, ...]
+    again: AccuracyOptions  # the compare after the repair: the tables repaired
+
+
+def plan(project: Project, defs: Sequence[Definition], options: AccuracyOptions, how: RepairOptions) -> RepairPlan:
+    """Compare, refuse what must not go (a shared table's deletes, more than --max-keys), and
+    decide each mismatching table's keys. Reads only."""
     deep = replace(options, deep=True, deep_options=replace(options.deep_options, limit=_limit(options, how)))
+    shared = shared_tables(project, defs, deep)
+    if how.delete_extra:
+        sinkdb.refuse_shared([(p.sink, s) for p, s in shared.items()])
     before = run_accuracy(project, defs, deep, how.clock)
     rp.check_size(before, how.max_keys, how.delete_extra)
     todo = [r for r in before.results if r.verdict == "mismatch" and r.diff is not None]
-    if not todo:
-        return rp.RepairReport(before, (), None)
-    jobs = {j.pair: j for j in plan_jobs(project, defs, replace(deep, pairs=tuple(r.pair for r in todo)))}
-    tables = tuple(_table(project, jobs[r.pair], r, how, signal) for r in todo)
-    after = run_accuracy(project, defs, replace(deep, pairs=tuple(r.pair for r in todo)), how.clock)
-    return rp.RepairReport(before, tables, after)
+    again = replace(deep, pairs=tuple(r.pair for r in todo))
+    jobs = {j.pair: j for j in plan_jobs(project, defs, again)} if todo else {}
+    tables = tuple(_plan_table(jobs[r.pair], r, how, shared.get(r.pair)) for r in todo)
+    return RepairPlan(before, tables, tuple(defs), again)
+
+
+def preview(made: RepairPlan) -> rp.RepairPreview:
+    """The dry run's executor: the plan as it stands, nothing written."""
+    return rp.RepairPreview(made.before, tuple(t.intent for t in made.tables))
+
+
+def execute(project: Project, made: RepairPlan, how: RepairOptions, signal: Signaller) -> rp.RepairReport:
+    """The real run's executor: the signals, the waits, the deletes; then compare again."""
+    if not made.tables:
+        return rp.RepairReport(made.before, (), None)
+    done = tuple(_execute_table(project, t, how, signal) for t in made.tables)
+    after = run_accuracy(project, made.defs, made.again, how.clock)
+    return rp.RepairReport(made.before, done, after)
 
 
 def _limit(options: AccuracyOptions, how: RepairOptions) -> int:
     return max(options.deep_options.limit, how.max_keys)
 
 
+def _plan_table(job: Job, result: TableResult, how: RepairOptions, shared: SharedTable | None) -> TablePlan:
+    try:
+        intent, prepared = _intend(job, result, how)
+    except _failures() as exc:
+        return TablePlan(rp.TableIntent(result.pair.name, error=_text(exc)), job)
+    # The gate outside the try: a refused delete refuses the run, before anything is sent.
+    cleared = sinkdb.judged(job.pair.sink, intent.extra, shared) if intent.delete else None
+    return TablePlan(intent, job, prepared, cleared)
+
+
+def _intend(job: Job, result: TableResult, how: RepairOptions) -> tuple[rp.TableIntent, Prepared]:
+    if job.pair.source.query:
+        raise HephaestusError("an expectation's rows come from ksqlDB: a source snapshot cannot repair them")
+    connector = rp.source_connector(result)
+    _, extra = rp.wanted(result)
+    with connections(job) as (source, sink):
+        p = prepare(job, source, sink)
+        held = set(_hashes(source, replace(p.source, filter=""), extra)) if extra else set()
+    table = str(job.pair.source.table)
+    return rp.intend(result, connector, table, p.source.key, held, how.batch_keys, how.delete_extra), p
+
+
 @dataclass
 class _Progress:
     """What one table's repair has done so far (kept when a later step fails)."""
 
-    pair: str
-    connector: str = ""
-    resnapshot: tuple[Key, ...] = ()
+    intent: rp.TableIntent
     signals: list[str] = field(default_factory=list)
-    extra: tuple[Key, ...] = ()
     deleted: int = 0
 
     def done(self, error: str | None = None) -> rp.TableRepair:
-        return rp.TableRepair(
-            self.pair, self.connector, self.resnapshot, tuple(self.signals), self.extra, self.deleted, error
-        )
+        i = self.intent
+        return rp.TableRepair(i.pair, i.connector, i.resnapshot, tuple(self.signals), i.extra, self.deleted, error)
 
 
-def _table(project: Project, job: Job, result: TableResult, how: RepairOptions, signal: Signaller) -> rp.TableRepair:
-    progress = _Progress(result.pair.name)
+def _execute_table(project: Project, t: TablePlan, how: RepairOptions, signal: Signaller) -> rp.TableRepair:
+    progress = _Progress(t.intent)
+    if t.prepared is None:
+        return progress.done(t.intent.error)
     try:
-        if job.pair.source.query:
-            raise HephaestusError("an expectation's rows come from ksqlDB: a source snapshot cannot repair them")
-        progress.connector = rp.source_connector(result)
-        with connections(job) as (source, sink):
-            _mend(project, job, result, how, signal, progress, (source, sink))
-    except HephaestusError as exc:
-        return progress.done(str(exc))
+        with connections(t.job) as conns:
+            _mend(project, t, t.prepared, how, signal, progress, conns)
+    except _failures() as exc:
+        return progress.done(_text(exc))
     return progress.done()
 
 
 def _mend(
     project: Project,
-    job: Job,
-    result: TableResult,
+    t: TablePlan,
+    p: Prepared,
     how: RepairOptions,
     signal: Signaller,
     progress: _Progress,
     conns: tuple[Connection, Connection],
 ) -> None:
-    p = prepare(job, *conns)
-    again, extra = rp.wanted(result)
-    # An "extra" the source still holds, outside the compared rows (soft-deleted there, live
-    # here), is a stale copy: read it again, never delete it.
-    stale = set(_hashes(conns[0], replace(p.source, filter=""), extra)) if extra else set()
-    progress.resnapshot = (*again, *(k for k in extra if k in stale))
-    progress.extra = tuple(k for k in extra if k not in stale)
-    table = str(job.pair.source.table)
-    for batch in rp.batches(table, p.source.key, progress.resnapshot, how.batch_keys):
-        progress.signals.append(signal(progress.connector, table, batch.filter))
+    table = str(t.job.pair.source.table)
+    for batch in t.intent.batches:
+        progress.signals.append(signal(t.intent.connector, table, batch.filter))
         _wait(conns, p, batch.keys, how, progress.signals[-1])
-    if how.delete_extra and progress.extra:
-        cleared = sinkdb.judged(job.pair.sink, progress.extra)
-        progress.deleted = sinkdb.remove_rows(project, job.pair.sink, p.sink.key, progress.extra, cleared)
+    if t.cleared is not None:
+        gone = _still_gone(conns[0], p, t.intent.extra)
+        progress.deleted = sinkdb.remove_rows(project, t.job.pair.sink, p.sink.key, gone, t.cleared) if gone else 0
+
+
+def _still_gone(source: Connection, p: Prepared, keys: Sequence[Key]) -> tuple[Key, ...]:
+    """The extras the source still lacks, read again just before the delete: a row written
+    there since the compare is on its way to the sink, not extra."""
+    source.rollback()  # a new snapshot
+    held = _hashes(source, replace(p.source, filter=""), keys)
+    return tuple(k for k in keys if k not in held)
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """What stops one table's repair, not the run: ours, and a query's (the driver's)."""
+    return (HephaestusError, *pg.driver_errors())
+
+
+def _text(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, HephaestusError) else pg.text(exc)
 
 
 def _wait(

@@ -7,7 +7,9 @@ from fnmatch import fnmatchcase
 
 from hephaestus.accuracy.model import Endpoint, Filters, TablePair
 from hephaestus.errors import InputError
+from hephaestus.generator import writers
 from hephaestus.generator.model import Definition, SinkSpec, TableRef
+from hephaestus.generator.writers import SharedTable
 
 SOFT_DELETE_COLUMN = "deleted_at"
 EXPECT = "expect"  # the schema part of an expectation's name in reports: expect.<sink table>
@@ -51,8 +53,17 @@ def _source(d: Definition, table: TableRef, sink: SinkSpec) -> Endpoint:
 
 
 def _origin(d: Definition, path: str) -> str:
-    line = d.line(path)
-    return f"{d.file}{'' if line is None else f':{line}'} at {path}"
+    return writers.origin(d, path)
+
+
+def sharing(
+    defs: Sequence[Definition], chosen: Sequence[TablePair], place: writers.Place
+) -> dict[TablePair, SharedTable]:
+    """The chosen pairs whose sink table other sinks of the definitions fill too (whether
+    chosen or not): that table holds their rows as well, so its extras are not this pair's."""
+    tables = {writers.table_key(t.database, t.table, place): t for t in writers.shared(writers.writers(defs), place)}
+    keyed = ((p, writers.table_key(p.sink.database, p.sink.table, place)) for p in chosen)
+    return {p: tables[k] for p, k in keyed if k in tables}
 
 
 def names_of(pair: TablePair) -> set[str]:

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from hephaestus.accuracy.model import Endpoint, Key, KeyList, Report, TableResult, Verdict
-from hephaestus.accuracy.repair import RepairReport, TableRepair, outcome
+from hephaestus.accuracy.repair import RepairPreview, RepairReport, TableIntent, TableRepair, outcome
 from hephaestus.terminal import printable
 
 _HEADER = ("TABLE", "SOURCE", "SINK", "DELTA", "LAG", "VERDICT")
@@ -251,5 +251,56 @@ def _repair_row(t: TableRepair, before: TableResult, after: TableResult | None) 
         "extra_kept": 0 if t.extra_deleted else len(t.extra),
         "repaired": repaired,
         "still_different": still,
+        "error": t.error,
+    }
+
+
+def preview_text(preview: RepairPreview, width: int | None = None, colour: bool = False) -> str:
+    """`--repair --dry-run`: the compare, then per table the keys each signal would name and
+    the rows a delete would remove (or keep)."""
+    head = "before:\n" + text(preview.before, width, colour)
+    if not preview.tables:
+        return head + "dry run: nothing to repair\n"
+    lines = [printable(line) for t in preview.tables for line in _intent_lines(t)]
+    return head + "dry run (no signal sent, no row deleted):\n" + "\n".join(lines) + "\n"
+
+
+def _intent_lines(t: TableIntent) -> list[str]:
+    if t.error:
+        return [f"  {t.pair}: error: {t.error}"]
+    signals = f"{len(t.batches)} signal{'' if len(t.batches) == 1 else 's'}"
+    out = [f"  {t.pair}: would re-snapshot {len(t.resnapshot)} keys in {signals} ({t.connector}); {_extra_words(t)}"]
+    out += [f"    signal {i}: {b.filter}" for i, b in enumerate(t.batches, 1)]
+    if t.extra:
+        out.append(f"    {'delete' if t.delete else 'keep'}: {', '.join(key_text(k) for k in t.extra)}")
+    return out
+
+
+def _extra_words(t: TableIntent) -> str:
+    if not t.extra:
+        return "no extra rows"
+    if t.delete:
+        return f"would delete {len(t.extra)} extra rows"
+    return f"{len(t.extra)} extra rows kept (--delete-extra removes them)"
+
+
+def preview_json(preview: RepairPreview) -> str:
+    doc = {
+        "dry_run": True,
+        "before": json_doc(preview.before),
+        "repair": [_intent_row(t) for t in preview.tables],
+        "exit_code": preview.exit_code,
+    }
+    return json.dumps(doc, indent=2, default=str) + "\n"
+
+
+def _intent_row(t: TableIntent) -> dict[str, Any]:
+    return {
+        "table": t.pair,
+        "connector": t.connector,
+        "resnapshot": [_json_key(k) for k in t.resnapshot],
+        "signals": [b.filter for b in t.batches],
+        "extra": [_json_key(k) for k in t.extra],
+        "delete_extra": t.delete,
         "error": t.error,
     }

@@ -133,6 +133,47 @@ def _size(result: TableResult, delete_extra: bool) -> int:
     return diff.missing.total + diff.different.total + (diff.extra.total if delete_extra else 0)
 
 
+@dataclass(frozen=True)
+class TableIntent:
+    """What a repair will do to one table, decided before anything is written: what the dry
+    run shows and what the real run does (one plan, two executors)."""
+
+    pair: str
+    connector: str = ""
+    resnapshot: tuple[Key, ...] = ()  # missing, different, and extras the source still holds
+    batches: tuple[Batch, ...] = ()  # one execute-snapshot signal each
+    extra: tuple[Key, ...] = ()  # at the sink, gone at the source
+    delete: bool = False  # --delete-extra: the extras go (the gate cleared them)
+    error: str | None = None  # the table cannot be repaired: nothing is sent for it
+
+
+def intend(
+    result: TableResult, connector: str, table: str, key: Sequence[str], held: set[Key], batch_keys: int, delete: bool
+) -> TableIntent:
+    """A mismatching table's repair. `held`: the extras the source still holds outside the
+    compared rows (soft-deleted there, live at the sink): stale copies, read again, never
+    deleted."""
+    again, extra = wanted(result)
+    resnapshot = (*again, *(k for k in extra if k in held))
+    gone = tuple(k for k in extra if k not in held)
+    cut = tuple(batches(table, key, resnapshot, batch_keys))
+    return TableIntent(result.pair.name, connector, resnapshot, cut, gone, delete and bool(gone))
+
+
+@dataclass(frozen=True)
+class RepairPreview:
+    """`--repair --dry-run`: the compare, and what the repair would do; nothing written."""
+
+    before: Report
+    tables: tuple[TableIntent, ...]
+
+    @property
+    def exit_code(self) -> int:
+        """As `accuracy --deep`: 0 nothing to repair, 2 something would be, 1 an error (a
+        table that could not be compared, or could not be repaired)."""
+        return 1 if any(t.error for t in self.tables) else self.before.exit_code
+
+
 def source_connector(result: TableResult) -> str:
     """The source that feeds a pair, named as the generator names it from its slot."""
     if result.slot is None:

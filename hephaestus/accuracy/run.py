@@ -22,6 +22,7 @@ from hephaestus.accuracy.model import Counts, Filters, KeyDiff, Report, TablePai
 from hephaestus.accuracy.queries import NATIVE_TYPES, TableQuery
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.generator.model import Definition
+from hephaestus.generator.writers import SharedTable
 from hephaestus.project import Project
 
 T = TypeVar("T")
@@ -81,6 +82,14 @@ def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOpt
         )
         for d, pair in every
     ]
+
+
+def shared_tables(
+    project: Project, defs: Sequence[Definition], options: AccuracyOptions
+) -> dict[TablePair, SharedTable]:
+    """The selected pairs whose sink table other sinks fill too (selected or not)."""
+    chosen = options.pairs or tuple(pairs.select(pairs.table_pairs(defs), options.tables))
+    return pairs.sharing(defs, chosen, db.place_of(project))
 
 
 def _slots(project: Project, d: Definition, options: AccuracyOptions) -> tuple[str, ...]:

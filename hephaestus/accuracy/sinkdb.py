@@ -12,6 +12,7 @@ from psycopg import sql
 from hephaestus import pg
 from hephaestus.accuracy.model import Endpoint, Key
 from hephaestus.errors import HephaestusError
+from hephaestus.generator.writers import SharedTable
 from hephaestus.project import Project
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.gate import Cleared, Item, check
@@ -19,17 +20,37 @@ from hephaestus.state.backend import journal_for
 from hephaestus.state.lock import new_run_id
 
 CHUNK = 500  # keys per DELETE statement
+CONSENT = frozenset({"rows-deleted"})  # the flag is the ask
 
 
 def where(sink: Endpoint) -> str:
     return f"database {sink.database}"
 
 
-def judged(sink: Endpoint, keys: Sequence[Key]) -> Cleared:
+def judged(sink: Endpoint, keys: Sequence[Key], shared: SharedTable | None) -> Cleared:
     """The one gate: the rows deleted are what `--delete-extra` asks for (consented by it, as
-    `slots --drop-orphan` consents its slot dropped)."""
-    effect = Effect("rows-deleted", f"{len(keys)} rows of {sink.table} deleted at the sink (gone at the source)")
-    return check([Item(where(sink), str(sink.table), "delete extra rows", (effect,))], consent=frozenset({effect.code}))
+    `slots --drop-orphan` consents its slot dropped); never in a table other pipelines fill."""
+    return check([_item(sink, keys, shared)], consent=CONSENT)
+
+
+def refuse_shared(tables: Sequence[tuple[Endpoint, SharedTable]]) -> None:
+    """The gate, before anything is read or sent: `--delete-extra` over tables several
+    pipelines fill is refused (Refused, exit 2) naming each table and its pipelines."""
+    once = {shared: sink for sink, shared in tables}  # one item per table, however many pairs
+    if once:
+        check([_item(sink, (), shared) for shared, sink in once.items()], consent=CONSENT)
+
+
+def _item(sink: Endpoint, keys: Sequence[Key], shared: SharedTable | None) -> Item:
+    effects = [Effect("rows-deleted", f"{len(keys)} rows of {sink.table} deleted at the sink (gone at the source)")]
+    if shared is not None:
+        # The other pipelines' rows are extra to each one: deleting them empties a correct table.
+        why = (
+            f"{shared.describe()}: a row one of them lacks may be another's "
+            "(run without --delete-extra, or leave the table out with --table)"
+        )
+        effects.append(Effect("second-writer", why, invariant=True))
+    return Item(where(sink), str(sink.table), "delete extra rows", tuple(effects))
 
 
 def remove_rows(project: Project, sink: Endpoint, key: Sequence[str], keys: Sequence[Key], cleared: Cleared) -> int:

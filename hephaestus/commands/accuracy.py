@@ -11,6 +11,7 @@ import click
 
 from hephaestus.commands.common import (
     SECONDS,
+    check_textfile,
     lock_timeout_option,
     metrics_textfile_option,
     project_option,
@@ -91,6 +92,12 @@ if TYPE_CHECKING:
     help="With --repair: delete, by key at the sink, rows the source no longer has (kept otherwise).",
 )
 @click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --repair: compare and show the keys it would re-snapshot and the rows it would delete; "
+    "send no signal, delete nothing (exit as --deep: 2 when something would be repaired).",
+)
+@click.option(
     "--repair-timeout",
     type=SECONDS,
     default=600.0,
@@ -118,6 +125,7 @@ def accuracy(
     max_keys: int,
     batch_keys: int,
     delete_extra: bool,
+    dry_run: bool,
     repair_timeout: float,
     slot_timeout: float,
     lock_timeout: float | None,
@@ -126,8 +134,9 @@ def accuracy(
     pushgateway: str | None,
 ) -> None:
     """Prove each replicated table matches its source: row counts (and --deep checksums) on
-    both sides; --repair re-snapshots the keys that differ. Exit 0 all match, 2 a mismatch
-    beyond tolerance (or a partial compare, or more keys than --max-keys), 1 an error."""
+    both sides; --repair re-snapshots the keys that differ (--dry-run: shows them). Exit 0 all
+    match, 2 a mismatch beyond tolerance (or a partial compare, or more keys than --max-keys),
+    1 an error."""
     from hephaestus.accuracy import publish, render
     from hephaestus.accuracy.bisect import DeepOptions
     from hephaestus.accuracy.mend import RepairOptions
@@ -135,15 +144,19 @@ def accuracy(
     from hephaestus.generator.definitions import load_definitions
     from hephaestus.project import load_project
 
-    if (repair and not deep) or (delete_extra and not repair):
-        raise click.UsageError("--repair needs --deep, and --delete-extra needs --repair")
+    if (repair and not deep) or ((delete_extra or dry_run) and not repair):
+        raise click.UsageError("--repair needs --deep, and --delete-extra and --dry-run need --repair")
     project = load_project(project_file)
+    check_textfile(project, metrics_textfile)
     options = AccuracyOptions(env, org, tables, deep, DeepOptions(limit=key_limit), concurrency, budget_s)
     defs = load_definitions(
         definitions, lambda c: project.clusters[c].schema_registry_url if c in project.clusters else None
     )
+    _warn_shared(project, defs, options)
+    how = RepairOptions(max_keys, batch_keys, delete_extra, repair_timeout)
+    if dry_run:  # writes nothing: no signal, no delete, no notification, no metrics
+        sys.exit(_preview(project, defs, options, how, output))
     if repair:
-        how = RepairOptions(max_keys, batch_keys, delete_extra, repair_timeout)
         fixed = _repair(project, defs, options, how, slot_timeout, lock_timeout)
         report = fixed.final()
         click.echo(render.repair_json(fixed) if output == "json" else _repair_text(fixed), nl=False)
@@ -156,6 +169,33 @@ def accuracy(
 
 
 commands: list[click.Command] = [accuracy]
+
+
+def _warn_shared(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> None:
+    """A table several pipelines fill holds the others' rows too: say why they show as extra."""
+    from hephaestus.accuracy.run import shared_tables
+
+    for table in dict.fromkeys(shared_tables(project, defs, options).values()):
+        why = "each is compared with the whole table, so the others' rows count as extra (--delete-extra refused)"
+        click.echo(f"warning: {table.describe()}: {why}", err=True)
+
+
+def _preview(
+    project: Project, defs: Sequence[Definition], options: AccuracyOptions, how: RepairOptions, output: str
+) -> int:
+    """`--repair --dry-run`: the real run's plan, shown; its exit code."""
+    from hephaestus.accuracy import render
+    from hephaestus.accuracy.mend import plan, preview
+    from hephaestus.commands.common import colour_wanted
+
+    shown = preview(plan(project, defs, options, how))
+    tty = sys.stdout.isatty()
+    width = shutil.get_terminal_size().columns if tty else None
+    text = (
+        render.preview_json(shown) if output == "json" else render.preview_text(shown, width, tty and colour_wanted())
+    )
+    click.echo(text, nl=False)
+    return shown.exit_code
 
 
 def _repair(

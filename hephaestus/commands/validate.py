@@ -16,6 +16,9 @@ from hephaestus.commands.common import catalogs_option, definitions_option, proj
 from hephaestus.errors import HephaestusError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from hephaestus.generator.model import Definition
     from hephaestus.project import Project
 
 
@@ -62,7 +65,19 @@ def _definitions(definitions: Path, catalogs: Path, project_file: Path) -> str:
     from hephaestus.generator.fanout import generate
 
     loaded = load_definitions(definitions, registries_of(project_file))
-    return f"{len(loaded)} definitions ({len(generate(loaded, load_catalogs(catalogs)))} connectors)"
+    found = f"{len(loaded)} definitions ({len(generate(loaded, load_catalogs(catalogs)))} connectors)"
+    _warn_shared(loaded)
+    return found
+
+
+def _warn_shared(loaded: Sequence[Definition]) -> None:
+    """A fan-in is legitimate, so not an error; but each pipeline's accuracy then sees the
+    others' rows as extra, and `accuracy --delete-extra` refuses the table."""
+    from hephaestus.generator.writers import shared, writers
+
+    for table in shared(writers(loaded)):
+        why = "accuracy compares each with the whole table and refuses --delete-extra on it"
+        click.echo(f"warning: sink table {table.describe()}: {why}", err=True)
 
 
 def _connector_files(project: Project) -> str:

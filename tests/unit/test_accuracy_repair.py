@@ -256,9 +256,9 @@ def test_the_extra_rows_delete_is_keyed_by_parameters_and_cleared_by_its_own_fla
     text, params = sinkdb.statement(sink, ["org", "id"], [(1, "a'b"), (2, "c")])
     assert params == [1, "a'b", 2, "c"]
     assert "a'b" not in repr(text)
-    cleared = sinkdb.judged(sink, [(1,)])
+    cleared = sinkdb.judged(sink, [(1,)], None)
     assert cleared.cluster == "database auth" and cleared.names() == {"public.users"}
-    other = sinkdb.judged(pair().source, [(1,)])
+    other = sinkdb.judged(pair().source, [(1,)], None)
     with pytest.raises(HephaestusError, match="not cleared by the gate"):
         sinkdb.remove_rows(None, sink, ["id"], [(1,)], other)  # type: ignore[arg-type]
 

@@ -67,7 +67,7 @@ def test_graph_rewrites_its_own_page_but_no_other_file(root: Path, capsys: pytes
     assert (root / "notes.html").read_text() == "<!DOCTYPE html><title>my notes</title>"
 
 
-@pytest.mark.parametrize("command", [["heal"], ["reconcile", "--dry-run"]])
+@pytest.mark.parametrize("command", [["heal"], ["reconcile", "--dry-run"], ["accuracy", "--definitions", "nowhere"]])
 def test_a_metrics_textfile_never_overwrites_an_input(
     root: Path, command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
