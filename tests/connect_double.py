@@ -22,6 +22,13 @@ tests/stack/test_smoke.py):
 - `GET /health` (KIP-1017, Connect 3.9+, `HealthResource`): 200 `{"status": "healthy", …}` once
   the worker has started, 503 `{"status": "starting", …}` before (`starting` counts those).
 Errors are Connect's `{"error_code", "message"}` JSON.
+
+Apache Kafka's Connect masks nothing in a connector's config (`GET …/config`, the listing's
+`info`): it returns what was written, placeholders unresolved. Some managed platforms answer
+the values of PASSWORD-typed keys masked instead (Confluent Cloud, Aiven, MSK Connect, as
+`****` or `[hidden]`); `mask` set does that for every key `plugin_keys` types PASSWORD, in
+`GET …/config` and the connector info (listing, create, PUT). Task configs (`GET …/tasks`) are
+left as written: what those platforms answer there is not documented. Off by default.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ class ConnectDouble:
         self.log: list[tuple[str, str]] = []  # (method, path) of every request that got here
         self.on_start: dict[str, list[str]] = {}  # name -> task state script after each start
         self.plugin_keys: dict[str, str] = {}  # config key -> ConfigDef type, for every plugin
+        self.mask = ""  # a managed platform's answer for a PASSWORD value ("": Kafka's, none)
         self.starting = 0  # GET /health answers 503 this many more times
         self.kafka_cluster_id = "dbl-kafka-cluster-0"  # what GET / names
         self._lock = threading.Lock()
@@ -132,7 +140,7 @@ class ConnectDouble:
             del self.connectors[c.name]
             return httpx.Response(204)
         if m == "GET" and rest == ["config"]:
-            return httpx.Response(200, json=c.config)
+            return httpx.Response(200, json=self._shown(c.config))
         if m == "GET" and rest == ["status"]:
             return httpx.Response(200, json=self._status(c))
         if m == "GET" and rest == ["tasks"]:
@@ -237,10 +245,15 @@ class ConnectDouble:
         ]
         return {"name": c.name, "type": c.type, "connector": {"state": c.state, "worker_id": "w1"}, "tasks": tasks}
 
+    def _shown(self, config: dict[str, str]) -> dict[str, str]:
+        """A config as answered: PASSWORD values masked on a platform that masks them."""
+        hidden = {k for k, t in self.plugin_keys.items() if t == "PASSWORD"} if self.mask else set()
+        return {k: self.mask if k in hidden else v for k, v in config.items()}
+
     def _info(self, c: Connector) -> dict[str, Any]:
         return {
             "name": c.name,
-            "config": c.config,
+            "config": self._shown(c.config),
             "type": c.type,
             "tasks": [{"connector": c.name, "task": i} for i, _ in enumerate(c.task_states)],
         }

@@ -82,8 +82,9 @@ def planned(
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
     mine = targeted({n: c for n, c in read.fleet.items() if cluster.selects(n)}, wanted.targets)
-    secrets = _secrets(read, wanted, policy)
-    masked = {n: _masked(client, c) for n, c in mine.items() if n in wanted.desired}
+    typed = {n: _typed(client, c) for n, c in mine.items() if n in wanted.desired}
+    masked = {n: _masked(c, typed[n]) for n, c in mine.items() if n in wanted.desired}
+    secrets = _secrets(read, wanted, policy, {n: rotation.secret_keys(mine[n].config, t) for n, t in typed.items()})
     live = {n: _live(c, wanted.desired.get(n), masked.get(n, ()), secrets) for n, c in mine.items()}
     owned = frozenset(n for n, c in read.claims.items() if n in live and owns(c, config_hash(live[n].config)))
     basis = Basis(normalised_url(cluster.url), read.kafka, live, owned, secrets=secrets)
@@ -100,6 +101,8 @@ def planned(
         p = _sealed(seal, cluster, wanted, live, owned, policy)
     p = with_health(client, p, wanted, mine)
     learn_secrets(client, p, wanted.desired, live)
+    unread = _unread(p, wanted, policy) if secrets else ()
+    p = replace(p, warnings=(*p.warnings, *(u.warning() for u in unread)))
     p, problems, published = with_publications(project, p, wanted.desired, live, keep=seal is not None)
     basis = replace(basis, published=published)
     if seal is not None:
@@ -107,7 +110,8 @@ def planned(
         p = replace(p, refusals=(stale,) if stale else ())
     every = {n: Live(n, c.config, c.type, c.state) for n, c in read.fleet.items()} | live
     p = with_topics(cluster, p, every, policy.resolve)
-    return ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, basis=basis)
+    error = "" if wanted.dry_run else rotation.unread_error(unread)  # a dry run records nothing: loses nothing
+    return ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, basis=basis, error=error)
 
 
 def with_topics(cluster: Cluster, p: Plan, live: Mapping[str, Live], resolve: Resolver) -> Plan:
@@ -124,28 +128,38 @@ def with_topics(cluster: Cluster, p: Plan, live: Mapping[str, Live], resolve: Re
     return sinktopics.checked(p, live, existing, resolve)
 
 
-def _secrets(read: Read, wanted: Wanted, policy: Policy) -> Secrets | None:
+def _secrets(read: Read, wanted: Wanted, policy: Policy, typed: Mapping[str, frozenset[str]]) -> Secrets | None:
     """The fingerprints now, under the recorded salt (a new one when none: the apply records
-    it); None for a dry run with nothing recorded, which has nothing to compare."""
+    it); None for a dry run with nothing recorded, which has nothing to compare. `typed`: the
+    keys printed besides those named like secrets (rotation.secret_keys)."""
     salt, before = read.prints
     if wanted.dry_run and not salt:
         return None
     salt = salt or new_salt()
-    return Secrets(salt, rotation.current(wanted.desired, policy.resolve, fingerprints(salt).value), before)
+    return Secrets(
+        salt, rotation.current(wanted.desired, policy.resolve, fingerprints(salt).value, before, typed), before
+    )
 
 
 def _before(secrets: Secrets | None, name: str) -> dict[str, str]:
     return dict(secrets.before.get(name, {})) if secrets else {}
 
 
-def _masked(client: ConnectClient, c: LiveConnector) -> tuple[str, ...]:
-    """Keys whose live value is a mask of a secret: named like one, or typed PASSWORD by the
-    plugin (asked only when a value looks masked: a fleet without masks costs no request)."""
-    found = rotation.masked_keys(c.config)
-    if not found:
-        return ()
-    typed = client.secret_keys_known(c.connector_class)
-    return tuple(k for k in found if k in typed or is_sensitive(k))
+def _typed(client: ConnectClient, c: LiveConnector) -> frozenset[str]:
+    """The keys the plugin types PASSWORD, asked only when a value looks masked (a fleet
+    without masks costs no request; once per class)."""
+    return client.secret_keys_known(c.connector_class) if rotation.masked_keys(c.config) else frozenset()
+
+
+def _masked(c: LiveConnector, typed: frozenset[str]) -> tuple[str, ...]:
+    """Keys whose live value is a mask of a secret: named like one, or typed PASSWORD."""
+    return tuple(k for k in rotation.masked_keys(c.config) if k in typed or is_sensitive(k))
+
+
+def _unread(p: Plan, wanted: Wanted, policy: Policy) -> tuple[rotation.Unread, ...]:
+    """The secrets of the connectors planned whose file is here and could not be read."""
+    planned = {s.name for s in p.steps}
+    return rotation.unreadable({n: d for n, d in wanted.desired.items() if n in planned}, policy.resolve)
 
 
 def _live(c: LiveConnector, desired: Desired | None, masked: tuple[str, ...], secrets: Secrets | None) -> Live:
@@ -166,7 +180,9 @@ def remember(project: Project, cluster: Cluster, p: Plan, results: Sequence[Step
     if secrets is None:
         return ""
     ok = frozenset(r.name for r in results if r.ok)
-    found = rotation.settled(p, secrets.now, secrets.before, ok)
+    # config/validate of each write taught the redactor its plugin's PASSWORD keys (connect.parse)
+    now = rotation.with_typed(p, secrets.now, ok, is_sensitive, fingerprints(secrets.salt).value)
+    found = rotation.settled(p, now, secrets.before, ok)
     try:
         prints_store(project).write(project.name, cluster.name, found, secrets.salt)
     except (PrintsUnavailable, InputError) as exc:

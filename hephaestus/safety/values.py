@@ -3,7 +3,10 @@
 - A `${provider:path:key}` placeholder is a `Ref`: Connect resolves it on the worker. It is
   resolved here only when the file behind it can be read here (the workers' secrets file mounted
   beside hephaestus, `clusters.<name>.secrets_file`, or an absolute path that exists); otherwise
-  it "could be anything".
+  it "could be anything". A file that is here but could not be read (the secrets file named
+  in the project and missing, an unreadable one, one without the key) says why (`Ref.unreadable`):
+  a bad read must not pass for "lives on the workers" (reconciler.rotation keeps its last
+  fingerprint).
 - Enums are parsed as each plugin parses them (see `/work/research` notes quoted in each
   function): Debezium's source options trim and ignore case; the Debezium JDBC sink ignores case
   but does not trim, and falls back to a default on no match; Confluent's JDBC sink trims and
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hephaestus.secrets import properties
@@ -28,13 +31,26 @@ INVALID = "?"  # a value the plugin's validation refuses: the write would fail c
 
 @dataclass(frozen=True)
 class Ref:
-    """A value holding a placeholder. `value`: what it resolves to here, None when unknown."""
+    """A value holding a placeholder. `value`: what it resolves to here, None when unknown;
+    then why, when its file is here: `unreadable` (it could not be read: the file and the OS's
+    reason) or `missing` (it was read and lacks the key). Never a value; not compared (the
+    same text is the same value)."""
 
     text: str
     value: str | None = None
+    unreadable: str = field(default="", compare=False)
+    missing: str = field(default="", compare=False)
 
 
 Value = str | Ref
+
+
+def unread(v: Value | None) -> tuple[str, bool]:
+    """Why a placeholder's file here gave no value ("" when it did, or is not here at all), and
+    whether the file itself could not be read (else it lacks the key)."""
+    if not isinstance(v, Ref):
+        return "", False
+    return v.unreadable or v.missing, bool(v.unreadable)
 
 
 def known(v: Value | None) -> str | None:
@@ -68,7 +84,8 @@ class Resolver:
 
     def __init__(self, files: Iterable[Path] = ()) -> None:
         self._files = {f.name: f for f in files}  # by name: the workers mount it elsewhere
-        self._read: dict[str, dict[str, str] | None] = {}
+        # Per path: its pairs, why it could not be read, or None when it is not here.
+        self._read: dict[str, dict[str, str] | str | None] = {}
 
     def __call__(self, raw: str | None) -> Value | None:
         if raw is None or "${" not in raw:
@@ -77,31 +94,45 @@ class Resolver:
         end = 0
         for m in _PLACEHOLDER.finditer(raw):
             found = self._lookup(m.group(1), m.group(2), m.group(3))
-            if found is None:
-                return Ref(raw)
+            if isinstance(found, Ref):
+                return replace(found, text=raw)
             parts += [raw[end : m.start()], found]
             end = m.end()
         return Ref(raw, "".join(parts) + raw[end:]) if end else raw
 
-    def _lookup(self, provider: str, path: str | None, key: str) -> str | None:
+    def _lookup(self, provider: str, path: str | None, key: str) -> str | Ref:
+        """The value, or an unknown Ref (its text set by the caller) saying why, when its file is here."""
         if provider != "file":
-            return None
-        return (self._properties(path or "") or {}).get(key)
+            return Ref("")
+        read = self._properties(path or "")
+        if isinstance(read, dict) and key in read:
+            return read[key]
+        if isinstance(read, dict):  # a file half written, or a key not yet added: the workers lack it too
+            return Ref("", missing=f"{_shown(Path(path or '').name)} has no key {_shown(key)}")
+        return Ref("", unreadable=read or "")
 
-    def _properties(self, path: str) -> dict[str, str] | None:
+    def _properties(self, path: str) -> dict[str, str] | str | None:
         if path not in self._read:
-            local = self._files.get(Path(path).name)
-            if local is None and Path(path).is_absolute():
-                local = Path(path)
-            self._read[path] = None if local is None else _read_properties(local)
+            named = self._files.get(Path(path).name)
+            local = named or (Path(path) if Path(path).is_absolute() else None)
+            self._read[path] = None if local is None else _read_properties(local, named is not None)
         return self._read[path]
 
 
-def _read_properties(path: Path) -> dict[str, str] | None:
+def _shown(text: str) -> str:
+    """Quoted when it holds a line break or a control character: it cannot forge an output line."""
+    return text if text.isprintable() else repr(text)
+
+
+def _read_properties(path: Path, named: bool) -> dict[str, str] | str | None:
+    """Its pairs; else why not, or None when an absolute path the project does not name is
+    absent here (it lives on the workers). The project's own secrets file missing is a fault."""
     try:
         return properties(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return None
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        return f"cannot read {str(path)!r}: {exc.strerror}" if named else None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path, which no file has
+        return f"cannot read {str(path)!r}: {getattr(exc, 'strerror', None) or type(exc).__name__}"
 
 
 NO_RESOLVER = Resolver()

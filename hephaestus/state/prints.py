@@ -14,6 +14,7 @@ on one machine, a table in the state database for a fleet.
 
 from __future__ import annotations
 
+import fcntl
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -59,12 +60,13 @@ class PrintsFile:
         """Each connector's fingerprints replaced by these, computed under `salt` (recorded
         the first time; a run computes with the recorded one, under the cluster's lock)."""
         with self._lock:
-            data = self._all()
-            records = data.setdefault(project, {}).setdefault(cluster, {})
-            records.setdefault(_SALT, {"salt": salt})
-            records.update({n: dict(p) for n, p in found.items() if n != _SALT})
             try:
-                save_json(self.path, data)
+                with _exclusive(self.path):
+                    data = self._all()
+                    records = data.setdefault(project, {}).setdefault(cluster, {})
+                    records.setdefault(_SALT, {"salt": salt})
+                    records.update({n: dict(p) for n, p in found.items() if n != _SALT})
+                    save_json(self.path, data)
             except OSError as exc:
                 raise PrintsUnavailable(f"fingerprint record {self.path}: {exc.strerror or exc}") from exc
 
@@ -76,6 +78,18 @@ class PrintsFile:
             raise InputError(str(self.path), "fingerprint record is corrupt: delete it (the next apply records anew)")
         checked: dict[str, dict[str, dict[str, dict[str, str]]]] = data
         return checked
+
+
+@contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """One read-modify-write of the file at a time across processes: the runs of the project's
+    other clusters write it too, each under its own cluster's lock. Unserialised, one run's
+    records were lost, or two writes interleaved in the shared temporary file and left JSON no
+    run can read (seen with two processes writing 200 times each)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_suffix(".lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes, or its process dies
+        yield
 
 
 def _shaped(data: Any) -> bool:
