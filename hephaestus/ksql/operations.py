@@ -134,7 +134,8 @@ def _file_problems(info: VersionInfo, local: MigrationFile | None) -> list[str]:
         ]
     if local.checksum != info.checksum:
         return [
-            f"{local.path.name} changed after it was applied (checksum applied {info.checksum}, now {local.checksum})"
+            f"version {info.version} ({info.name}): {local.path.name} changed after it was applied "
+            f"(checksum applied {info.checksum}, now {local.checksum})"
         ]
     return []
 

@@ -2,8 +2,12 @@
 file `U<version>__<name>.sql` (Flyway's model; ksql-migrations has no way back, ksql#9997, #9221).
 
 Everything is checked before anything is sent: CURRENT must be MIGRATED (not RUNNING or ERROR),
-the applied files unchanged (as `apply` checks them: exit 2), and every version to undo must
-have its undo file, parsed (exit 1 otherwise, naming the version and the file).
+the applied files unchanged (as `apply` checks them, and Flyway's `validate` before `undo`:
+exit 2, naming the version, the file and both checksums; there is no flag around it), and
+every version to undo must have its undo file, parsed (exit 1 otherwise, naming the version
+and the file). Under the lock, the files are read again: one edited since the run read them
+stops it (exit 2). An undo file may be added or changed after its V file was applied (it is
+not part of what was applied); the checksum of the one that ran is in the audit log.
 
 Per version, recorded as `apply` records: RUNNING (CURRENT and the version's row), the undo
 file's statements, then CURRENT back to the version below (its MIGRATED row as it stands, or
@@ -16,14 +20,14 @@ undo file ran before a failing statement stays done, so undo files should prefer
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
 
 from hephaestus.errors import HephaestusError
 from hephaestus.ksql.apply import Audit, Refused, run_statement
 from hephaestus.ksql.compiler import CompiledMigration
-from hephaestus.ksql.files import Scan, undo_name
+from hephaestus.ksql.files import MigrationFile, Scan, checksum, undo_name
 from hephaestus.ksql.metadata import NO_ERROR, NONE_VERSION, State, VersionInfo
 from hephaestus.ksql.operations import validate_chain
 from hephaestus.ksql.store import MetadataStore
@@ -104,9 +108,30 @@ def undo(
     result = UndoResult(store.client.name, checked.latest, after, tuple(steps), (), options.dry_run)
     if options.dry_run:
         return result
+    local = scan.by_version()
+    _unchanged([*(local[i.version] for i in chain), *(s.file for s in steps)], store.client.name)
     below = {str(i.version): i for i in chain}
     done = [_undo_one(store, s, info, below.get(info.previous), options) for s, info in zip(steps, chosen, strict=True)]
     return replace(result, undone=tuple(done))
+
+
+def _unchanged(read: Sequence[MigrationFile], cluster: str) -> None:
+    """The V files checked and the U files compiled are still as this run read them: one edited
+    since (a checkout while the run waited for the lock) would pass a check it no longer meets,
+    or run an undo no one sees any more."""
+    moved = [f"{f.path.name} (checksum read {f.checksum}, now {now})" for f in read if (now := _now(f)) != f.checksum]
+    if moved:
+        raise Refused(
+            f"ksqlDB '{cluster}': nothing undone: changed since this run read them: {'; '.join(moved)}; "
+            "run the undo again"
+        )
+
+
+def _now(file: MigrationFile) -> str:
+    try:
+        return checksum(file.path)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
 
 
 def _require_settled(store: MetadataStore) -> None:
@@ -142,7 +167,9 @@ def _undo_one(
         info, state=State.RUNNING, started_on=str(options.clock()), completed_on="", error_reason=NO_ERROR
     )
     name = migration.file.path.name
-    options.audit(name, "intent", f"undo version {info.version} ({len(migration.statements)} statements)")
+    # The undo file's checksum: what ran is on record (the version's row keeps the V file's).
+    count, md5 = len(migration.statements), migration.file.checksum
+    options.audit(name, "intent", f"undo version {info.version} ({count} statements, checksum {md5})")
     try:
         store.record(running)
         for statement in migration.statements:
