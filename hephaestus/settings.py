@@ -114,6 +114,9 @@ class RolloutSettings:
     # this (None: not paced), waiting at most pace_timeout_s (then the gate fails).
     lag_budget: int | None = None
     pace_timeout_s: float = 600.0
+    # A rollback replays what each sink it put back parked in its DLQ while the rollout ran
+    # (false: names those records and the `dlq replay` that sends them; the run exits 1).
+    replay_parked: bool = True
 
 
 SECTIONS: dict[str, type] = {

@@ -84,6 +84,13 @@ def _located(project_file: Path, clusters: tuple[str, ...], connector: str) -> t
 @cluster_option
 @_connector_opt
 @click.option("--until", type=OFFSET, help="Replay up to this DLQ offset (inclusive).")
+@click.option(
+    "--from",
+    "since",
+    type=OFFSET,
+    help="Replay from this DLQ offset (refused while records below it were never replayed).",
+)
+@click.option("--partition", type=click.IntRange(0, 2**31 - 1), help="Replay this partition of the DLQ only.")
 @click.option("--dry-run", is_flag=True, help="Count what would be replayed; send nothing.")
 @click.option(
     "--batch",
@@ -100,6 +107,8 @@ def dlq_replay(
     clusters: tuple[str, ...],
     connector: str,
     until: int | None,
+    since: int | None,
+    partition: int | None,
     dry_run: bool,
     batch: int,
     allow_destructive: str | None,
@@ -108,8 +117,10 @@ def dlq_replay(
 ) -> None:
     """Send parked records back to their original topic and partition (keys and headers kept),
     from where the last replay stopped; the sink's upsert then applies them. Only to a topic
-    the sink reads; in transactions that record how far it got, under the cluster's lock."""
+    the sink reads; in transactions that record how far it got, under the cluster's lock.
+    `--partition --from --until` take exactly what a rollout's rollback names."""
     from hephaestus.dlq import render
+    from hephaestus.dlq.model import Bounds
     from hephaestus.dlq.run import replay
     from hephaestus.project import load_project
     from hephaestus.safety.gate import allow_of
@@ -119,14 +130,15 @@ def dlq_replay(
     project = load_project(project_file)
     cluster, found = _located(project_file, clusters, connector)
     wait_s = timeout_of(project, lock_timeout)
-    planned = replay(project, cluster, found, until, True, allow, wait_s, batch)
+    bounds = Bounds(until, since, partition)
+    planned = replay(project, cluster, found, bounds, True, allow, wait_s, batch)
     if dry_run or not planned.count:
         click.echo(render.replayed(connector, planned, "would replay" if dry_run else "replayed"))
         return
     if not auto_approve:
         confirm(f"Replay {planned.count} record(s) of {connector}'s dead-letter queue to {', '.join(planned.targets)}?")
     # The batch given is the batch sent (it was once dropped here, and 500 went instead).
-    sent = replay(project, cluster, found, until, False, allow, wait_s, batch)
+    sent = replay(project, cluster, found, bounds, False, allow, wait_s, batch)
     click.echo(render.replayed(connector, sent, "replayed"))
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the workflow's modules load only when the command runs
     from hephaestus.project import Project
     from hephaestus.reconciler import apply
     from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
+    from hephaestus.reconciler.rolling import RolloutHooks
     from hephaestus.reconciler.run import RunOptions
     from hephaestus.reconciler.workflow import Prepared
     from hephaestus.snapshot.hooks import SnapshotHooks
@@ -168,7 +169,7 @@ def reconcile(
     )
     progress = _progress() if sys.stderr.isatty() else None
     prepared = workflow.prepare(project, request, progress, lambda line: click.echo(line, err=True))
-    hooks = _snapshot_hooks(project) if prepared.scope.send_snapshot and not dry_run else None
+    hooks = None if dry_run else _hooks(project, prepared)
     options = prepared.options
     if prepared.needs_approval and not auto_approve:
         approval = workflow.approve(project, prepared, lambda o: _run(project, prepared, o, None), _asker(output))
@@ -178,6 +179,8 @@ def reconcile(
     outcomes = _run(project, prepared, options, hooks)
     _publish(outcomes, dry_run, metrics_textfile, pushgateway)
     _render(outcomes, output)
+    if dry_run:  # refused as the apply would be, and never sealed
+        workflow.check_canaries(project, outcomes, options.rollout)
     if out:
         _save(out, project, outcomes, prepared)
     sys.exit(workflow.exit_code(outcomes, dry_run, exit_code))
@@ -189,17 +192,34 @@ def _rollout_flags(
     """The rollout keys given as flags (any of them makes the apply a progressive rollout)."""
     found: dict[str, object] = {}
     if canary:
-        found["canary"] = int(canary[0]) if len(canary) == 1 and canary[0].isdigit() else canary
+        # ASCII digits only: "²" is a digit to str.isdigit and no number to int()
+        count = len(canary) == 1 and canary[0].isascii() and canary[0].isdigit()
+        found["canary"] = _count(canary[0]) if count else canary
     given = {"on_failure": on_failure, "analysis_s": window, "lag_budget": budget}
     return found | {k: v for k, v in given.items() if v is not None}
+
+
+def _count(text: str) -> int:
+    if len(text) > 7 or int(text) > 1_000_000:
+        raise click.BadParameter(f"{text} writes: a canary of at most 1000000", param_hint="--canary")
+    return int(text)
 
 
 def _save(out: Path, project: Project, outcomes: Sequence[ClusterOutcome], prepared: Prepared) -> None:
     from hephaestus.reconciler.sealed import build, write
 
-    sealed = build(project, outcomes, prepared.scope, prepared.clusters)
+    sealed = build(project, outcomes, prepared.scope, prepared.clusters, prepared.options.rollout)
     write(out, sealed)
     click.echo(f"\nPlan `{sealed.id}` sealed into {out}: apply it with `hephaestus reconcile --plan {out}`.")
+
+
+def _hooks(project: Project, prepared: Prepared) -> RolloutHooks:
+    """An apply's hooks: the rollout's checks before a cluster's first write, then the
+    incremental snapshots' when asked for."""
+    from hephaestus.reconciler.rolling import RolloutHooks
+
+    snapshot = _snapshot_hooks(project) if prepared.scope.send_snapshot else None
+    return RolloutHooks(project, prepared.options.rollout, snapshot)
 
 
 def _snapshot_hooks(project: Project) -> SnapshotHooks:
@@ -208,12 +228,11 @@ def _snapshot_hooks(project: Project) -> SnapshotHooks:
     return SnapshotHooks(project)
 
 
-def _run(
-    project: Project, prepared: Prepared, options: RunOptions, hooks: SnapshotHooks | None
-) -> list[ClusterOutcome]:
+def _run(project: Project, prepared: Prepared, options: RunOptions, hooks: RolloutHooks | None) -> list[ClusterOutcome]:
+    from hephaestus.dlq.run import replay_parked  # a rollback replays what its sinks parked
     from hephaestus.reconciler.run import reconcile as run_reconcile
 
-    return run_reconcile(project, prepared.clusters, options, hooks=hooks)
+    return run_reconcile(project, prepared.clusters, options, hooks=hooks, give_back=replay_parked)
 
 
 def _asker(output: str) -> Callable[[Sequence[ClusterOutcome]], str] | None:

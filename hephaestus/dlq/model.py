@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hephaestus.errors import HephaestusError
 from hephaestus.kafka import Record, Span
 from hephaestus.secrets import MASK, REDACTOR, is_sensitive
 
@@ -102,3 +103,42 @@ def start_positions(spans: Sequence[Span], committed: Mapping[tuple[str, int], i
 def end_positions(spans: Sequence[Span], until: int | None) -> dict[tuple[str, int], int]:
     """Where it stops: each partition's end, or offset `until` (inclusive) when given."""
     return {(s.topic, s.partition): s.end if until is None else min(s.end, until + 1) for s in spans}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Which parked records a replay takes: in every partition or one, from where the last
+    replay stopped or from offset `since`, up to the end or offset `until` (inclusive)."""
+
+    until: int | None = None
+    since: int | None = None
+    partition: int | None = None
+
+
+class ParkedBefore(HephaestusError):
+    """A replay from an offset would pass over records parked before it and never replayed:
+    a replay's position is one offset per partition, so they would read as replayed (exit 2)."""
+
+    exit_code = 2
+
+
+def positions(
+    spans: Sequence[Span], committed: Mapping[tuple[str, int], int], bounds: Bounds
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """Where a replay within `bounds` starts and stops in each partition it takes."""
+    chosen = [s for s in spans if bounds.partition in (None, s.partition)]
+    if bounds.partition is not None and not chosen:
+        raise HephaestusError(f"the dead-letter queue has no partition {bounds.partition}")
+    froms, ends = start_positions(chosen, committed), end_positions(chosen, bounds.until)
+    if bounds.since is None:
+        return froms, ends
+    since = bounds.since
+    for (topic, partition), first in sorted(froms.items()):
+        if first < since < ends[(topic, partition)]:
+            raise ParkedBefore(
+                f"{topic}[{partition}] holds records parked before offset {since} and never replayed "
+                f"(offsets {first}-{since - 1}): a replay's position is one per partition, so replaying "
+                f"from {since} would count them as replayed; replay them too (leave out --from), "
+                "or purge them first (`dlq purge`)"
+            )
+    return {tp: max(first, since) for tp, first in froms.items()}, ends

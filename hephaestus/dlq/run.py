@@ -8,6 +8,10 @@ replay), then to send them in Kafka transactions that also move the consumer gro
 each committed chunk once and nothing else; a rerun sends only what was not committed, or
 parked since. Replays and purges pass the one gate, take the cluster's lock and are written to
 the audit log before (intent) and after (outcome, or failure with how far it got).
+
+A rollout's rollback replays what its sinks parked while it ran the same way
+(`replay_parked`, handed to the reconciler from above): one partition's window, never records
+parked before it (`model.positions`), inside the reconcile's lock and audit journal.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from dataclasses import dataclass, replace
 
 from hephaestus import kafka
 from hephaestus.clients import ClientFactory, connect_client
-from hephaestus.dlq.model import Dlq, Replay, end_positions, own_headers, replay_of, start_positions
+from hephaestus.dlq.model import Bounds, Dlq, Replay, end_positions, own_headers, positions, replay_of
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.fleet.topics import dlq_topics, replay_group, unresolved
 from hephaestus.kafka import Record
 from hephaestus.project import Cluster, Project
+from hephaestus.reconciler.progressive import Parked
 from hephaestus.records import Decoded, SchemaRegistry, decode
 from hephaestus.safety import views
 from hephaestus.safety.effects import Effect, of_purge, of_replay
@@ -182,58 +187,72 @@ def replay(
     project: Project,
     cluster: Cluster,
     dlq: Dlq,
-    until: int | None,
+    bounds: Bounds,
     dry_run: bool,
     allow: Allow,
     lock_timeout_s: float,
     batch: int = 500,
 ) -> ReplayResult:
-    """Send back what the DLQ parked since the last replay (up to offset `until`), once the gate
+    """Send back what the DLQ parked since the last replay, within `bounds`, once the gate
     cleared it; nothing is sent when any record cannot go back."""
     bootstrap = bootstrap_of(cluster)
-    group = replay_group(dlq.connector)
-    froms = start_positions(dlq.spans, kafka.committed(bootstrap, [group]).get(group, {}))
-    ends = end_positions(dlq.spans, until)
-    checked = _check(kafka.read(bootstrap, froms, ends), lambda t: views.reads_topic(dlq.config, t))
-    cleared = check([Item(cluster.name, dlq.connector, "dlq replay", replay_effects(dlq, checked))], allow, CONSENT)
+    span, checked, cleared = _judged(bootstrap, dlq, bounds, allow)
     result = ReplayResult(dlq, checked.count, tuple(sorted(checked.targets)), dry_run)
     if dry_run or not checked.count:
         return result
-    with connect_lock(project, [cluster], "dlq replay", lock_timeout_s, run_id := new_run_id()):
-        sent = _send(project, cluster, dlq, (froms, ends), cleared, run_id, batch)
+    run_id = new_run_id()
+    with (
+        connect_lock(project, [cluster], "dlq replay", lock_timeout_s, run_id),
+        _journal(project, cluster, run_id) as j,
+    ):
+        sent = _send(bootstrap, dlq, span, cleared, j, batch)
     return replace(result, count=sent)
+
+
+def replay_parked(parked: Parked, journal: Journal) -> int:
+    """What a rollout's rollback gives back: the records one sink parked while the rollout ran
+    (`reconciler.progressive`), the way `dlq replay --partition --from --until` sends them:
+    the same gate (with no allowance: nothing destructive is automatic), exactly once, into
+    the reconcile's audit journal, under the cluster lock the reconcile already holds."""
+    spans = kafka.spans(parked.bootstrap, [parked.topic]).get(parked.topic, ())
+    dlq = Dlq(parked.cluster, parked.sink, parked.topic, spans, config=parked.config)
+    bounds = Bounds(until=parked.end - 1, since=parked.first, partition=parked.partition)
+    span, checked, cleared = _judged(parked.bootstrap, dlq, bounds, Allow())
+    return _send(parked.bootstrap, dlq, span, cleared, journal, 500) if checked.count else 0
+
+
+Window = tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]  # from, up to (not incl.)
+
+
+def _judged(bootstrap: str, dlq: Dlq, bounds: Bounds, allow: Allow) -> tuple[Window, Checked, Cleared]:
+    """The records within `bounds` not yet replayed, checked in one pass and judged at the gate."""
+    group = replay_group(dlq.connector)
+    span = positions(dlq.spans, kafka.committed(bootstrap, [group]).get(group, {}), bounds)
+    checked = _check(kafka.read(bootstrap, *span), lambda t: views.reads_topic(dlq.config, t))
+    item = Item(dlq.cluster, dlq.connector, "dlq replay", replay_effects(dlq, checked))
+    return span, checked, check([item], allow, CONSENT)
 
 
 CONSENT = frozenset({"redelivery"})  # what `dlq replay` is: re-delivering parked records
 
 
-def _send(
-    project: Project,
-    cluster: Cluster,
-    dlq: Dlq,
-    span: tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]],
-    cleared: Cleared,
-    run_id: str,
-    batch: int,
-) -> int:
+def _send(bootstrap: str, dlq: Dlq, span: Window, cleared: Cleared, journal: Journal, batch: int) -> int:
     if dlq.connector not in cleared.names():
         raise HephaestusError(f"replay of {dlq.connector}: not cleared by the gate (a bug): nothing sent")
-    bootstrap = bootstrap_of(cluster)
     froms, ends = span
     records = (
         (replace(r.record, headers=tuple(own_headers(r.record))), r.topic, r.partition)
         for r in map(replay_of, kafka.read(bootstrap, froms, ends))
     )
-    with _journal(project, cluster, run_id) as journal:
-        detail = f"records of {dlq.topic} from offsets {_positions(froms)} up to {_positions(ends)}"
-        journal.event(dlq.connector, "dlq-replay", "intent", detail)
-        try:
-            txn = f"hephaestus-dlq-replay.{cluster.name}.{dlq.connector}"
-            sent = kafka.replay(bootstrap, txn, replay_group(dlq.connector), records, batch)
-        except HephaestusError as exc:
-            journal.event(dlq.connector, "dlq-replay", "failed", str(exc))
-            raise
-        journal.event(dlq.connector, "dlq-replay", "ok", f"{sent} {detail}")
+    detail = f"records of {dlq.topic} from offsets {_positions(froms)} up to {_positions(ends)}"
+    journal.event(dlq.connector, "dlq-replay", "intent", detail)
+    try:
+        txn = f"hephaestus-dlq-replay.{dlq.cluster}.{dlq.connector}"
+        sent = kafka.replay(bootstrap, txn, replay_group(dlq.connector), records, batch)
+    except HephaestusError as exc:
+        journal.event(dlq.connector, "dlq-replay", "failed", str(exc))
+        raise
+    journal.event(dlq.connector, "dlq-replay", "ok", f"{sent} {detail}")
     return sent
 
 

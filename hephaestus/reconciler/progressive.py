@@ -5,7 +5,10 @@ window against the gates; paced by lag when a budget is set. A failed gate, by `
 - `rollback` (the default): the rest is not written; every connector the run changed is put
   back to the config read live before the run (held in memory only, never written anywhere
   else), the sinks it created are deleted, each step through the same gate as any write (a
-  destructive one is not taken: the report says so), and watched against the same gates;
+  destructive one is not taken: the report says so), and watched against the same gates; then
+  what each sink put back parked in its DLQ while the rollout ran (from the DLQ's end before
+  its write to its end now) is replayed the way `dlq replay` does, or, with `replay_parked:
+  false`, named with the command that replays it (a failed result: the run exits 1);
 - `pause`: the rest is not written, what was written stays;
 - `continue`: the failing connectors are reported failed and the next stage goes on.
 """
@@ -14,13 +17,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from shlex import quote
 
+from hephaestus import kafka
 from hephaestus.classes import POSTGRES_SOURCE as SOURCE
 from hephaestus.connect import ConnectClient
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet import health
 from hephaestus.fleet.lag import Health
+from hephaestus.fleet.topics import DLQ_KEY
 from hephaestus.reconciler import apply
 from hephaestus.reconciler.journal import StepJournal as Journal
 from hephaestus.reconciler.model import Live
@@ -30,10 +36,45 @@ from hephaestus.reconciler.rollout import Failure, Stage, failures, stages, tota
 from hephaestus.reconciler.rotation import masked_keys
 from hephaestus.safety.gate import Cleared
 from hephaestus.settings import RolloutSettings
+from hephaestus.state.audit import Journal as AuditJournal
 
 # The rollback's steps judged at the gate: the plan of those it cleared, their pass, and the
 # refusals (each a step not taken).
 UndoGate = Callable[[Plan], tuple[Plan, Cleared, tuple[str, ...]]]
+REPLAY = "dlq-replay"  # the action of a rollback's result for what a sink parked
+
+
+@dataclass(frozen=True)
+class Parked:
+    """What one sink parked in its DLQ while a rollout ran, in one partition: offsets
+    [first, end), from the DLQ's end before the sink's write to its end once put back."""
+
+    cluster: str
+    bootstrap: str
+    sink: str  # as it runs again (a rename rolled back: its old name)
+    topic: str
+    partition: int
+    first: int
+    end: int
+    config: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)  # put back: where they go
+
+    def where(self) -> str:
+        return (
+            f"{self.end - self.first} record(s) in {self.topic}[{self.partition}], offsets {self.first}-{self.end - 1}"
+        )
+
+    def command(self) -> str:
+        """The `dlq replay` that sends these and no others (names quoted: a shell reads it)."""
+        return (
+            f"hephaestus dlq replay --cluster {quote(self.cluster)} --connector {quote(self.sink)} "
+            f"--partition {self.partition} --from {self.first} --until {self.end - 1}"
+        )
+
+
+# Sends back what a sink parked, as `dlq replay` does (the gate, exactly once), writing to the
+# run's audit journal: how many it sent. The dlq feature's (`dlq.run.replay_parked`), given
+# from above: the reconciler imports no feature.
+GiveBack = Callable[[Parked, AuditJournal], int]
 
 
 @dataclass(frozen=True)
@@ -42,6 +83,7 @@ class Watch:
     probe: health.Probe
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    give_back: GiveBack | None = None  # None: what the rollback's sinks parked is only named
 
 
 @dataclass(frozen=True)
@@ -95,10 +137,12 @@ class _Rollout:
     def __init__(self, client: ConnectClient, runner: apply.Runner, watch: Watch, options: apply.ApplyOptions):
         self.client, self.runner, self.watch, self.options = client, runner, watch, options
         self.lines: list[str] = []
+        self.marks: dict[str, _Mark] = {}  # each sink's DLQ ends before its write
 
     def stage(self, stage: Stage) -> list[Failure]:
         """The stage written, ready, then watched: what its gates found."""
         watched = [s for s in stage.steps if s.action != "delete"]
+        self.mark(stage.steps)
         baseline = self._sample(watched) if watched else {}
         got = self.runner.run(stage.steps)
         bad = [Failure(r.name, f"not ready: {r.detail}", True) for r in got.values() if not r.ok]
@@ -136,6 +180,60 @@ class _Rollout:
 
     def _sample(self, steps: Sequence[Step]) -> dict[str, Health]:
         return health.sample(self.client, self.watch.probe, {s.name: s.config for s in steps})
+
+    def mark(self, steps: Sequence[Step]) -> None:
+        """Where each sink's DLQ ends before its write: what it parks from there on, the
+        rollout's doing, is what a rollback gives back (and nothing parked before)."""
+        dlqs, bootstrap = _dlqs(steps), self.watch.probe.bootstrap
+        if not (dlqs and bootstrap):
+            return
+        try:
+            ends = _ends(bootstrap, list(dlqs.values()))
+        except HephaestusError as exc:
+            self.marks |= {n: _Mark(t, bootstrap, error=str(exc)) for n, t in dlqs.items()}
+            return
+        self.marks |= {n: _Mark(t, bootstrap, ends[t]) for n, t in dlqs.items()}
+
+    def given_back(
+        self, cluster: str, back: Sequence[Step], done: Sequence[StepResult], journal: Journal
+    ) -> list[StepResult]:
+        """For each sink put back (and watched), what it parked while the rollout ran."""
+        oks = {r.name for r in done if r.ok}
+        out: list[StepResult] = []
+        for u in [u for u in back if u.name in oks and (u.renamed_from or u.name) in self.marks]:
+            try:
+                out += [self._give_back(p, journal) for p in self._parked(cluster, u)]
+            except HephaestusError as exc:
+                out.append(StepResult(u.name, REPLAY, False, f"what it parked while the rollout ran is unknown: {exc}"))
+        return out
+
+    def _parked(self, cluster: str, back: Step) -> list[Parked]:
+        """What the sink put back by `back` parked from its mark to now, per partition (a
+        partition new since: from its start)."""
+        mark = self.marks[back.renamed_from or back.name]
+        if mark.error:
+            raise HephaestusError(f"{mark.topic} could not be read before the write: {mark.error}")
+        now = _ends(mark.bootstrap, [mark.topic])[mark.topic]
+        firsts = {p: mark.ends.get(p, 0) for p in now}
+        return [
+            Parked(cluster, mark.bootstrap, back.name, mark.topic, p, firsts[p], end, back.config)
+            for p, end in sorted(now.items())
+            if end > firsts[p]
+        ]
+
+    def _give_back(self, parked: Parked, journal: Journal) -> StepResult:
+        """Replayed, or named with the command that replays exactly these (a failed result)."""
+        give, what = self.watch.give_back, f"{parked.where()}, parked while the rollout ran"
+        if not self.watch.settings.replay_parked or give is None:
+            why = (
+                "this run cannot replay them" if self.watch.settings.replay_parked else "rollout replay_parked is false"
+            )
+            return StepResult(parked.sink, REPLAY, False, f"not replayed ({why}): {what}: `{parked.command()}`")
+        try:
+            sent = give(parked, journal.journal)
+        except HephaestusError as exc:
+            return StepResult(parked.sink, REPLAY, False, f"not replayed: {exc}; {what}: `{parked.command()}`")
+        return StepResult(parked.sink, REPLAY, True, f"replayed {sent} record(s): {what}")
 
     def fail(self, found: Sequence[Failure], reason: str) -> None:
         """The connectors the gate failed are reported failed (the write itself was made)."""
@@ -201,7 +299,8 @@ class _Rollout:
         gone = {s.name for s in cleared_plan.writes if s.action == "delete" and s.name in oks}
         gone |= {s.renamed_from for s in cleared_plan.writes if s.action == "rename" and s.name in oks}
         back_again = tuple(s.name for s in cleared_plan.writes if s.action in ("create", "rename") and s.name in oks)
-        return Rolled(self.runner.outcome(), done, tuple(self.lines), frozenset(gone), back_again)
+        given = self.given_back(plan.cluster, cleared_plan.writes, done, journal)
+        return Rolled(self.runner.outcome(), (*done, *given), tuple(self.lines), frozenset(gone), back_again)
 
 
 def _undone(result: StepResult, reason: str) -> StepResult:
@@ -211,3 +310,24 @@ def _undone(result: StepResult, reason: str) -> StepResult:
 
 def _why(found: Sequence[Failure], name: str) -> str:
     return next((f.why for f in found if f.name == name), "")
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """A sink's DLQ topic and its partitions' ends before the sink's write (or why unread)."""
+
+    topic: str
+    bootstrap: str
+    ends: Mapping[int, int] = field(default_factory=dict)
+    error: str = ""
+
+
+def _dlqs(steps: Sequence[Step]) -> dict[str, str]:
+    """The DLQ topic of each sink a step changes or renames (a sink the run creates is deleted
+    by the rollback: nothing would read its records back), as Connect trims it."""
+    return {s.name: t for s in steps if s.action in ("update", "rename") and (t := s.config.get(DLQ_KEY, "").strip())}
+
+
+def _ends(bootstrap: str, topics: Sequence[str]) -> dict[str, dict[int, int]]:
+    spans = kafka.spans(bootstrap, sorted(set(topics)))
+    return {t: {s.partition: s.end for s in spans.get(t, ())} for t in topics}

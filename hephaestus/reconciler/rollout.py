@@ -67,6 +67,19 @@ def _canary(ordered: list[Step], canary: int | tuple[str, ...]) -> list[Step]:
     return [s for s in ordered if s in named or s.name in needed]
 
 
+def unnamed(writes: Sequence[Step], r: RolloutSettings) -> tuple[str, ...]:
+    """The canary's globs when they name none of the writes a canary can take (any but a
+    delete, which goes last): then the canary would be skipped without a word, and every write
+    go out in the waves. () for a count, for a cluster with nothing but deletes to write, and
+    once one glob names one write."""
+    if isinstance(r.canary, int):
+        return ()
+    takeable = [s.name for s in writes if s.action != "delete"]
+    if not takeable or any(fnmatchcase(n, g) for n in takeable for g in r.canary):
+        return ()
+    return r.canary
+
+
 def _cut(rest: list[Step], shares: Sequence[int]) -> list[tuple[Step, ...]]:
     marks = sorted({*shares, 100})
     ends = [math.ceil(len(rest) * m / 100) for m in marks]

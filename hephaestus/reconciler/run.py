@@ -100,6 +100,7 @@ def reconcile(
     options: RunOptions,
     client_factory: ClientFactory = connect_client,
     hooks: Hooks | None = None,
+    give_back: progressive.GiveBack | None = None,  # a rollback's replay of what sinks parked (dlq's)
 ) -> list[ClusterOutcome]:
     policy = policy_of(project, options.force, options.allow)
     run_id = new_run_id()
@@ -120,7 +121,7 @@ def reconcile(
             reads = {r.cluster.name: r for r in pool.map(lambda c: _read(clients, c, store, project), clusters)}
             desired, held, unloaded = inputs.result()
             check_targets(options.targets, clusters, reads, desired)
-            run = _Run(project, options, policy, run_id, store, hooks)
+            run = _Run(project, options, policy, run_id, store, hooks, give_back)
             outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
             others = [c for c in every if c.name not in reads] if _claims(outs) else []
             glances = _clients(stack, others, client_factory)
@@ -206,6 +207,7 @@ class _Run:
     run_id: str
     store: ownership.Store
     hooks: Hooks | None
+    give_back: progressive.GiveBack | None = None
 
     def wanted(
         self, name: str, desired: Mapping[str, Mapping[str, Desired]], held: Mapping[str, frozenset[str]]
@@ -244,6 +246,8 @@ class _Run:
         out = base
         if client is not None and p is not None and not (self.options.dry_run or p.refused or base.invalid):
             out = self._applied(client, base, p, clear(verdict, p.cluster))
+            # The plan's own error (a secret not read) outlives the apply's: both are the run's.
+            out = replace(out, error="; ".join(dict.fromkeys(e for e in (base.error, out.error) if e)))
         rollout = self.project.rollout_of(self.project.clusters[base.cluster], self.options.rollout)
         if rollout is not None and p is not None and p.writes:
             shape, stages = rolling.shown(rollout, self.project.clusters[base.cluster], p)
@@ -318,7 +322,7 @@ class _Run:
         rollout = self.project.rollout_of(cluster, self.options.rollout)
         if rollout is None:
             return progressive.Rolled(apply.execute(client, p, options, journal, cleared))
-        watch = progressive.Watch(rollout, rolling.probe_of(self.project, cluster))
+        watch = progressive.Watch(rollout, rolling.probe_of(self.project, cluster), give_back=self.give_back)
         gate = rolling.undo_gate(client, cluster.name, self.policy, base.basis.kafka if base.basis else None)
         live = base.basis.live if base.basis else {}
         return progressive.execute(client, p, options, journal, cleared, watch, live, gate)

@@ -12,7 +12,12 @@ is set):
   publications as read;
 - each cluster's identity: its URL and Connect's `kafka_cluster_id`;
 - the SHA-256 of the project file and of every connector file, and every option that decides
-  the scope (clusters, targets, force, allow-destructive, custom sinks, snapshots).
+  the scope (clusters, targets, force, allow-destructive, custom sinks, snapshots);
+- how it rolls out: the rollout flags given (`--canary`, `--on-failure`, `--analysis-window`,
+  `--lag-budget`) and, per cluster, the rollout they make over the project file's (none: all
+  at once). "Canary, then rollback" is part of what was reviewed: `--plan` takes these flags
+  from the plan, and a plan of format 2, which has none, is refused (make a new one): what it
+  was reviewed with cannot be told.
 
 Applying checks the seal and every precondition, then runs those steps through the same gate
 and executors as any apply; a step is never re-planned.
@@ -23,9 +28,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from hephaestus.errors import HephaestusError, InputError
@@ -40,7 +46,7 @@ from hephaestus.safety.effects import few
 from hephaestus.safety.seal import Fingerprints
 from hephaestus.yamlsrc import format_path, load_json
 
-FORMAT = 2
+FORMAT = 3  # 3: the rollout sealed
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,11 @@ class Sealed:
             o["send_snapshot"],
         )
 
+    @property
+    def rollout(self) -> Mapping[str, Any]:
+        """The rollout flags the plan was made with: the ones its apply takes."""
+        return MappingProxyType(self.body["rollout"])
+
     def cluster(self, name: str) -> Mapping[str, Any] | None:
         found: Mapping[str, Any] | None = self.body["clusters"].get(name)
         return found
@@ -98,21 +109,37 @@ class StalePlan(HephaestusError):
 
 
 def build(
-    project: Project, outcomes: Sequence[ClusterOutcome], options: Options, clusters: Sequence[Cluster]
+    project: Project,
+    outcomes: Sequence[ClusterOutcome],
+    options: Options,
+    clusters: Sequence[Cluster],
+    flags: Mapping[str, Any] = MappingProxyType({}),
 ) -> Sealed:
-    """The sealed plan of a dry run (every cluster planned, none failed)."""
+    """The sealed plan of a dry run (every cluster planned, none failed); `flags`: the rollout
+    flags of the run."""
     if any(o.error or o.plan is None or o.basis is None or o.invalid for o in outcomes):
         raise HephaestusError("no plan sealed: a cluster could not be planned (see above)")
     salt = seal.new_salt()
     fp = Fingerprints(salt, seal.plan_key())
+    given = json.loads(json.dumps(dict(flags)))  # as the file holds them: lists, not tuples
     body = {
         "project": {"name": project.name, "sha256": _sha_file(Path(project.file))},
         "git": git_files(clusters),
         "options": options.as_dict(),
+        "rollout": given,
         "salt": salt,
-        "clusters": {o.cluster: _cluster(o, fp) for o in outcomes},
+        "clusters": {
+            o.cluster: {**_cluster(o, fp), "rollout": rollout_of(project, o.cluster, given)} for o in outcomes
+        },
     }
     return Sealed(seal.seal(body)[7:19], body, fp)
+
+
+def rollout_of(project: Project, cluster: str, flags: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The cluster's rollout as these flags make it over the project file's, as JSON (None:
+    none, the writes go all at once)."""
+    found = project.rollout_of(project.clusters[cluster], flags)
+    return None if found is None else dict(json.loads(json.dumps(asdict(found))))
 
 
 def _cluster(o: ClusterOutcome, fp: Fingerprints) -> dict[str, Any]:
@@ -208,6 +235,7 @@ def load(path: Path, project: Project) -> Sealed:
         raise InputError(str(path), f"not a well-formed plan: {errors[0].message[:120]}", field=where)
     sealed = Sealed(doc["id"], body, Fingerprints(body["salt"], seal.plan_key()))
     _same_inputs(sealed, project)
+    _same_rollout(sealed, project)
     return sealed
 
 
@@ -249,6 +277,17 @@ def _same_inputs(sealed: Sealed, project: Project) -> None:
     moved += sorted(p for p in set(body["git"]) | set(now) if body["git"].get(p) != now.get(p))
     if moved:
         raise StalePlan(f"plan {sealed.id} is stale: {few(moved, 5)} changed since; make a new plan")
+
+
+def _same_rollout(sealed: Sealed, project: Project) -> None:
+    """The rollout the plan was reviewed with is the one its flags make now (the project file
+    is unchanged: only another version of hephaestus, with other defaults, moves it)."""
+    flags = sealed.body["rollout"]
+    moved = sorted(c for c, sc in sealed.body["clusters"].items() if sc["rollout"] != rollout_of(project, c, flags))
+    if moved:
+        raise StalePlan(
+            f"plan {sealed.id} is stale: the rollout of cluster {few(moved, 5)} is not the one planned; make a new plan"
+        )
 
 
 # --- applying one -----------------------------------------------------------------------

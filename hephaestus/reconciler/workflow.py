@@ -7,7 +7,8 @@ of the run, whether a plan shown on a terminal may apply, and the exit code.
 - `--dry-run` plans and changes nothing; `--out plan.json` seals that plan (its steps, what it
   was computed from, the options) for `--plan`.
 - `--plan plan.json` executes exactly those steps once the seal and every precondition hold,
-  or nothing (a stale plan exits 2; an edited, truncated or foreign one exits 1).
+  or nothing (a stale plan exits 2; an edited, truncated or foreign one exits 1), rolled out
+  as sealed: a flag that would change its scope or its rollout is an error.
 - Otherwise, on a terminal the plan is shown and applied only after `yes`; without a terminal
   `--auto-approve` is required (the jobs of Helm hooks and cron pass it: they are automation).
   The plan shown is sealed in memory and applied as a saved one is: if anything moved between
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 from hephaestus import outputs
 from hephaestus.errors import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, HephaestusError, InputError
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, sealed
+from hephaestus.reconciler import apply, rolling, sealed
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.run import RunOptions, apply_options_of
 from hephaestus.safety.gate import allow_of
@@ -40,6 +41,14 @@ _SCOPE = {
     "allow_destructive": "--allow-destructive",
     "deploy_custom": "--deploy-custom-sinks",
     "send_snapshot": "--send-incremental-snapshot",
+}
+# The rollout's keys given as flags: reviewed with the plan ("canary, then rollback"), sealed;
+# any other rollout key a flag gives is refused with --plan too, by its own name.
+_ROLLOUT = {
+    "canary": "--canary",
+    "on_failure": "--on-failure",
+    "analysis_s": "--analysis-window",
+    "lag_budget": "--lag-budget",
 }
 
 
@@ -96,8 +105,12 @@ def _sealed_plan(project: Project, request: Request, note: Callable[[str], None]
         raise InputError("--out", "a sealed plan is applied as it is: --out makes a new one (with --dry-run)")
     given = request.given.as_dict()
     changed = [flag for key, flag in _SCOPE.items() if given[key] not in ((), [], False, "")]
+    changed += [_ROLLOUT.get(key, "--" + key.replace("_", "-")) for key in request.rollout]
     if changed:
-        raise InputError(changed[0], f"the plan fixes what it covers: {', '.join(changed)} cannot be given with --plan")
+        raise InputError(
+            changed[0],
+            f"the plan fixes what it covers and how it rolls out: {', '.join(changed)} cannot be given with --plan",
+        )
     plan = sealed.load(request.plan_file, project)
     note(f"applying plan {plan.id} ({request.plan_file})")
     return plan
@@ -136,7 +149,7 @@ def options_of(
         allow=allow_of(scope.allow_destructive),
         targets=tuple(scope.targets),
         sealed=seal,
-        rollout=request.rollout,
+        rollout=seal.rollout if seal is not None else request.rollout,
     )
 
 
@@ -170,12 +183,21 @@ def approve(
             "apply with --plan"
         )
     shown = preview(replace(prepared.options, dry_run=True))
+    check_canaries(project, shown, prepared.options.rollout)
     if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in shown):
         stopped = any(o.refused or o.failed for o in shown)
         return Approval(exit_code=exit_code(shown, True, False) if stopped else EXIT_OK)
     if ask(shown).strip() != "yes":
         raise HephaestusError("apply cancelled: nothing was changed")
-    return Approval(sealed.build(project, shown, prepared.scope, prepared.clusters))
+    return Approval(sealed.build(project, shown, prepared.scope, prepared.clusters, prepared.options.rollout))
+
+
+def check_canaries(project: Project, outcomes: Outcomes, flags: Mapping[str, Any]) -> None:
+    """A dry run's plans (a preview, a plan to seal) refused as their apply would be: a canary
+    whose globs name none of a cluster's writes (rolling.check_canary)."""
+    for o in outcomes:
+        if o.plan is not None and o.cluster in project.clusters:
+            rolling.check_canary(project, project.clusters[o.cluster], flags, o.plan)
 
 
 def exit_code(outcomes: Outcomes, dry_run: bool, drift_exit: bool) -> int:

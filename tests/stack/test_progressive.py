@@ -131,7 +131,8 @@ def test_a_bad_change_under_load_is_caught_by_the_canary_and_the_rest_is_never_w
         results = {r["name"]: r for r in cluster["results"]}
         assert "its DLQ grew by" in results[canary]["detail"], results[canary]
         assert all(results[n]["detail"].startswith("not applied: the rollout stopped at canary") for n in rest)
-        assert [(r["name"], r["ok"]) for r in cluster["rollout"]["rollback"]] == [(canary, True)]
+        rollback = [(r["action"], r["name"], r["ok"]) for r in cluster["rollout"]["rollback"]]
+        assert rollback == [("update", canary, True), ("dlq-replay", canary, True)]  # what it parked, given back
         assert [w for log in seen for w in log.writes(rest)] == [], "the rest of the fleet was written"
         assert len([w for log in seen for w in log.writes([canary]) if w.method == "PUT"]) >= 2
         assert live(connect, canary) == before[canary]  # read back: the config before the run

@@ -82,7 +82,7 @@ def test_the_file_holds_the_steps_and_preconditions_and_reveals_no_secret(projec
     text = path.read_text()
     assert SECRET not in text and "live-pw-canary" not in text
     doc = json.loads(text)
-    assert doc["hephaestus_plan"] == 2 and doc["id"] == s.id == doc["seal"][7:19] and "signature" not in doc
+    assert doc["hephaestus_plan"] == 3 and doc["id"] == s.id == doc["seal"][7:19] and "signature" not in doc
     body = doc["body"]
     c = body["clusters"]["c"]
     assert [(x["action"], x["name"]) for x in c["steps"]] == [("create", "s0"), ("update", "a")]
@@ -118,7 +118,7 @@ def test_no_plan_is_sealed_when_a_cluster_could_not_be_planned(project: Project)
         (lambda d: d.update(seal="sha256:" + "0" * 64), "edited or truncated"),
         (lambda d: d.pop("body"), "edited or truncated"),
         (lambda d: d.update(id="000000000000"), "id does not match"),
-        (lambda d: d.update(hephaestus_plan=1), "format 1, not 2"),
+        (lambda d: d.update(hephaestus_plan=2), "format 2, not 3: make a new plan"),
         (lambda d: d.pop("hephaestus_plan"), "not a hephaestus plan file"),
     ],
 )

@@ -24,6 +24,7 @@ class Outcome:
     unhealthy: bool = False
     drift: bool = False
     plan: Any = None
+    cluster: str = "c"
 
 
 @pytest.mark.parametrize(
