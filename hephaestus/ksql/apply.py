@@ -13,7 +13,7 @@ files should prefer `CREATE OR REPLACE` / `IF NOT EXISTS`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NoReturn
 
@@ -21,7 +21,7 @@ from hephaestus.errors import HephaestusError
 from hephaestus.ksql import sqltext
 from hephaestus.ksql.compiler import CompiledMigration, ParseFailure, Statement
 from hephaestus.ksql.errors import KsqlError
-from hephaestus.ksql.files import MigrationFile, Scan
+from hephaestus.ksql.files import MigrationFile, Scan, checksum
 from hephaestus.ksql.metadata import NONE_VERSION, State, VersionInfo
 from hephaestus.ksql.operations import validate_chain
 from hephaestus.ksql.store import BrokenChain, MetadataStore
@@ -122,11 +122,34 @@ def apply(store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigra
     if options.dry_run:
         _check_parsed(plan)
         return result
+    unchanged(scan.files, store.client.name, "apply")  # the plan's are among them
     applied: list[Applied] = []
     for migration in plan:
         applied.append(_apply_one(store, migration, previous, options))
         previous = str(migration.file.version)
     return replace(result, applied=tuple(applied))
+
+
+_DONE = {"apply": "applied", "undo": "undone"}
+
+
+def unchanged(read: Sequence[MigrationFile], cluster: str, command: str) -> None:
+    """The files checked and compiled are still as this run read them, before it waited for the
+    lock: one edited since (a checkout meanwhile) would pass a check it no longer meets, or run
+    statements no one sees any more."""
+    moved = [f"{f.path.name} (checksum read {f.checksum}, now {now})" for f in read if (now := _now(f)) != f.checksum]
+    if moved:
+        raise Refused(
+            f"ksqlDB '{cluster}': nothing {_DONE[command]}: changed since this run read them: "
+            f"{'; '.join(moved)}; run the {command} again"
+        )
+
+
+def _now(file: MigrationFile) -> str:
+    try:
+        return checksum(file.path)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
 
 
 def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str, options: Options) -> Applied:

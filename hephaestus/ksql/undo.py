@@ -20,14 +20,14 @@ undo file ran before a failing statement stays done, so undo files should prefer
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import takewhile
 
 from hephaestus.errors import HephaestusError
-from hephaestus.ksql.apply import Audit, Refused, run_statement
+from hephaestus.ksql.apply import Audit, Refused, run_statement, unchanged
 from hephaestus.ksql.compiler import CompiledMigration
-from hephaestus.ksql.files import MigrationFile, Scan, checksum, undo_name
+from hephaestus.ksql.files import Scan, undo_name
 from hephaestus.ksql.metadata import NO_ERROR, NONE_VERSION, State, VersionInfo
 from hephaestus.ksql.operations import validate_chain
 from hephaestus.ksql.store import MetadataStore
@@ -109,29 +109,10 @@ def undo(
     if options.dry_run:
         return result
     local = scan.by_version()
-    _unchanged([*(local[i.version] for i in chain), *(s.file for s in steps)], store.client.name)
+    unchanged([*(local[i.version] for i in chain), *(s.file for s in steps)], store.client.name, "undo")
     below = {str(i.version): i for i in chain}
     done = [_undo_one(store, s, info, below.get(info.previous), options) for s, info in zip(steps, chosen, strict=True)]
     return replace(result, undone=tuple(done))
-
-
-def _unchanged(read: Sequence[MigrationFile], cluster: str) -> None:
-    """The V files checked and the U files compiled are still as this run read them: one edited
-    since (a checkout while the run waited for the lock) would pass a check it no longer meets,
-    or run an undo no one sees any more."""
-    moved = [f"{f.path.name} (checksum read {f.checksum}, now {now})" for f in read if (now := _now(f)) != f.checksum]
-    if moved:
-        raise Refused(
-            f"ksqlDB '{cluster}': nothing undone: changed since this run read them: {'; '.join(moved)}; "
-            "run the undo again"
-        )
-
-
-def _now(file: MigrationFile) -> str:
-    try:
-        return checksum(file.path)
-    except OSError as exc:
-        return f"unreadable ({exc.strerror or exc})"
 
 
 def _require_settled(store: MetadataStore) -> None:

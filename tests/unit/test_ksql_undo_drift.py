@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from hephaestus.ksql import run as ksql_run
+from hephaestus.ksql.apply import Options as ApplyOptions
 from hephaestus.ksql.apply import Refused
 from hephaestus.ksql.undo import UndoOptions
 from hephaestus.project import load_project
@@ -131,3 +132,29 @@ def test_a_changed_v_file_below_the_versions_to_undo_refuses_too(ksql: Ksql) -> 
     result = ksql.cli("ksql", "undo", "--until", "2")
     assert result.code == 2 and "version 1 (bob users): V000001__bob_users.sql changed" in result.err
     assert ksql.state("3")["STATE"] == "MIGRATED"
+
+
+V4 = "CREATE STREAM bob_staff (id INT KEY) WITH (kafka_topic='bob.staff', value_format='JSON', partitions=1);\n"
+
+
+def test_a_file_edited_while_the_apply_waited_stops_it(ksql: Ksql) -> None:
+    """`ksql apply` reads and compiles its files before it waits for the lock, as undo does:
+    a new version edited meanwhile would run statements no one reviewed, and an applied one
+    edited meanwhile would pass the drift check it no longer meets."""
+    new = ksql.write("V000004__bob_staff.sql", V4)
+    for name, text in (("V000004__bob_staff.sql", V4 + "-- edited\n"), ("V000001__bob_users.sql", V1 + "-- x\n")):
+        project = load_project(ksql.root / "hephaestus.yaml")
+        prepared = ksql_run.prepare(project.select_ksqldb(()), {}, parse=True, undo=False)
+        read = md5(ksql.migrations / name)
+        ksql.write(name, text)
+        mark, rows = len(ksql.stub.statements()), len(ksql.events())
+        with pytest.raises(Refused) as refused:
+            list(ksql_run.apply(project, prepared, ApplyOptions()))
+        assert refused.value.exit_code == 2
+        assert str(refused.value) == (
+            "ksqlDB 'lmsdwh': nothing applied: changed since this run read them: "
+            f"{name} (checksum read {read}, now {md5(ksql.migrations / name)}); run the apply again"
+        )
+        untouched(ksql, mark, rows)
+        assert "BOB_STAFF" not in ksql.stub.sources
+        new.write_text(V4)
