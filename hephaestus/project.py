@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +17,7 @@ from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
 from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
-from hephaestus.settings import HealSettings, LockSettings, PolicySettings, RolloutSettings, StateSettings
+from hephaestus.settings import HealSettings, LockSettings, PolicySettings, RolloutKeys, RolloutSettings, StateSettings
 from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
@@ -57,6 +57,7 @@ class Cluster:
     connectors: Path
     select: tuple[str, ...] = ()
     helm_values: dict[str, str] = field(default_factory=dict, hash=False)
+    _: KW_ONLY  # the rest by name: several optional strings side by side
     username: str | None = None
     password: SecretRef | None = None
     verify_tls: bool | str = True
@@ -66,7 +67,7 @@ class Cluster:
     # The Connect workers' FileConfigProvider file, when mounted here too: its values (the
     # passwords behind `${file:…}` placeholders) are masked in every output, traces included.
     secrets_file: Path | None = None
-    rollout: dict[str, Any] | None = field(default=None, hash=False)  # its `rollout:` keys, over the project's
+    rollout: RolloutKeys | None = None  # its `rollout:` keys, over the project's
 
     def auth(self) -> tuple[str, str] | None:
         return basic_auth(self.username, self.password, f"cluster {self.name} password")
@@ -91,6 +92,7 @@ class KsqlDB:
     name: str
     url: str
     migrations: Path
+    _: KW_ONLY  # the rest by name: its topic and table names are strings side by side
     stream: str = "MIGRATION_EVENTS"
     table: str = "MIGRATION_SCHEMA_VERSIONS"
     stream_topic: str | None = None  # default: <ksql service id>ksql_<stream>
@@ -126,14 +128,13 @@ class Project:
     # (and a Connect cluster) must each have their own.
     name: str = "default"
     state: StateSettings = StateSettings()  # where the lock, ownership, heal's records and the audit live
-    rollout: dict[str, Any] | None = field(default=None, hash=False)  # `rollout:` as written (None: absent)
+    rollout: RolloutKeys | None = None  # `rollout:` as written, typed (None: absent)
 
     def rollout_of(self, cluster: Cluster, flags: Mapping[str, Any] | None = None) -> RolloutSettings | None:
         """The cluster's rollout: the flags' keys over its own over the project's; None when
         none of them sets one (an apply then only waits for each connector to be ready)."""
-        if self.rollout is None and cluster.rollout is None and not flags:
-            return None
-        return settings.of(RolloutSettings, {**(self.rollout or {}), **(cluster.rollout or {}), **(flags or {})})
+        given = RolloutKeys.of(flags) if flags else None
+        return settings.rollout(self.rollout, cluster.rollout, given)
 
     def dsn(self, database: str, what: str = "hephaestus") -> str:
         """The DSN of a database named in `databases:`, its password resolved if referenced."""
@@ -202,8 +203,8 @@ def load_project(path: Path) -> Project:
 def _check_waves(project: Project) -> None:
     """A rollout's waves are cumulative percentages: each larger than the one before."""
     found = [("rollout", project.rollout)] + [(f"clusters.{n}.rollout", c.rollout) for n, c in project.clusters.items()]
-    for where, raw in found:
-        waves = (raw or {}).get("waves", [])
+    for where, keys in found:
+        waves = list(keys.values.waves) if keys is not None and "waves" in keys.given else []
         if any(b <= a for a, b in zip(waves, waves[1:], strict=False)):
             raise InputError(
                 project.file, f"waves {waves} must ascend: each is the share reached so far", f"{where}.waves"
@@ -261,8 +262,12 @@ def _build(doc: YamlDoc, base: Path) -> Project:
             else None
         ),
         ksqldb={n: _ksqldb(n, k, base) for n, k in data.get("ksqldb", {}).items()},
-        rollout=data.get("rollout"),
+        rollout=_rollout(data),
     )
+
+
+def _rollout(raw: dict[str, Any]) -> RolloutKeys | None:
+    return RolloutKeys.of(raw["rollout"]) if "rollout" in raw else None
 
 
 def _heal(raw: dict[str, Any]) -> HealSettings:
@@ -309,7 +314,7 @@ def _cluster(name: str, raw: dict[str, Any], base: Path) -> Cluster:
         kafka_bootstrap=raw.get("kafka_bootstrap"),
         schema_registry_url=raw.get("schema_registry_url"),
         secrets_file=base / raw["secrets_file"] if "secrets_file" in raw else None,
-        rollout=raw.get("rollout"),
+        rollout=_rollout(raw),
     )
 
 

@@ -1,7 +1,7 @@
 """The project file's settings sections, typed, each default declared once (pure).
 
-`policy:`, `heal:`, `lock:` and `state:` of hephaestus.yaml become frozen dataclasses when the
-project is loaded; every job reads their attributes instead of parsing a dict of its own.
+`policy:`, `heal:`, `lock:`, `state:` and `rollout:` of hephaestus.yaml become frozen dataclasses
+when the project is loaded; every job reads their attributes instead of parsing a dict of its own.
 The defaults here are the only ones: `schema_defaults()` exports them, the JSON schema carries
 them (so an editor shows them), and a test holds the two equal.
 
@@ -14,11 +14,16 @@ this release, each for its own part as before, and the project loader warns abou
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeVar
 
 WRITE_CONCURRENCY = 64  # measured: 100 updates take 7 s at 64 in flight, 36 s one at a time (bench/README.md)
+# The delete policy (safety.gate, reconciler.plan and `policy:` take these): more deletes, or
+# a larger share of the owned sinks, in one run is refused unless forced.
+MAX_DELETES = 10
+MAX_DELETE_SHARE = 0.5
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -26,13 +31,13 @@ S = TypeVar("S")
 Part = Literal["lock", "ownership", "heal", "audit"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: counts and seconds side by side
 class PolicySettings:
     """`policy:`: how reconcile diffs, paces and judges, and the slots' limits."""
 
     ignore_keys: tuple[str, ...] = ()
-    max_deletes: int = 10
-    max_delete_share: float = 0.5
+    max_deletes: int = MAX_DELETES
+    max_delete_share: float = MAX_DELETE_SHARE
     concurrency: int = 4
     write_concurrency: int = WRITE_CONCURRENCY
     ready_timeout_s: float = 180.0
@@ -46,7 +51,7 @@ class PolicySettings:
     slot_idle_max_retained_bytes: int = 64 * MIB  # held by one nobody reads
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: counts and seconds side by side
 class HealSettings:
     """`heal:`: Strimzi's autoRestart, with a budget (see heal.policy)."""
 
@@ -90,7 +95,7 @@ class StateSettings:
 OnFailure = Literal["rollback", "pause", "continue"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: counts and seconds side by side
 class RolloutSettings:
     """`rollout:` (top level, and per cluster over it): progressive delivery. A canary first,
     then waves, each watched for an analysis window against the gates below; the next starts
@@ -119,6 +124,33 @@ class RolloutSettings:
     replay_parked: bool = True
 
 
+@dataclass(frozen=True)
+class RolloutKeys:
+    """One `rollout:` as written (the project's, a cluster's, the flags'), typed at load: the
+    keys it sets, each over the same key of the one under it. Which keys matter, not only
+    their values: a cluster that sets `canary` alone keeps the project's waves."""
+
+    values: RolloutSettings = RolloutSettings()
+    given: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> RolloutKeys:
+        """From a section the schema checked (or the flags): the keys it names, typed."""
+        return cls(of(RolloutSettings, raw), frozenset(raw) & _ROLLOUT_KEYS)
+
+    def over(self, under: RolloutSettings) -> RolloutSettings:
+        return dataclasses.replace(under, **{k: getattr(self.values, k) for k in self.given})
+
+
+def rollout(*layers: RolloutKeys | None) -> RolloutSettings | None:
+    """The rollout the layers make, each over the ones before it; None when none is given (an
+    apply then only waits for each connector to be ready)."""
+    found = [layer for layer in layers if layer is not None]
+    if not found:
+        return None
+    return functools.reduce(lambda made, layer: layer.over(made), found, RolloutSettings())
+
+
 SECTIONS: dict[str, type] = {
     "policy": PolicySettings,
     "rollout": RolloutSettings,
@@ -128,6 +160,9 @@ SECTIONS: dict[str, type] = {
 }
 # Fields that are not a key of their section in the file (filled from elsewhere by the loader).
 NOT_KEYS = {"heal": {"state_file"}, "state": {"lock_database", "heal_database", "audit_database"}}
+
+
+_ROLLOUT_KEYS = frozenset(f.name for f in fields(RolloutSettings))
 
 
 def of(kind: type[S], raw: Mapping[str, Any]) -> S:

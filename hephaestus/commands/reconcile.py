@@ -152,19 +152,26 @@ def reconcile(
 
     project = load_project(project_file)
     check_textfile(project, metrics_textfile)
-    given = Options(clusters, targets, force, allow_destructive or "", deploy_custom, send_snapshot)
+    given = Options(
+        clusters=clusters,
+        targets=targets,
+        force=force,
+        allow_destructive=allow_destructive or "",
+        deploy_custom=deploy_custom,
+        send_snapshot=send_snapshot,
+    )
     flags = _rollout_flags(canary, on_failure, analysis_window, lag_budget)
     request = workflow.Request(
-        given,
-        dry_run,
-        exit_code,
-        drift_only,
-        plan_file,
-        out,
-        lock_timeout,
-        batch_size,
-        batch_interval,
-        max_failures,
+        given=given,
+        dry_run=dry_run,
+        drift_exit=exit_code,
+        drift_only=drift_only,
+        plan_file=plan_file,
+        out=out,
+        lock_timeout_s=lock_timeout,
+        batch_size=batch_size,
+        batch_interval_s=batch_interval,
+        max_failures=max_failures,
         rollout=flags,
     )
     progress = _progress() if sys.stderr.isatty() else None

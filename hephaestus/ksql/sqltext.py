@@ -111,28 +111,6 @@ class _Splitter:
         self.i += 1
 
 
-def top_level(text: str) -> list[str]:
-    """The comma-separated items of `text` outside '…' strings, quoted names and (…)."""
-    items: list[str] = []
-    buf: list[str] = []
-    depth, quote = 0, ""
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'`\"":
-            quote = ch
-        elif ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append("".join(buf).strip())
-            buf = []
-            continue
-        buf.append(ch)
-    return [*items, "".join(buf).strip()] if "".join(buf).strip() or items else []
-
-
 def literal(value: str) -> str:
     """A ksqlDB string literal."""
     return "'" + value.replace("'", "''") + "'"

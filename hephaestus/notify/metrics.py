@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from hephaestus.secrets import REDACTOR
 
 if TYPE_CHECKING:
-    from prometheus_client import Counter, Gauge
+    from prometheus_client import Gauge
 
 log = logging.getLogger("hephaestus.notify")
 
 
 class Metrics:
-    """Gauges and counters named `<namespace>_<name>`, in a registry of their own."""
+    """Gauges named `<namespace>_<name>`, in a registry of their own."""
 
     def __init__(self, namespace: str = "hephaestus") -> None:
         self.namespace = namespace
@@ -30,7 +30,6 @@ class Metrics:
 
         self.registry = CollectorRegistry()
         self._gauges: dict[str, Gauge] = {}
-        self._counters: dict[str, Counter] = {}
 
     def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
         """The gauge `name` (created on first use; later calls return the same one)."""
@@ -41,15 +40,6 @@ class Metrics:
                 name, documentation, list(labels), namespace=self.namespace, registry=self.registry
             )
         return self._gauges[name]
-
-    def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
-        if name not in self._counters:
-            from prometheus_client import Counter
-
-            self._counters[name] = Counter(
-                name, documentation, list(labels), namespace=self.namespace, registry=self.registry
-            )
-        return self._counters[name]
 
     def set(self, name: str, documentation: str, value: float, labels: Mapping[str, str] | None = None) -> None:
         """Set a gauge, labelled or not, in one call."""

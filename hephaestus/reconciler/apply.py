@@ -22,7 +22,7 @@ from hephaestus.errors import HephaestusError
 from hephaestus.reconciler import moves
 from hephaestus.reconciler.journal import StepJournal as Journal
 from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import Plan, Step
+from hephaestus.reconciler.plan import TARGET_STATES, Plan, Step
 from hephaestus.reconciler.waves import batches as cut
 from hephaestus.reconciler.waves import reads, topic_prefix, waves
 from hephaestus.safety.gate import Cleared
@@ -33,10 +33,9 @@ Invalid = dict[str, dict[str, tuple[str, ...]]]
 
 
 Progress = Callable[[StepResult, int, int], None]  # (finished step, done so far, total)
-TARGET_STATES = frozenset({"RUNNING", "PAUSED", "STOPPED"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: counts and seconds side by side
 class ApplyOptions:
     concurrency: int = 4  # config/validate calls at once (answered by any worker, in parallel)
     # Writes at once. Connect queues every config write on one herder thread (forwarded to the

@@ -15,8 +15,9 @@ from hephaestus.reconciler import publications, renames
 from hephaestus.reconciler.model import Desired, Live, comparable
 from hephaestus.safety import effects
 from hephaestus.safety.effects import Effect
-from hephaestus.safety.gate import Allow
+from hephaestus.safety.gate import Allow, first_and_more
 from hephaestus.safety.values import NO_RESOLVER, Resolver
+from hephaestus.settings import MAX_DELETE_SHARE, MAX_DELETES
 
 __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
 
@@ -72,8 +73,8 @@ class Step:
 @dataclass(frozen=True)
 class Policy:
     ignore_keys: frozenset[str] = frozenset()
-    max_deletes: int = 10
-    max_delete_share: float = 0.5
+    max_deletes: int = MAX_DELETES
+    max_delete_share: float = MAX_DELETE_SHARE
     force: bool = False
     allow: Allow = Allow()  # --allow-destructive[=CODE,…]
     # Resolves `${file:…}` placeholders where the workers' secrets file is readable here.
@@ -127,10 +128,7 @@ class Plan:
     @property
     def refused(self) -> str:
         """One readable line: the first refusal, and how many more ("" when none)."""
-        if not self.refusals:
-            return ""
-        more = f" (and {len(self.refusals) - 1} more refused)" if len(self.refusals) > 1 else ""
-        return self.refusals[0] + more
+        return first_and_more(self.refusals)
 
     @property
     def writes(self) -> tuple[Step, ...]:

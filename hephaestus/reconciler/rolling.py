@@ -102,7 +102,7 @@ def _canary_from(project: Project, cluster: Cluster, flags: Mapping[str, Any]) -
     """Where the canary was set: the flag, the cluster's `rollout:`, or the project's."""
     if "canary" in flags:
         return "--canary", ""
-    if "canary" in (cluster.rollout or {}):
+    if cluster.rollout is not None and "canary" in cluster.rollout.given:
         return project.file, f"clusters.{cluster.name}.rollout.canary"
     return project.file, "rollout.canary"
 

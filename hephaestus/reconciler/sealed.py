@@ -49,7 +49,7 @@ from hephaestus.yamlsrc import format_path, load_json
 FORMAT = 3  # 3: the rollout sealed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: three bools side by side
 class Options:
     """The options that decide what a plan covers: bound by the seal."""
 
@@ -81,12 +81,12 @@ class Sealed:
     def options(self) -> Options:
         o = self.body["options"]
         return Options(
-            tuple(o["clusters"]),
-            tuple(o["targets"]),
-            o["force"],
-            o["allow_destructive"],
-            o["deploy_custom"],
-            o["send_snapshot"],
+            clusters=tuple(o["clusters"]),
+            targets=tuple(o["targets"]),
+            force=o["force"],
+            allow_destructive=o["allow_destructive"],
+            deploy_custom=o["deploy_custom"],
+            send_snapshot=o["send_snapshot"],
         )
 
     @property

@@ -52,7 +52,7 @@ _ROLLOUT = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: its flags are bools and numbers side by side
 class Request:
     """What the user asked for, parsed: the flags that are not the plan's scope."""
 
@@ -66,7 +66,6 @@ class Request:
     batch_size: int | None = None
     batch_interval_s: float | None = None
     max_failures: int | None = None
-    auto_approve: bool = False
     rollout: Mapping[str, Any] = field(default_factory=dict)  # --canary, --on-failure, … (over `rollout:`)
 
 

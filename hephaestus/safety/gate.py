@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.safety.effects import KINDS, Effect
+from hephaestus.settings import MAX_DELETE_SHARE, MAX_DELETES
 
 EVERY = "all"
 
@@ -86,8 +87,8 @@ class Deletes:
 
 @dataclass(frozen=True)
 class DeletePolicy:
-    max_deletes: int = 10
-    max_share: float = 0.5
+    max_deletes: int = MAX_DELETES
+    max_share: float = MAX_DELETE_SHARE
     force: bool = False
 
 
@@ -108,11 +109,15 @@ class Verdict:
 
     def reason(self, cluster: str) -> str:
         """One readable line: the first refusal, and how many more."""
-        found = self.refused(cluster)
-        if not found:
-            return ""
-        more = f" (and {len(found) - 1} more refused)" if len(found) > 1 else ""
-        return found[0].message + more
+        return first_and_more([r.message for r in self.refused(cluster)])
+
+
+def first_and_more(reasons: Sequence[str]) -> str:
+    """One readable line for a cluster's refusals: the first, and how many more ("" when none)."""
+    if not reasons:
+        return ""
+    more = f" (and {len(reasons) - 1} more refused)" if len(reasons) > 1 else ""
+    return reasons[0] + more
 
 
 def judge(

@@ -23,7 +23,7 @@ from hephaestus.reconciler import progressive, rolling
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.rollout import unnamed
-from hephaestus.settings import RolloutSettings, StateSettings
+from hephaestus.settings import RolloutKeys, RolloutSettings, StateSettings
 from tests.unit.pgfake import Server, on
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -55,8 +55,14 @@ def test_a_count_and_a_cluster_with_nothing_to_write_but_deletes_have_nothing_to
 
 
 def project_of(tmp_path: Path, rollout: dict[str, Any] | None = None, **clusters: dict[str, Any] | None) -> Project:
-    found = {n: Cluster(n, f"http://{n}:8083", tmp_path / "connectors" / n, rollout=r) for n, r in clusters.items()}
-    return Project(str(tmp_path / "hephaestus.yaml"), found, {}, base=tmp_path, rollout=rollout)
+    found = {
+        n: Cluster(n, f"http://{n}:8083", tmp_path / "connectors" / n, rollout=_keys(r)) for n, r in clusters.items()
+    }
+    return Project(str(tmp_path / "hephaestus.yaml"), found, {}, base=tmp_path, rollout=_keys(rollout))
+
+
+def _keys(raw: dict[str, Any] | None) -> RolloutKeys | None:
+    return None if raw is None else RolloutKeys.of(raw)
 
 
 def plan(cluster: str, *names: str) -> Plan:

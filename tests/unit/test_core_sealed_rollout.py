@@ -126,7 +126,7 @@ def test_a_hand_made_rollout_is_checked_for_shape(project: Project, change: Any,
 def test_each_rollout_flag_is_refused_with_a_plan(tmp_path: Path, key: str, flag: str) -> None:
     project = Project(str(tmp_path / "p.yaml"), {}, {}, base=tmp_path)
     (tmp_path / "plan.json").write_text("{}")
-    request = workflow.Request(sealed.Options(), plan_file=tmp_path / "plan.json", rollout={key: 0})
+    request = workflow.Request(given=sealed.Options(), plan_file=tmp_path / "plan.json", rollout={key: 0})
     with pytest.raises(InputError) as err:
         workflow.prepare(project, request, None, lambda line: None)
     assert (err.value.file, str(err.value)) == (
@@ -137,7 +137,7 @@ def test_each_rollout_flag_is_refused_with_a_plan(tmp_path: Path, key: str, flag
 
 def test_a_plan_is_applied_with_its_flags_and_a_run_without_one_with_the_given(project: Project) -> None:
     path = saved(project, made(project, FLAGS))
-    request = workflow.Request(sealed.Options(), plan_file=path)
+    request = workflow.Request(given=sealed.Options(), plan_file=path)
     prepared = workflow.prepare(project, request, None, lambda line: None)
     assert dict(prepared.options.rollout) == {
         "canary": ["a*", "b"],
@@ -145,5 +145,5 @@ def test_a_plan_is_applied_with_its_flags_and_a_run_without_one_with_the_given(p
         "analysis_s": 0.5,
         "lag_budget": 7,
     }
-    given = workflow.Request(sealed.Options(), rollout={"on_failure": "continue"})
+    given = workflow.Request(given=sealed.Options(), rollout={"on_failure": "continue"})
     assert dict(workflow.prepare(project, given, None, lambda line: None).options.rollout) == {"on_failure": "continue"}

@@ -473,22 +473,6 @@ def test_lines_count_through_comments_strings_and_names() -> None:
     assert sqltext.split("X '--'; Y '/*';", "f")[1].text == "Y '/*';"
 
 
-@pytest.mark.parametrize(
-    ("text", "items"),
-    [
-        ("a, b", ["a", "b"]),
-        ("", []),
-        ("  ", []),
-        ("a", ["a"]),
-        ("f(a, b), 'x, y', `c,d`, \"e,f\", [1, 2]", ["f(a, b)", "'x, y'", "`c,d`", '"e,f"', "[1, 2]"]),
-        ("a,", ["a", ""]),
-        (",", ["", ""]),
-    ],
-)
-def test_top_level_items(text: str, items: list[str]) -> None:
-    assert sqltext.top_level(text) == items
-
-
 def test_preview_is_the_first_line_shortened() -> None:
     assert sqltext.preview("  SELECT 1  ") == "SELECT 1"
     assert sqltext.preview("A\nB") == "A …"

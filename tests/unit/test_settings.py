@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hephaestus.errors import InputError
 from hephaestus.project import load_project
 from hephaestus.settings import (
     NOT_KEYS,
@@ -17,6 +18,8 @@ from hephaestus.settings import (
     HealSettings,
     LockSettings,
     PolicySettings,
+    RolloutKeys,
+    RolloutSettings,
     StateSettings,
     schema_defaults,
 )
@@ -115,3 +118,57 @@ def test_heals_decisions_take_the_settings_given() -> None:
     s = HealSettings(max_restarts=2, unassigned_grace_s=5.0, backoff_unit_s=1.0, exclude=("x_*",))
     assert HealConfig.of(s) == HealConfig(2, 5.0, 1.0, ("x_*",))
     assert HealConfig.of(HealSettings()) == HealConfig()
+
+
+def rollout_project(tmp_path: Path, project: str, cluster: str) -> Path:
+    path = tmp_path / "hephaestus.yaml"
+    own = f", rollout: {cluster}" if cluster else ""
+    path.write_text(f"clusters: {{c: {{url: 'http://c:8083', connectors: c{own}}}}}\n{project}")
+    return path
+
+
+def test_rollout_is_typed_at_load_and_keeps_which_keys_were_written(tmp_path: Path) -> None:
+    project = load_project(rollout_project(tmp_path, "rollout: {waves: [50, 100], analysis_s: 3}\n", "{canary: [a_*]}"))
+    assert project.rollout == RolloutKeys(
+        RolloutSettings(waves=(50, 100), analysis_s=3.0), frozenset({"waves", "analysis_s"})
+    )
+    assert project.clusters["c"].rollout == RolloutKeys(RolloutSettings(canary=("a_*",)), frozenset({"canary"}))
+    assert project.rollout is not None and isinstance(project.rollout.values.analysis_s, float)
+
+
+def test_a_clusters_rollout_keys_go_over_the_projects_and_the_flags_over_both(tmp_path: Path) -> None:
+    project = load_project(rollout_project(tmp_path, "rollout: {waves: [50, 100], canary: 2}\n", "{canary: 0}"))
+    c = project.clusters["c"]
+    assert project.rollout_of(c) == RolloutSettings(waves=(50, 100), canary=0)
+    assert project.rollout_of(c, {"canary": ["x"], "analysis_s": 1}) == RolloutSettings(
+        waves=(50, 100), canary=("x",), analysis_s=1.0
+    )
+
+
+@pytest.mark.parametrize(("project", "cluster"), [("", "{}"), ("rollout: {}\n", "")])
+def test_an_empty_rollout_section_takes_the_defaults(tmp_path: Path, project: str, cluster: str) -> None:
+    loaded = load_project(rollout_project(tmp_path, project, cluster))
+    assert loaded.rollout_of(loaded.clusters["c"]) == RolloutSettings()
+
+
+def test_without_a_rollout_section_or_flag_there_is_none(tmp_path: Path) -> None:
+    loaded = load_project(rollout_project(tmp_path, "", ""))
+    assert loaded.rollout_of(loaded.clusters["c"]) is None and loaded.rollout_of(loaded.clusters["c"], {}) is None
+    assert loaded.rollout_of(loaded.clusters["c"], {"on_failure": "pause"}) == RolloutSettings(on_failure="pause")
+
+
+@pytest.mark.parametrize(
+    ("project", "cluster", "where"),
+    [
+        ("rollout: {waves: [50, 20]}\n", "", "rollout.waves"),
+        ("", "{waves: [30, 30]}", "clusters.c.rollout.waves"),
+    ],
+)
+def test_waves_that_do_not_ascend_are_an_error_naming_the_file_and_field(
+    tmp_path: Path, project: str, cluster: str, where: str
+) -> None:
+    path = rollout_project(tmp_path, project, cluster)
+    with pytest.raises(InputError) as err:
+        load_project(path)
+    assert (err.value.file, err.value.field) == (str(path), where)
+    assert "must ascend" in str(err.value)
