@@ -1,7 +1,8 @@
-"""Planning one cluster from what was read (edge: health polls Connect, publications are read
-from the source databases): git's plan or a sealed plan's steps, with the health of the
-connectors it does not write, the publication changes its sources need, and what the plan
-was computed from (`Basis`: a sealed plan's preconditions)."""
+"""The edges around the pure planner (`reconciler.planner`): each cluster read once, before it
+is planned (its listing, Kafka identity, ownership and fingerprints; then, with git known, the
+plugins' secret keys where a value is masked, the health of what the plan leaves alone, the
+publications its sources need, Kafka's topics when a sink starts to read some), and after it
+the redactor taught what the plan shows; after an apply, the secrets' fingerprints recorded."""
 
 from __future__ import annotations
 
@@ -11,26 +12,29 @@ from fnmatch import fnmatchcase
 from typing import TypeVar
 
 from hephaestus import kafka
-from hephaestus.connect import ConnectClient, LiveConnector
+from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Cluster, Project, normalised_url
-from hephaestus.reconciler import health, pubdb, publications, rotation, sealed, sinktopics
+from hephaestus.reconciler import health, pubdb, rotation, sealed
 from hephaestus.reconciler.model import Desired, Live, config_hash
-from hephaestus.reconciler.outcome import Basis, ClusterOutcome, Secrets, StepResult
-from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, changes_of, is_ksqldb_managed, plan, step_effects
+from hephaestus.reconciler.outcome import Basis, Secrets, StepResult
+from hephaestus.reconciler.plan import Plan, Policy, Step, Unhealthy
+from hephaestus.reconciler.planner import Needs, Seal, Seen, Topics, Wanted, needs
+from hephaestus.reconciler.publications import Change
 from hephaestus.safety.seal import new_salt
-from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR, is_sensitive
+from hephaestus.state import ownership
 from hephaestus.state.backend import prints_store
 from hephaestus.state.ownership import Claim, owns
 from hephaestus.state.prints import Prints, PrintsUnavailable, fingerprints
 
 T = TypeVar("T")
+NO_CLIENT = "no client (its credentials are not set here)"
 
 
 @dataclass(frozen=True)
 class Read:
-    """One cluster as read at the start of a run."""
+    """One cluster as read at the start of a run, before git's files are known."""
 
     cluster: Cluster
     fleet: Mapping[str, LiveConnector] | None = None
@@ -40,16 +44,37 @@ class Read:
     error: str = ""
 
 
-@dataclass(frozen=True)
-class Wanted:
-    """What git wants of one cluster, and how the run looks at it."""
+def read(clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownership.Store, project: Project) -> Read:
+    """A selected cluster: its listing (waiting for a starting worker, retrying what is
+    transient), its Kafka identity, what this deployment owns there."""
+    client = clients.get(cluster.name)
+    if client is None:
+        return Read(cluster, error=NO_CLIENT)
+    try:
+        fleet = client.fleet()
+        claims = store.owned(project.name, cluster.name)
+        prints = prints_store(project).read(project.name, cluster.name)
+    except (ConnectError, ownership.OwnershipUnavailable, PrintsUnavailable) as exc:
+        return Read(cluster, error=str(exc))
+    return Read(cluster, fleet, _kafka(client), claims, prints)
 
-    desired: Mapping[str, Desired]
-    held: frozenset[str]  # custom connectors this run leaves out
-    targets: tuple[str, ...]
-    drift_only: bool
-    dry_run: bool
-    unassigned_grace_s: float
+
+def glance(clients: Mapping[str, ConnectClient], cluster: Cluster) -> Read:
+    """Another cluster of the project, for the fleet's rules only: one listing, asked once."""
+    client = clients.get(cluster.name)
+    if client is None:
+        return Read(cluster, error=NO_CLIENT)
+    try:
+        return Read(cluster, client.glance(), _kafka(client))
+    except ConnectError as exc:
+        return Read(cluster, error=str(exc))
+
+
+def _kafka(client: ConnectClient) -> str | None:
+    try:
+        return client.kafka_cluster_id()
+    except ConnectError:
+        return None  # a proxy that hides GET /: the fleet's rules take it as any Kafka
 
 
 def targeted(found: Mapping[str, T], globs: Sequence[str]) -> dict[str, T]:
@@ -72,77 +97,116 @@ def check_targets(
         raise InputError("--target", f"{empty[0]!r} matches no connector in git or live on the selected clusters")
 
 
-def planned(
-    client: ConnectClient, project: Project, read: Read, wanted: Wanted, policy: Policy, seal: sealed.Sealed | None
-) -> ClusterOutcome:
-    """The cluster planned (or its sealed steps taken), not yet judged by the gate."""
-    cluster = read.cluster
-    if read.error or read.fleet is None:
-        return ClusterOutcome(cluster.name, cluster.url, None, error=read.error)
+@dataclass(frozen=True)
+class SealedCluster:
+    """A sealed plan's part for one cluster, as the planner sees it (`planner.Seal`)."""
+
+    seal: sealed.Sealed
+    name: str
+
+    def identity(self, url: str, kafka: str | None) -> str:
+        return sealed.identity(self.seal, self.name, url, kafka)
+
+    def steps(self, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> tuple[Step, ...]:
+        return sealed.steps(self.seal, self.name, desired, live)
+
+    def publications(self) -> tuple[Change, ...]:
+        return sealed.publications(self.seal, self.name)
+
+    def adopt(self) -> tuple[str, ...]:
+        return sealed.adopt(self.seal, self.name)
+
+    def stale(self, p: Plan, basis: Basis) -> str:
+        return sealed.stale(self.seal, self.name, p, basis)
+
+
+def seen(client: ConnectClient, project: Project, r: Read, wanted: Wanted, policy: Policy, seal: Seal | None) -> Seen:
+    """Everything the cluster's plan needs, read once; what the steps need (`planner.needs`)
+    is read only when they need it. `r.fleet` is the listing (not None)."""
+    assert r.fleet is not None
+    cluster = r.cluster
     # Connectors outside `select` belong to another deployment sharing the cluster: never
     # planned, so never deleted (e.g. stag_* connectors seen by the local_* deployment).
-    mine = targeted({n: c for n, c in read.fleet.items() if cluster.selects(n)}, wanted.targets)
+    mine = targeted({n: c for n, c in r.fleet.items() if cluster.selects(n)}, wanted.targets)
+    basis, masked = _basis(client, r, mine, wanted, policy)
+    every = {n: Live(n, c.config, c.type, c.state) for n, c in r.fleet.items()} | dict(basis.live)
+    found = Seen(
+        cluster=cluster.name, url=cluster.url, shared=not cluster.select, every=every, basis=basis, masked=masked
+    )
+    need = needs(found, wanted, policy, seal)
+    return found if need is None else _needed(client, project, r, found, need, wanted, mine)
+
+
+def _needed(
+    client: ConnectClient,
+    project: Project,
+    r: Read,
+    found: Seen,
+    need: Needs,
+    wanted: Wanted,
+    mine: Mapping[str, LiveConnector],
+) -> Seen:
+    """What the plan's steps need read: the health of what they leave alone, the sources'
+    publications (a sealed plan's preconditions), Kafka's topics when a sink starts to read."""
+    pubs = pubdb.published(project, wanted.desired, found.basis.live)
+    published = {f"{d}/{pub}": v for (d, pub), v in sorted(pubs.state.items())}
+    return replace(
+        found,
+        basis=replace(found.basis, published=published),
+        health=_health(client, need, wanted, mine),
+        publications=pubs,
+        topics=_topics(r.cluster, need),
+    )
+
+
+def _basis(
+    client: ConnectClient, r: Read, mine: Mapping[str, LiveConnector], wanted: Wanted, policy: Policy
+) -> tuple[Basis, dict[str, tuple[str, ...]]]:
+    """The connectors in scope, their masked secrets taken as git's when unchanged, what this
+    deployment owns of them, the fingerprints: a sealed plan's preconditions."""
     typed = {n: _typed(client, c) for n, c in mine.items() if n in wanted.desired}
     masked = {n: _masked(c, typed[n]) for n, c in mine.items() if n in wanted.desired}
-    secrets = _secrets(read, wanted, policy, {n: rotation.secret_keys(mine[n].config, t) for n, t in typed.items()})
+    secrets = _secrets(r, wanted, policy, {n: rotation.secret_keys(mine[n].config, t) for n, t in typed.items()})
     live = {n: _live(c, wanted.desired.get(n), masked.get(n, ()), secrets) for n, c in mine.items()}
-    owned = frozenset(n for n, c in read.claims.items() if n in live and owns(c, config_hash(live[n].config)))
-    basis = Basis(normalised_url(cluster.url), read.kafka, live, owned, secrets=secrets)
-    if seal is not None and (foreign := sealed.identity(seal, cluster.name, basis.url, read.kafka)):
-        return ClusterOutcome(cluster.name, cluster.url, None, error=foreign, basis=basis)
-    scope = Scope(owned, wanted.held, strangers(cluster, wanted.desired, wanted.held, live, owned))
-    if seal is None:
-        p = _rotated(plan(cluster.name, wanted.desired, live, policy, scope), secrets, policy)
-        unknown = [
-            w for n, k in masked.items() for w in rotation.unrecorded(n, wanted.desired[n], k, _before(secrets, n))
-        ]
-        p = replace(p, warnings=(*p.warnings, *unknown))
-    else:
-        p = _sealed(seal, cluster, wanted, live, owned, policy)
-    p = with_health(client, p, wanted, mine)
-    learn_secrets(client, p, wanted.desired, live)
-    unread = _unread(p, wanted, policy) if secrets else ()
-    p = replace(p, warnings=(*p.warnings, *(u.warning() for u in unread)))
-    p, problems, published = with_publications(project, p, wanted.desired, live, keep=seal is not None)
-    basis = replace(basis, published=published)
-    if seal is not None:
-        stale = sealed.stale(seal, cluster.name, p, basis)
-        p = replace(p, refusals=(stale,) if stale else ())
-    every = {n: Live(n, c.config, c.type, c.state) for n, c in read.fleet.items()} | live
-    p = with_topics(cluster, p, every, policy.resolve)
-    error = "" if wanted.dry_run else rotation.unread_error(unread)  # a dry run records nothing: loses nothing
-    return ClusterOutcome(cluster.name, cluster.url, p, invalid=problems, basis=basis, error=error)
+    owned = frozenset(n for n, c in r.claims.items() if n in live and owns(c, config_hash(live[n].config)))
+    return Basis(normalised_url(r.cluster.url), r.kafka, live, owned, secrets=secrets), masked
 
 
-def with_topics(cluster: Cluster, p: Plan, live: Mapping[str, Live], resolve: Resolver) -> Plan:
-    """The plan checked against the topics Kafka has (`reconciler.sinktopics`): listed once, and
-    only when a sink starts to read topics; an unreadable Kafka is a warning, never a crash."""
-    if not (sinktopics.starting(p, live) or sinktopics.regexes(p)):
-        return p
+def _health(
+    client: ConnectClient, need: Needs, wanted: Wanted, mine: Mapping[str, LiveConnector]
+) -> tuple[Unhealthy, ...]:
+    """The health of the managed connectors the plan does not write (those written are judged
+    by readiness after the write)."""
+    if wanted.drift_only:
+        return ()
+    kept = {n: d for n, d in wanted.desired.items() if n in need.kept}
+    statuses = health.past_grace(client, kept, {n: c.status for n, c in mine.items()}, wanted.unassigned_grace_s)
+    return health.findings(kept, statuses, wanted.unassigned_grace_s)
+
+
+def _topics(cluster: Cluster, need: Needs) -> Topics | None:
+    """The topics Kafka has, listed once and only when a sink starts to read topics."""
+    if not need.topics:
+        return None
     if not cluster.kafka_bootstrap:
-        return sinktopics.unchecked(p, live, "no kafka_bootstrap")
+        return Topics(unchecked="no kafka_bootstrap")
     try:
-        existing = kafka.topic_names(cluster.kafka_bootstrap)
+        return Topics(kafka.topic_names(cluster.kafka_bootstrap))
     except HephaestusError as exc:
-        return replace(p, warnings=(*p.warnings, f"topics not checked: {exc}"))
-    return sinktopics.checked(p, live, existing, resolve)
+        return Topics(error=str(exc))
 
 
-def _secrets(read: Read, wanted: Wanted, policy: Policy, typed: Mapping[str, frozenset[str]]) -> Secrets | None:
+def _secrets(r: Read, wanted: Wanted, policy: Policy, typed: Mapping[str, frozenset[str]]) -> Secrets | None:
     """The fingerprints now, under the recorded salt (a new one when none: the apply records
     it); None for a dry run with nothing recorded, which has nothing to compare. `typed`: the
     keys printed besides those named like secrets (rotation.secret_keys)."""
-    salt, before = read.prints
+    salt, before = r.prints
     if wanted.dry_run and not salt:
         return None
     salt = salt or new_salt()
     return Secrets(
         salt, rotation.current(wanted.desired, policy.resolve, fingerprints(salt).value, before, typed), before
     )
-
-
-def _before(secrets: Secrets | None, name: str) -> dict[str, str]:
-    return dict(secrets.before.get(name, {})) if secrets else {}
 
 
 def _typed(client: ConnectClient, c: LiveConnector) -> frozenset[str]:
@@ -156,111 +220,13 @@ def _masked(c: LiveConnector, typed: frozenset[str]) -> tuple[str, ...]:
     return tuple(k for k in rotation.masked_keys(c.config) if k in typed or is_sensitive(k))
 
 
-def _unread(p: Plan, wanted: Wanted, policy: Policy) -> tuple[rotation.Unread, ...]:
-    """The secrets of the connectors planned whose file is here and could not be read."""
-    planned = {s.name for s in p.steps}
-    return rotation.unreadable({n: d for n, d in wanted.desired.items() if n in planned}, policy.resolve)
-
-
 def _live(c: LiveConnector, desired: Desired | None, masked: tuple[str, ...], secrets: Secrets | None) -> Live:
     lv = Live(c.name, c.config, c.type, c.state)
     if desired is None or not masked:
         return lv
     now = dict(secrets.now.get(c.name, {})) if secrets else {}
-    return rotation.unmasked(lv, desired, masked, now, _before(secrets, c.name))
-
-
-def _rotated(p: Plan, secrets: Secrets | None, policy: Policy) -> Plan:
-    return rotation.with_restarts(p, secrets.now, secrets.before, policy.resolve) if secrets else p
-
-
-def remember(project: Project, cluster: Cluster, p: Plan, results: Sequence[StepResult], basis: Basis | None) -> str:
-    """After an apply: each connector's fingerprints as rotation.settled says ("" or what failed)."""
-    secrets = basis.secrets if basis else None
-    if secrets is None:
-        return ""
-    ok = frozenset(r.name for r in results if r.ok)
-    # config/validate of each write taught the redactor its plugin's PASSWORD keys (connect.parse)
-    now = rotation.with_typed(p, secrets.now, ok, is_sensitive, fingerprints(secrets.salt).value)
-    found = rotation.settled(p, now, secrets.before, ok)
-    try:
-        prints_store(project).write(project.name, cluster.name, found, secrets.salt)
-    except (PrintsUnavailable, InputError) as exc:
-        return f"applied, but the secrets' fingerprints were not recorded: {exc}"
-    return ""
-
-
-def _sealed(
-    seal: sealed.Sealed, cluster: Cluster, wanted: Wanted, live: dict[str, Live], owned: frozenset[str], policy: Policy
-) -> Plan:
-    """A sealed plan's steps, as sealed; their changes and effects are judged again from the
-    live side (which the preconditions then hold equal to what the plan saw)."""
-    steps = [_with_changes(s, live, policy) for s in sealed.steps(seal, cluster.name, wanted.desired, live)]
-    return Plan(
-        cluster.name,
-        tuple(replace(s, effects=step_effects(s, live, policy.resolve)) for s in steps),
-        publications=sealed.publications(seal, cluster.name),
-        adopt=sealed.adopt(seal, cluster.name),
-    )
-
-
-def _with_changes(step: Step, live: Mapping[str, Live], policy: Policy) -> Step:
-    before = live.get(step.renamed_from or step.name)
-    if before is None or step.action == "delete":
-        return step
-    return replace(step, changes=changes_of(before.config, step.config, policy.ignore_keys))
-
-
-def with_publications(
-    project: Project, p: Plan, desired: Mapping[str, Desired], live: Mapping[str, Live], keep: bool = False
-) -> tuple[Plan, publications.Problems, dict[str, object]]:
-    """The plan with the publication changes its sources need (`keep`: a sealed plan's own),
-    read from each source database the project names (one it does not name is left alone, with
-    a warning); and what was read, for the preconditions."""
-    found = publications.sources(desired, live)
-    state: dict[tuple[str, str], publications.Published] = {}
-    warnings: list[str] = []
-    problems: publications.Problems = {}
-    for database, pub in sorted({(s.database, s.publication) for s in found}):
-        users = [s.connector for s in found if (s.database, s.publication) == (database, pub)]
-        named = {t for s in found if s.connector in users for t in (*s.tables, s.signal_table) if t}
-        if database not in project.databases:
-            warnings.append(
-                f"publication {pub} of database {database} not checked ({', '.join(users)}): "
-                f"add {database} to the project's databases for publication upkeep"
-            )
-            continue
-        try:
-            state[(database, pub)] = pubdb.read(project.dsn(database, "publication upkeep"), database, pub, named)
-        except HephaestusError as exc:
-            problems.update({u: {"publication.name": (f"cannot read publication {pub}: {exc}",)} for u in users})
-    changes, wrong = publications.upkeep(found, state)
-    read: dict[str, object] = {f"{d}/{pub}": v for (d, pub), v in sorted(state.items())}
-    p = replace(p, publications=p.publications if keep else changes, warnings=(*p.warnings, *warnings))
-    return p, {**problems, **wrong}, read
-
-
-def strangers(
-    cluster: Cluster,
-    desired: Mapping[str, Desired],
-    held: frozenset[str],
-    live: Mapping[str, Live],
-    owned: frozenset[str],
-) -> tuple[str, ...]:
-    """A cluster without `select` whose fleet holds connectors neither in git nor owned (nor
-    ksqlDB's) may be shared with another deployment: say so, once, in the plan."""
-    if cluster.select:
-        return ()
-    found = sorted(
-        n for n in live if n not in desired and n not in held and n not in owned and not is_ksqldb_managed(n)
-    )
-    if not found:
-        return ()
-    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-    return (
-        f"cluster {cluster.name} has no `select` and {len(found)} live connectors are neither in git "
-        f"nor owned ({shown}): if another deployment shares this cluster, give this one a select",
-    )
+    before = dict(secrets.before.get(c.name, {})) if secrets else {}
+    return rotation.unmasked(lv, desired, masked, now, before)
 
 
 def learn_secrets(client: ConnectClient, p: Plan, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> None:
@@ -280,12 +246,17 @@ def learn_secrets(client: ConnectClient, p: Plan, desired: Mapping[str, Desired]
         REDACTOR.learn_config(config)
 
 
-def with_health(client: ConnectClient, p: Plan, wanted: Wanted, mine: Mapping[str, LiveConnector]) -> Plan:
-    """The plan with the health of the managed connectors it does not write (those written
-    are judged by readiness after the write)."""
-    if wanted.drift_only:
-        return p
-    writes = {s.name for s in p.writes}
-    kept = {n: d for n, d in wanted.desired.items() if wanted.dry_run or n not in writes}
-    statuses = health.past_grace(client, kept, {n: c.status for n, c in mine.items()}, wanted.unassigned_grace_s)
-    return replace(p, health=health.findings(kept, statuses, wanted.unassigned_grace_s))
+def remember(project: Project, cluster: Cluster, p: Plan, results: Sequence[StepResult], basis: Basis | None) -> str:
+    """After an apply: each connector's fingerprints as rotation.settled says ("" or what failed)."""
+    secrets = basis.secrets if basis else None
+    if secrets is None:
+        return ""
+    ok = frozenset(r.name for r in results if r.ok)
+    # config/validate of each write taught the redactor its plugin's PASSWORD keys (connect.parse)
+    now = rotation.with_typed(p, secrets.now, ok, is_sensitive, fingerprints(secrets.salt).value)
+    found = rotation.settled(p, now, secrets.before, ok)
+    try:
+        prints_store(project).write(project.name, cluster.name, found, secrets.salt)
+    except (PrintsUnavailable, InputError) as exc:
+        return f"applied, but the secrets' fingerprints were not recorded: {exc}"
+    return ""

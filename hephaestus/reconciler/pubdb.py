@@ -1,8 +1,9 @@
-"""Publications in the source databases (edge: psycopg): read one, apply a planned change."""
+"""Publications in the source databases (edge: psycopg): read what the sources need, apply a
+planned change."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -10,8 +11,11 @@ from hephaestus import pg
 from hephaestus.errors import HephaestusError
 from hephaestus.pg import table_ident
 from hephaestus.project import Project
+from hephaestus.reconciler import publications
+from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan
+from hephaestus.reconciler.planner import Publications
 from hephaestus.reconciler.publications import Change, Published
 
 
@@ -66,3 +70,26 @@ def alter_all(project: Project, p: Plan) -> tuple[StepResult, ...]:
             return (*done, StepResult(ch.name, "publication", False, str(exc)))
         done.append(StepResult(ch.name, "publication", True, ch.describe().split(": ", 1)[1], wrote=True))
     return tuple(done)
+
+
+def published(project: Project, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> Publications:
+    """Each publication the sources need, read from the source database the project names (one
+    it does not name is left alone, with a warning; one that cannot be read stops its sources)."""
+    found = publications.sources(desired, live)
+    state: dict[tuple[str, str], Published] = {}
+    warnings: list[str] = []
+    problems: publications.Problems = {}
+    for database, pub in sorted({(s.database, s.publication) for s in found}):
+        users = [s.connector for s in found if (s.database, s.publication) == (database, pub)]
+        named = {t for s in found if s.connector in users for t in (*s.tables, s.signal_table) if t}
+        if database not in project.databases:
+            warnings.append(
+                f"publication {pub} of database {database} not checked ({', '.join(users)}): "
+                f"add {database} to the project's databases for publication upkeep"
+            )
+            continue
+        try:
+            state[(database, pub)] = read(project.dsn(database, "publication upkeep"), database, pub, named)
+        except HephaestusError as exc:
+            problems.update({u: {"publication.name": (f"cannot read publication {pub}: {exc}",)} for u in users})
+    return Publications(state, tuple(warnings), problems)

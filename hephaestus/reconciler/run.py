@@ -5,8 +5,9 @@
 2. **Read**, under the selected clusters' lock when applying, each selected cluster at once (its
    listing, its Kafka identity, what this deployment owns there); the project's other clusters
    are glanced at (one listing, asked once) only when a plan adds a claim the fleet's rules judge.
-3. **Plan** each selected cluster from git, or take a sealed plan's steps once its identity
-   and preconditions hold (`reconciler.planning`).
+3. **Plan** each selected cluster: what its plan needs read once (`reconciler.planning`), then
+   planned purely from git, or a sealed plan's steps taken once its identity and
+   preconditions hold (`reconciler.planner`).
 4. **Judge** every step of every cluster at the one gate (`reconciler.gating`).
 5. **Apply** each cluster the gate cleared, concurrently (`reconciler.apply`).
 """
@@ -20,23 +21,35 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from hephaestus.clients import ClientFactory, connect_client
-from hephaestus.connect import ConnectClient, ConnectError
+from hephaestus.connect import ConnectClient
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.fleet.desired import held_back, load_desired
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, gating, notice, progressive, pubdb, rolling, sealed, topicwrite
+from hephaestus.reconciler import (
+    apply,
+    gating,
+    notice,
+    planner,
+    planning,
+    progressive,
+    pubdb,
+    rolling,
+    sealed,
+    topicwrite,
+)
 from hephaestus.reconciler.claims import Claims
 from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
-from hephaestus.reconciler.planning import Read, Wanted, check_targets, planned, remember, targeted
+from hephaestus.reconciler.planner import Wanted
+from hephaestus.reconciler.planning import Read, check_targets, remember, targeted
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
+from hephaestus.settings import RolloutSettings
 from hephaestus.state import ownership
-from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, journal_for, ownership_store, prints_store
+from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, journal_for, ownership_store
 from hephaestus.state.lock import new_run_id
-from hephaestus.state.prints import PrintsUnavailable
 
 
 class Hooks(Protocol):
@@ -49,7 +62,7 @@ class Hooks(Protocol):
         """After the writes settled: follow-up steps, reported per connector."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: bools side by side
 class RunOptions:
     dry_run: bool = False
     force: bool = False
@@ -118,14 +131,14 @@ def reconcile(
         with lock, ExitStack() as stack, ThreadPoolExecutor(max_workers=max(1, len(every))) as pool:
             clients = _clients(stack, clusters, client_factory)
             store = ownership_store(project)
-            reads = {r.cluster.name: r for r in pool.map(lambda c: _read(clients, c, store, project), clusters)}
+            reads = {r.cluster.name: r for r in pool.map(lambda c: planning.read(clients, c, store, project), clusters)}
             desired, held, unloaded = inputs.result()
             check_targets(options.targets, clusters, reads, desired)
             run = _Run(project, options, policy, run_id, store, hooks, give_back)
             outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
             others = [c for c in every if c.name not in reads] if _claims(outs) else []
             glances = _clients(stack, others, client_factory)
-            reads |= {r.cluster.name: r for r in pool.map(lambda c: _glance(glances, c), others)}
+            reads |= {r.cluster.name: r for r in pool.map(lambda c: planning.glance(glances, c), others)}
             outs, verdict = run.judged(outs, reads, desired, unloaded)
             outs = list(pool.map(lambda o: run.finish(clients.get(o.cluster), o, verdict), outs))
     for out in outs:
@@ -160,43 +173,18 @@ def _clients(stack: ExitStack, every: Sequence[Cluster], factory: ClientFactory)
     return out
 
 
-def _read(clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownership.Store, project: Project) -> Read:
-    """A selected cluster: its listing (waiting for a starting worker, retrying what is
-    transient), its Kafka identity, what this deployment owns there."""
-    client = clients.get(cluster.name)
-    if client is None:
-        return Read(cluster, error="no client (its credentials are not set here)")
-    try:
-        fleet = client.fleet()
-        claims = store.owned(project.name, cluster.name)
-        prints = prints_store(project).read(project.name, cluster.name)
-    except (ConnectError, ownership.OwnershipUnavailable, PrintsUnavailable) as exc:
-        return Read(cluster, error=str(exc))
-    return Read(cluster, fleet, _kafka(client), claims, prints)
-
-
-def _glance(clients: Mapping[str, ConnectClient], cluster: Cluster) -> Read:
-    """Another cluster of the project, for the fleet's rules only: one listing, asked once."""
-    client = clients.get(cluster.name)
-    if client is None:
-        return Read(cluster, error="no client (its credentials are not set here)")
-    try:
-        return Read(cluster, client.glance(), _kafka(client))
-    except ConnectError as exc:
-        return Read(cluster, error=str(exc))
-
-
-def _kafka(client: ConnectClient) -> str | None:
-    try:
-        return client.kafka_cluster_id()
-    except ConnectError:
-        return None  # a proxy that hides GET /: the fleet's rules take it as any Kafka
-
-
 def _claims(outs: Sequence[ClusterOutcome]) -> bool:
     """Whether a plan writes something that could make a second writer (a create, a rename, a
     config change): only then are the project's other clusters read."""
     return any(s.action in ("create", "rename", "update") for o in outs if o.plan for s in o.plan.writes)
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """What an apply goes by: the gate's pass, and the cluster's rollout (None: all at once)."""
+
+    cleared: Cleared
+    rollout: RolloutSettings | None
 
 
 @dataclass(frozen=True)
@@ -222,10 +210,16 @@ class _Run:
         desired: Mapping[str, Mapping[str, Desired]],
         held: Mapping[str, frozenset[str]],
     ) -> ClusterOutcome:
-        if client is None or read.error:
+        """Read once what the plan needs, plan purely, then teach the redactor what it shows."""
+        if client is None or read.error or read.fleet is None:
             return ClusterOutcome(read.cluster.name, read.cluster.url, None, error=read.error or "no client")
         wanted = self.wanted(read.cluster.name, desired, held)
-        return planned(client, self.project, read, wanted, self.policy, self.options.sealed)
+        seal = planning.SealedCluster(self.options.sealed, read.cluster.name) if self.options.sealed else None
+        seen = planning.seen(client, self.project, read, wanted, self.policy, seal)
+        out = planner.planned(seen, wanted, self.policy, seal)
+        if out.plan is not None:
+            planning.learn_secrets(client, out.plan, wanted.desired, seen.basis.live)
+        return out
 
     def judged(
         self,
@@ -243,34 +237,38 @@ class _Run:
     def finish(self, client: ConnectClient | None, base: ClusterOutcome, verdict: Verdict) -> ClusterOutcome:
         """Unless a dry run, refused or invalid: validate all, then apply what the gate cleared."""
         p = base.plan
+        cluster = self.project.clusters[base.cluster]
+        rollout = self.project.rollout_of(cluster, self.options.rollout)  # once: shown, and followed
         out = base
         if client is not None and p is not None and not (self.options.dry_run or p.refused or base.invalid):
-            out = self._applied(client, base, p, clear(verdict, p.cluster))
+            out = self._applied(client, cluster, base, p, _Pass(clear(verdict, p.cluster), rollout))
+        shown = rolling.shown(rollout, cluster, p) if rollout is not None and p is not None and p.writes else ("", ())
+        return replace(
+            out,
             # The plan's own error (a secret not read) outlives the apply's: both are the run's.
-            out = replace(out, error="; ".join(dict.fromkeys(e for e in (base.error, out.error) if e)))
-        rollout = self.project.rollout_of(self.project.clusters[base.cluster], self.options.rollout)
-        if rollout is not None and p is not None and p.writes:
-            shape, stages = rolling.shown(rollout, self.project.clusters[base.cluster], p)
-            out = replace(out, rollout=shape, stages=stages)
-        if client is None:
-            return out
-        return replace(out, requests=client.requests, writes=client.writes)
+            error="; ".join(dict.fromkeys(e for e in (base.error, out.error) if e)),
+            rollout=shown[0],
+            stages=shown[1],
+            requests=client.requests if client is not None else 0,
+            writes=client.writes if client is not None else 0,
+        )
 
-    def _applied(self, client: ConnectClient, base: ClusterOutcome, p: Plan, cleared: Cleared) -> ClusterOutcome:
-        cluster = self.project.clusters[base.cluster]
+    def _applied(
+        self, client: ConnectClient, cluster: Cluster, base: ClusterOutcome, p: Plan, go: _Pass
+    ) -> ClusterOutcome:
         if p.in_sync:  # adopting what git declares writes the record only, never Connect
             errors = (self._record(cluster, p, (), base.basis), remember(self.project, cluster, p, (), base.basis))
             return replace(base, error="; ".join(e for e in errors if e))
         invalid = apply.validate_all(client, p, self.options.apply.concurrency)
         if invalid:
             return replace(base, invalid=invalid)
-        out = self._written(client, cluster, base, p, cleared)
+        out = self._written(client, cluster, base, p, go)
         if self.hooks and out.applied:
             out = replace(out, followups=self.hooks.after(cluster, p, out.results))
         return out
 
     def _written(
-        self, client: ConnectClient, cluster: Cluster, base: ClusterOutcome, p: Plan, cleared: Cleared
+        self, client: ConnectClient, cluster: Cluster, base: ClusterOutcome, p: Plan, go: _Pass
     ) -> ClusterOutcome:
         """Under the audit journal: the prepare hooks, the publication changes, then Connect; a
         failure before Connect is written to leaves it untouched ("nothing applied")."""
@@ -293,7 +291,7 @@ class _Run:
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
             marks = Claims(self.store, self.project, cluster, self.run_id, live)
             options = replace(self.options.apply, claims=marks, topics=topicwrite.maker(cluster, p, journal))
-            rolled = self._executed(client, cluster, base, p, options, journal, cleared)
+            rolled = self._executed(client, cluster, base, p, options, journal, go)
             results = rolled.results
             errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results, base.basis, rolled)]
             errors.append(remember(self.project, cluster, p, results, base.basis))
@@ -316,13 +314,13 @@ class _Run:
         p: Plan,
         options: apply.ApplyOptions,
         journal: StepJournal,
-        cleared: Cleared,
+        go: _Pass,
     ) -> progressive.Rolled:
         """All at once, or stage by stage when the cluster has a rollout (`rollout:`, a flag)."""
-        rollout = self.project.rollout_of(cluster, self.options.rollout)
-        if rollout is None:
+        cleared = go.cleared
+        if go.rollout is None:
             return progressive.Rolled(apply.execute(client, p, options, journal, cleared))
-        watch = progressive.Watch(rollout, rolling.probe_of(self.project, cluster), give_back=self.give_back)
+        watch = progressive.Watch(go.rollout, rolling.probe_of(self.project, cluster), give_back=self.give_back)
         gate = rolling.undo_gate(client, cluster.name, self.policy, base.basis.kafka if base.basis else None)
         live = base.basis.live if base.basis else {}
         return progressive.execute(client, p, options, journal, cleared, watch, live, gate)

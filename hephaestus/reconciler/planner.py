@@ -1,0 +1,197 @@
+"""One cluster's plan from what was read, purely (like sqlmesh's plan builder over a state
+snapshot read once): no request, no database, no lock, no global. Everything it needs is in
+`Seen`, gathered by `reconciler.planning` before; a sealed plan is seen through `Seal`, so that
+this module needs neither the seal's files nor its key."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from hephaestus.reconciler import publications, rotation, sinktopics
+from hephaestus.reconciler.model import Desired, Live
+from hephaestus.reconciler.outcome import Basis, ClusterOutcome
+from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, Unhealthy, changes_of, is_ksqldb_managed, plan
+from hephaestus.reconciler.plan import step_effects as effects_of
+from hephaestus.reconciler.publications import Change, Published
+from hephaestus.safety.values import Resolver
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What git wants of one cluster, and how the run looks at it."""
+
+    desired: Mapping[str, Desired]
+    held: frozenset[str]  # custom connectors this run leaves out
+    targets: tuple[str, ...]
+    drift_only: bool
+    dry_run: bool
+    unassigned_grace_s: float
+
+
+@dataclass(frozen=True)
+class Topics:
+    """What Kafka was asked for the plan's sinks (only when one starts to read topics)."""
+
+    names: frozenset[str] = frozenset()
+    unchecked: str = ""  # why Kafka was not asked at all (no kafka_bootstrap)
+    error: str = ""  # why its topics could not be listed: a warning, never a crash
+
+
+@dataclass(frozen=True)
+class Publications:
+    """The publications the sources need, as read from their databases (`reconciler.pubdb`)."""
+
+    state: Mapping[tuple[str, str], Published] = field(default_factory=dict, hash=False)
+    warnings: tuple[str, ...] = ()  # a database the project does not name: left alone
+    problems: publications.Problems = field(default_factory=dict, hash=False)  # could not be read
+
+
+@dataclass(frozen=True, kw_only=True)  # keywords only: strings side by side
+class Seen:
+    """One cluster as read once: everything its plan needs, and nothing to ask again."""
+
+    cluster: str
+    url: str
+    shared: bool  # no `select`: live connectors nobody claims may be another deployment's
+    every: Mapping[str, Live] = field(hash=False)  # the whole fleet, in scope or not (topics' writers)
+    basis: Basis  # the connectors in scope (secrets unmasked), owned, fingerprints, publications
+    masked: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)  # keys Connect masks
+    health: tuple[Unhealthy, ...] = ()  # of the managed connectors the plan does not write
+    publications: Publications = Publications()
+    topics: Topics | None = None  # None: no sink starts to read topics
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the reader must read besides the listing, as the plan's steps say."""
+
+    kept: frozenset[str]  # managed connectors the plan does not write: their health is reported
+    topics: bool  # a sink starts to read topics: Kafka's are listed
+
+
+class Seal(Protocol):
+    """A sealed plan's part for one cluster (`reconciler.sealed`, through `planning.SealedCluster`)."""
+
+    def identity(self, url: str, kafka: str | None) -> str: ...
+    def steps(self, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> tuple[Step, ...]: ...
+    def publications(self) -> tuple[Change, ...]: ...
+    def adopt(self) -> tuple[str, ...]: ...
+    def stale(self, p: Plan, basis: Basis) -> str: ...
+
+
+def needs(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Needs | None:
+    """None when the sealed plan was made against another cluster: nothing more is read."""
+    draft = drafted(seen, wanted, policy, seal)
+    if isinstance(draft, str):
+        return None
+    writes = {s.name for s in draft.writes}
+    kept = frozenset(n for n in wanted.desired if wanted.dry_run or n not in writes)
+    return Needs(kept, bool(sinktopics.starting(draft, seen.every) or sinktopics.regexes(draft)))
+
+
+def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> ClusterOutcome:
+    """The cluster planned (or its sealed steps taken), not yet judged by the gate."""
+    draft = drafted(seen, wanted, policy, seal)
+    if isinstance(draft, str):
+        return ClusterOutcome(seen.cluster, seen.url, None, error=draft, basis=seen.basis)
+    unread = _unread(draft, wanted, policy) if seen.basis.secrets else ()
+    p = replace(draft, health=seen.health, warnings=(*draft.warnings, *(u.warning() for u in unread)))
+    p, problems = _with_publications(p, seen, wanted.desired, keep=seal is not None)
+    if seal is not None:
+        stale = seal.stale(p, seen.basis)
+        p = replace(p, refusals=(stale,) if stale else ())
+    p = _with_topics(p, seen, policy.resolve)
+    error = "" if wanted.dry_run else rotation.unread_error(unread)  # a dry run records nothing: loses nothing
+    return ClusterOutcome(seen.cluster, seen.url, p, invalid=problems, basis=seen.basis, error=error)
+
+
+def drafted(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Plan | str:
+    """The steps: git's plan with the restarts rotated secrets need, or a sealed plan's own;
+    a string says why a sealed plan does not belong to this cluster."""
+    basis = seen.basis
+    if seal is not None:
+        return seal.identity(basis.url, basis.kafka) or _sealed(seal, seen, wanted, policy)
+    scope = Scope(basis.owned, wanted.held, strangers(seen, wanted.desired, wanted.held))
+    p = _rotated(plan(seen.cluster, wanted.desired, basis.live, policy, scope), basis, policy)
+    unknown = [
+        w for n, k in seen.masked.items() for w in rotation.unrecorded(n, wanted.desired[n], k, _before(basis, n))
+    ]
+    return replace(p, warnings=(*p.warnings, *unknown))
+
+
+def _before(basis: Basis, name: str) -> dict[str, str]:
+    return dict(basis.secrets.before.get(name, {})) if basis.secrets else {}
+
+
+def _rotated(p: Plan, basis: Basis, policy: Policy) -> Plan:
+    s = basis.secrets
+    return rotation.with_restarts(p, s.now, s.before, policy.resolve) if s else p
+
+
+def _unread(p: Plan, wanted: Wanted, policy: Policy) -> tuple[rotation.Unread, ...]:
+    """The secrets of the connectors planned whose file is here and could not be read."""
+    planned = {s.name for s in p.steps}
+    return rotation.unreadable({n: d for n, d in wanted.desired.items() if n in planned}, policy.resolve)
+
+
+def _sealed(seal: Seal, seen: Seen, wanted: Wanted, policy: Policy) -> Plan:
+    """A sealed plan's steps, as sealed; their changes and effects are judged again from the
+    live side (which the preconditions then hold equal to what the plan saw)."""
+    live = seen.basis.live
+    steps = [_with_changes(s, live, policy) for s in seal.steps(wanted.desired, live)]
+    return Plan(
+        seen.cluster,
+        tuple(replace(s, effects=effects_of(s, live, policy.resolve)) for s in steps),
+        publications=seal.publications(),
+        adopt=seal.adopt(),
+    )
+
+
+def _with_changes(step: Step, live: Mapping[str, Live], policy: Policy) -> Step:
+    before = live.get(step.renamed_from or step.name)
+    if before is None or step.action == "delete":
+        return step
+    return replace(step, changes=changes_of(before.config, step.config, policy.ignore_keys))
+
+
+def _with_publications(
+    p: Plan, seen: Seen, desired: Mapping[str, Desired], keep: bool
+) -> tuple[Plan, publications.Problems]:
+    """The plan with the publication changes its sources need (`keep`: a sealed plan's own)."""
+    read = seen.publications
+    found = publications.sources(desired, seen.basis.live)
+    changes, wrong = publications.upkeep(found, dict(read.state))
+    p = replace(p, publications=p.publications if keep else changes, warnings=(*p.warnings, *read.warnings))
+    return p, {**read.problems, **wrong}
+
+
+def _with_topics(p: Plan, seen: Seen, resolve: Resolver) -> Plan:
+    """The plan checked against the topics Kafka has (`reconciler.sinktopics`)."""
+    t = seen.topics
+    if t is None:
+        return p
+    if t.unchecked:
+        return sinktopics.unchecked(p, seen.every, t.unchecked)
+    if t.error:
+        return replace(p, warnings=(*p.warnings, f"topics not checked: {t.error}"))
+    return sinktopics.checked(p, seen.every, t.names, resolve)
+
+
+def strangers(seen: Seen, desired: Mapping[str, Desired], held: frozenset[str]) -> tuple[str, ...]:
+    """A cluster without `select` whose fleet holds connectors neither in git nor owned (nor
+    ksqlDB's) may be shared with another deployment: say so, once, in the plan."""
+    owned = seen.basis.owned
+    if not seen.shared:
+        return ()
+    found = sorted(
+        n for n in seen.basis.live if n not in desired and n not in held and n not in owned and not is_ksqldb_managed(n)
+    )
+    if not found:
+        return ()
+    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+    return (
+        f"cluster {seen.cluster} has no `select` and {len(found)} live connectors are neither in git "
+        f"nor owned ({shown}): if another deployment shares this cluster, give this one a select",
+    )
