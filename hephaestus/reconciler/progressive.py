@@ -258,24 +258,35 @@ class _Rollout:
         journal: Journal,
         reason: str,
     ) -> Rolled:
-        results = self.runner.results
-        back = [u for s in written if (u := undo(s, results[s.name], before))]
-        kept = [
-            s.name for s in written if s.action == "create" and s.connector_class == SOURCE and results[s.name].wrote
-        ]
-        self.lines += [f"left: {n} (a source this run created is never deleted)" for n in kept]
-        # A value Connect answered masked is unknown: writing it back would store the mask.
-        blind = [u for u in back if masked_keys(u.config) and u.action != "delete"]
-        self.lines += [
-            f"not rolled back: {u.name} (Connect answered {', '.join(masked_keys(u.config))} masked)" for u in blind
-        ]
-        changed, back = len(back), [u for u in back if u not in blind]
+        back, changed = self._to_put_back(written, before)
         try:
             cleared_plan, cleared, refused = gate(Plan(plan.cluster, tuple(back)))
         except HephaestusError as exc:
             self.lines.append(f"rollback not taken: {exc}")
             return Rolled(self.runner.outcome(), (), tuple(self.lines))
         self.lines += [f"rollback not taken, the gate refused it: {why}" for why in refused]
+        done = self._put_back(cleared_plan, cleared, journal)
+        self.lines.append(f"rolled back {sum(r.ok for r in done)} of {changed} connector(s) changed in this run")
+        writes, oks = cleared_plan.writes, {r.name for r in done if r.ok}
+        self.runner.settle(_reverted(written, self.runner.results, writes, oks, reason))
+        given = self.given_back(plan.cluster, writes, done, journal)
+        return Rolled(self.runner.outcome(), (*done, *given), tuple(self.lines), _gone(writes, oks), _back(writes, oks))
+
+    def _to_put_back(self, written: Sequence[Step], before: Mapping[str, Live]) -> tuple[list[Step], int]:
+        """The steps that put back what `written` changed, less those that must not (each
+        named in the report), and how many connectors the run changed."""
+        results = self.runner.results
+        back = [u for s in written if (u := undo(s, results[s.name], before))]
+        self.lines += [f"left: {n} (a source this run created is never deleted)" for n in _kept(written, results)]
+        # A value Connect answered masked is unknown: writing it back would store the mask.
+        blind = [u for u in back if masked_keys(u.config) and u.action != "delete"]
+        self.lines += [
+            f"not rolled back: {u.name} (Connect answered {', '.join(masked_keys(u.config))} masked)" for u in blind
+        ]
+        return [u for u in back if u not in blind], len(back)
+
+    def _put_back(self, cleared_plan: Plan, cleared: Cleared, journal: Journal) -> tuple[StepResult, ...]:
+        """The rollback's steps written, in one go, then watched against the same gates."""
         options = replace(self.options, progress=None, batch_size=0, max_failures=None, batch_interval_s=0.0)
         runner = apply.Runner(self.client, cleared_plan, options, journal, cleared)
         runner.run(cleared_plan.writes)
@@ -284,23 +295,39 @@ class _Rollout:
         watched = [s for s in cleared_plan.writes if s.action != "delete" and runner.results[s.name].ok]
         check = _Rollout(self.client, runner, self.watch, options)
         found = check.analysed(watched, check._sample(watched)) if watched else []
-        done = tuple(
-            replace(r, ok=False, detail=f"{r.detail}; then failed the gate: {_why(found, r.name)}")
-            if _why(found, r.name)
-            else r
-            for r in done
-        )
+        done = tuple(_gated(r, _why(found, r.name)) for r in done)
         apply.record_outcomes(journal, cleared_plan, done)
-        ok = sum(r.ok for r in done)
-        self.lines.append(f"rolled back {ok} of {changed} connector(s) changed in this run")
-        oks = {r.name for r in done if r.ok}
-        undone = oks | {s.renamed_from for s in cleared_plan.writes if s.renamed_from and s.name in oks}
-        self.runner.settle({s.name: _undone(results[s.name], reason) for s in written if s.name in undone})
-        gone = {s.name for s in cleared_plan.writes if s.action == "delete" and s.name in oks}
-        gone |= {s.renamed_from for s in cleared_plan.writes if s.action == "rename" and s.name in oks}
-        back_again = tuple(s.name for s in cleared_plan.writes if s.action in ("create", "rename") and s.name in oks)
-        given = self.given_back(plan.cluster, cleared_plan.writes, done, journal)
-        return Rolled(self.runner.outcome(), (*done, *given), tuple(self.lines), frozenset(gone), back_again)
+        return done
+
+
+def _kept(written: Sequence[Step], results: Mapping[str, StepResult]) -> list[str]:
+    """The sources this run created: a rollback never deletes one (its slot would go with it)."""
+    return [s.name for s in written if s.action == "create" and s.connector_class == SOURCE and results[s.name].wrote]
+
+
+def _gated(result: StepResult, why: str) -> StepResult:
+    """A rollback step whose connector then failed the gate (`why`) is failed too."""
+    return replace(result, ok=False, detail=f"{result.detail}; then failed the gate: {why}") if why else result
+
+
+def _reverted(
+    written: Sequence[Step], results: Mapping[str, StepResult], writes: Sequence[Step], oks: set[str], reason: str
+) -> dict[str, StepResult]:
+    """The run's own results of the steps the rollback put back (`oks`: its steps that held;
+    a rename put back also reverts the rename, under its old name): reported rolled back."""
+    names = oks | {s.renamed_from for s in writes if s.renamed_from and s.name in oks}
+    return {s.name: _undone(results[s.name], reason) for s in written if s.name in names}
+
+
+def _gone(writes: Sequence[Step], oks: set[str]) -> frozenset[str]:
+    """Connectors the rollback deleted, or renamed away from: gone again, never claimed."""
+    deleted = {s.name for s in writes if s.action == "delete" and s.name in oks}
+    return frozenset(deleted | {s.renamed_from for s in writes if s.action == "rename" and s.name in oks})
+
+
+def _back(writes: Sequence[Step], oks: set[str]) -> tuple[str, ...]:
+    """Connectors the rollback created or renamed back: owned as before the run."""
+    return tuple(s.name for s in writes if s.action in ("create", "rename") and s.name in oks)
 
 
 def _undone(result: StepResult, reason: str) -> StepResult:

@@ -7,8 +7,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hephaestus.reconciler.outcome import ClusterOutcome
+from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import KeyChange, Plan, Step
+from hephaestus.reconciler.publications import Change
 from hephaestus.secrets import digest, is_placeholder, is_sensitive, mask_value
 
 Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal
@@ -89,37 +90,51 @@ def text(outcomes: Sequence[ClusterOutcome], style: Style = plain) -> str:
 def _cluster_lines(o: ClusterOutcome, style: Style) -> list[str]:
     if o.plan is None:
         return [style(f"error: {o.error}", "error")]
-    lines = [style(f"~ {ch.describe()}", "update") for ch in o.plan.publications]
-    for step in o.plan.steps:
-        if step.action != "unchanged":
-            lines += [style(line, step.action) for line in _step_lines(step)]
-            lines += [style(f"    {n.describe()}", step.action) for n in o.plan.needs_of(step.name)]
-    lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in o.plan.health]
-    if o.plan.adopt:
-        shown = ", ".join(o.plan.adopt[:10]) + (
-            f", … ({len(o.plan.adopt) - 10} more)" if len(o.plan.adopt) > 10 else ""
-        )
-        lines.append(f"adopt (record as owned, no write to Connect): {shown}")
-    lines += [style(f"warning: {w}", "protected") for w in o.plan.warnings]
+    lines = _plan_lines(o.plan, style)
     lines.append(f"plan: {summary(o.plan)}  [{o.requests} requests, {o.writes} writes]")
     if o.refused:
         lines.append(style(f"refused: {o.plan.refused}", "error"))
-    for name, keys in sorted(o.invalid.items()):
-        lines += [style(f"invalid {name}: {key}: {'; '.join(errs)}", "error") for key, errs in sorted(keys.items())]
-    if o.invalid:
-        lines.append(style("nothing applied: fix the invalid configs first", "error"))
+    lines += _invalid_lines(o.invalid, style)
     lines += _rollout_lines(o)
-    lines += [
-        style(f"{'ok' if r.ok else 'FAILED'} {r.action} {r.name}: {r.detail}", "unchanged" if r.ok else "error")
-        for r in (*o.prepared, *o.results, *o.followups)
-    ]
-    lines += [
-        style(f"{'ok' if r.ok else 'FAILED'} rollback {r.action} {r.name}: {r.detail}", "rename" if r.ok else "error")
-        for r in o.rollback
-    ]
+    lines += _result_lines(o, style)
     if o.error:
         lines.append(style(f"error: {o.error}", "error"))
     return lines
+
+
+def _plan_lines(plan: Plan, style: Style) -> list[str]:
+    """What the plan would do: publications first (they are changed before any write), then
+    each step with the topics it needs, then what is unhealthy, adopted and warned about."""
+    lines = [style(f"~ {ch.describe()}", "update") for ch in plan.publications]
+    for step in plan.steps:
+        if step.action != "unchanged":
+            lines += [style(line, step.action) for line in _step_lines(step)]
+            lines += [style(f"    {n.describe()}", step.action) for n in plan.needs_of(step.name)]
+    lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in plan.health]
+    if plan.adopt:
+        lines.append(f"adopt (record as owned, no write to Connect): {_listed(plan.adopt, 10)}")
+    return lines + [style(f"warning: {w}", "protected") for w in plan.warnings]
+
+
+def _invalid_lines(invalid: dict[str, dict[str, tuple[str, ...]]], style: Style) -> list[str]:
+    lines = [
+        style(f"invalid {name}: {key}: {'; '.join(errs)}", "error")
+        for name, keys in sorted(invalid.items())
+        for key, errs in sorted(keys.items())
+    ]
+    if invalid:
+        lines.append(style("nothing applied: fix the invalid configs first", "error"))
+    return lines
+
+
+def _result_lines(o: ClusterOutcome, style: Style) -> list[str]:
+    """What each step did (database steps, writes, follow-ups), then the rollback's steps."""
+    lines = [_result_line(r, "", "unchanged", style) for r in (*o.prepared, *o.results, *o.followups)]
+    return lines + [_result_line(r, "rollback ", "rename", style) for r in o.rollback]
+
+
+def _result_line(r: StepResult, prefix: str, ok_style: str, style: Style) -> str:
+    return style(f"{'ok' if r.ok else 'FAILED'} {prefix}{r.action} {r.name}: {r.detail}", ok_style if r.ok else "error")
 
 
 def _rollout_lines(o: ClusterOutcome) -> list[str]:
@@ -131,56 +146,68 @@ def _rollout_lines(o: ClusterOutcome) -> list[str]:
 
 
 def _few(names: Sequence[str], shown: int = 5) -> str:
+    return f"{len(names)}: " + _listed(names, shown)
+
+
+def _listed(names: Sequence[str], shown: int) -> str:
     more = f", … ({len(names) - shown} more)" if len(names) > shown else ""
-    return f"{len(names)}: " + ", ".join(names[:shown]) + more
+    return ", ".join(names[:shown]) + more
 
 
 def as_dict(o: ClusterOutcome) -> dict[str, Any]:
-    plan = o.plan
     return {
         "cluster": o.cluster,
         "url": o.url,
         "error": o.error or None,
-        "refused": plan.refused if plan and plan.refused else None,
-        "refusals": list(plan.refusals) if plan else [],
+        **_plan_dict(o.plan),
         "applied": o.applied,
-        "counts": plan.counts() if plan else {},
-        "health": [{"name": u.name, "reason": u.reason} for u in plan.health] if plan else [],
-        "adopt": list(plan.adopt) if plan else [],
-        "warnings": list(plan.warnings) if plan else [],
+        "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
+        "results": [vars(r) for r in (*o.prepared, *o.results, *o.followups)],
+        "rollout": _rollout_dict(o) if o.rollout else None,
+        "requests": o.requests,
+        "writes": o.writes,
+    }
+
+
+def _plan_dict(plan: Plan | None) -> dict[str, Any]:
+    """The plan's fields of a cluster's outcome (empty when it could not be planned)."""
+    if plan is None:
+        empty: dict[str, Any] = {k: [] for k in ("refusals", "health", "adopt", "warnings", "needs", "steps")}
+        return {**empty, "refused": None, "counts": {}, "publications": []}
+    return {
+        "refused": plan.refused or None,
+        "refusals": list(plan.refusals),
+        "counts": plan.counts(),
+        "health": [{"name": u.name, "reason": u.reason} for u in plan.health],
+        "adopt": list(plan.adopt),
+        "warnings": list(plan.warnings),
         # Topics a sink needs, created just before it is sent (reconciler.sinktopics).
         "needs": [
             {"sink": n.sink, "topics": list(n.topics), "source": n.source, "why": n.describe()} for n in plan.needs
-        ]
-        if plan
-        else [],
+        ],
         # As in the text: a connector in sync is a count, not a step (at 5,000 connectors the
         # unchanged ones were most of a no-op plan's time, spent encoding what nobody reads).
-        "steps": [_step_dict(s) for s in plan.steps if s.action != "unchanged"] if plan else [],
-        "invalid": {n: {k: list(v) for k, v in keys.items()} for n, keys in o.invalid.items()},
-        "publications": [
-            {
-                "database": ch.database,
-                "publication": ch.publication,
-                "add": list(ch.add),
-                "drop": list(ch.drop),
-                "for": list(ch.connectors),
-            }
-            for ch in plan.publications
-        ]
-        if plan
-        else [],
-        "results": [vars(r) for r in (*o.prepared, *o.results, *o.followups)],
-        "rollout": {
-            "shape": o.rollout,
-            "stages": [{"stage": label, "connectors": list(names)} for label, names in o.stages],
-            "report": list(o.report),
-            "rollback": [vars(r) for r in o.rollback],
-        }
-        if o.rollout
-        else None,
-        "requests": o.requests,
-        "writes": o.writes,
+        "steps": [_step_dict(s) for s in plan.steps if s.action != "unchanged"],
+        "publications": [_publication_dict(ch) for ch in plan.publications],
+    }
+
+
+def _publication_dict(ch: Change) -> dict[str, Any]:
+    return {
+        "database": ch.database,
+        "publication": ch.publication,
+        "add": list(ch.add),
+        "drop": list(ch.drop),
+        "for": list(ch.connectors),
+    }
+
+
+def _rollout_dict(o: ClusterOutcome) -> dict[str, Any]:
+    return {
+        "shape": o.rollout,
+        "stages": [{"stage": label, "connectors": list(names)} for label, names in o.stages],
+        "report": list(o.report),
+        "rollback": [vars(r) for r in o.rollback],
     }
 
 
