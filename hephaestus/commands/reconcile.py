@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the workflow's modules load only when the command runs
     from hephaestus.project import Project
     from hephaestus.reconciler import apply
     from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
-    from hephaestus.reconciler.rolling import RolloutHooks
+    from hephaestus.reconciler.rollout.checks import RolloutHooks
     from hephaestus.reconciler.run import RunOptions
     from hephaestus.reconciler.workflow import Prepared
     from hephaestus.snapshot.hooks import SnapshotHooks
@@ -223,7 +223,7 @@ def _save(out: Path, project: Project, outcomes: Sequence[ClusterOutcome], prepa
 def _hooks(project: Project, prepared: Prepared) -> RolloutHooks:
     """An apply's hooks: the rollout's checks before a cluster's first write, then the
     incremental snapshots' when asked for."""
-    from hephaestus.reconciler.rolling import RolloutHooks
+    from hephaestus.reconciler.rollout.checks import RolloutHooks
 
     snapshot = _snapshot_hooks(project) if prepared.scope.send_snapshot else None
     return RolloutHooks(project, prepared.options.rollout, snapshot)

@@ -27,7 +27,7 @@ from hephaestus.errors import HephaestusError, InputError
 from hephaestus.fleet.topics import dlq_topics, replay_group, unresolved
 from hephaestus.kafka import Record
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.progressive import Parked
+from hephaestus.reconciler.rollout.executor import Parked
 from hephaestus.records import Decoded, SchemaRegistry, decode
 from hephaestus.safety import views
 from hephaestus.safety.effects import Effect, of_purge, of_replay
@@ -211,7 +211,7 @@ def replay(
 
 def replay_parked(parked: Parked, journal: Journal) -> int:
     """What a rollout's rollback gives back: the records one sink parked while the rollout ran
-    (`reconciler.progressive`), the way `dlq replay --partition --from --until` sends them:
+    (`reconciler.rollout.executor`), the way `dlq replay --partition --from --until` sends them:
     the same gate (with no allowance: nothing destructive is automatic), exactly once, into
     the reconcile's audit journal, under the cluster lock the reconcile already holds."""
     spans = kafka.spans(parked.bootstrap, [parked.topic]).get(parked.topic, ())

@@ -1,5 +1,5 @@
 """Replication health of some connectors at one moment (edge: Connect, Kafka, PostgreSQL):
-what a rollout's gates judge (`reconciler.rollout`).
+what a rollout's gates judge (`reconciler.rollout.rules`).
 
 - every connector: its state and its tasks' (one status listing);
 - a sink: its consumer group's lag and the age of its oldest unconsumed record, over the

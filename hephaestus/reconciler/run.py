@@ -32,9 +32,7 @@ from hephaestus.reconciler import (
     notice,
     planner,
     planning,
-    progressive,
     pubdb,
-    rolling,
     sealed,
     topicwrite,
 )
@@ -45,6 +43,7 @@ from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
 from hephaestus.reconciler.planner import Wanted
 from hephaestus.reconciler.planning import Read, check_targets, remember, targeted
+from hephaestus.reconciler.rollout import checks, executor
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
 from hephaestus.settings import RolloutSettings
 from hephaestus.state import ownership
@@ -113,7 +112,7 @@ def reconcile(
     options: RunOptions,
     client_factory: ClientFactory = connect_client,
     hooks: Hooks | None = None,
-    give_back: progressive.GiveBack | None = None,  # a rollback's replay of what sinks parked (dlq's)
+    give_back: executor.GiveBack | None = None,  # a rollback's replay of what sinks parked (dlq's)
 ) -> list[ClusterOutcome]:
     policy = policy_of(project, options.force, options.allow)
     run_id = new_run_id()
@@ -195,7 +194,7 @@ class _Run:
     run_id: str
     store: ownership.Store
     hooks: Hooks | None
-    give_back: progressive.GiveBack | None = None
+    give_back: executor.GiveBack | None = None
 
     def wanted(
         self, name: str, desired: Mapping[str, Mapping[str, Desired]], held: Mapping[str, frozenset[str]]
@@ -242,7 +241,7 @@ class _Run:
         out = base
         if client is not None and p is not None and not (self.options.dry_run or p.refused or base.invalid):
             out = self._applied(client, cluster, base, p, _Pass(clear(verdict, p.cluster), rollout))
-        shown = rolling.shown(rollout, cluster, p) if rollout is not None and p is not None and p.writes else ("", ())
+        shown = checks.shown(rollout, cluster, p) if rollout is not None and p is not None and p.writes else ("", ())
         return replace(
             out,
             # The plan's own error (a secret not read) outlives the apply's: both are the run's.
@@ -315,15 +314,15 @@ class _Run:
         options: apply.ApplyOptions,
         journal: StepJournal,
         go: _Pass,
-    ) -> progressive.Rolled:
+    ) -> executor.Rolled:
         """All at once, or stage by stage when the cluster has a rollout (`rollout:`, a flag)."""
         cleared = go.cleared
         if go.rollout is None:
-            return progressive.Rolled(apply.execute(client, p, options, journal, cleared))
-        watch = progressive.Watch(go.rollout, rolling.probe_of(self.project, cluster), give_back=self.give_back)
-        gate = rolling.undo_gate(client, cluster.name, self.policy, base.basis.kafka if base.basis else None)
+            return executor.Rolled(apply.execute(client, p, options, journal, cleared))
+        watch = executor.Watch(go.rollout, checks.probe_of(self.project, cluster), give_back=self.give_back)
+        gate = checks.undo_gate(client, cluster.name, self.policy, base.basis.kafka if base.basis else None)
         live = base.basis.live if base.basis else {}
-        return progressive.execute(client, p, options, journal, cleared, watch, live, gate)
+        return executor.execute(client, p, options, journal, cleared, watch, live, gate)
 
     def _record(
         self,
@@ -331,7 +330,7 @@ class _Run:
         p: Plan,
         results: tuple[StepResult, ...],
         basis: Basis | None = None,
-        rolled: progressive.Rolled | None = None,
+        rolled: executor.Rolled | None = None,
     ) -> str:
         """What this run created, renamed or adopted is now owned (what it deleted or renamed
         away was released before the write). Recorded after Connect confirmed each write (a

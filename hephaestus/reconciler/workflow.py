@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 from hephaestus import outputs
 from hephaestus.errors import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, HephaestusError, InputError
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, rolling, sealed
+from hephaestus.reconciler import apply, sealed
 from hephaestus.reconciler.outcome import ClusterOutcome
+from hephaestus.reconciler.rollout import checks
 from hephaestus.reconciler.run import RunOptions, apply_options_of
 from hephaestus.safety.gate import allow_of
 from hephaestus.state.backend import timeout_of
@@ -193,10 +194,10 @@ def approve(
 
 def check_canaries(project: Project, outcomes: Outcomes, flags: Mapping[str, Any]) -> None:
     """A dry run's plans (a preview, a plan to seal) refused as their apply would be: a canary
-    whose globs name none of a cluster's writes (rolling.check_canary)."""
+    whose globs name none of a cluster's writes (checks.check_canary)."""
     for o in outcomes:
         if o.plan is not None and o.cluster in project.clusters:
-            rolling.check_canary(project, project.clusters[o.cluster], flags, o.plan)
+            checks.check_canary(project, project.clusters[o.cluster], flags, o.plan)
 
 
 def exit_code(outcomes: Outcomes, dry_run: bool, drift_exit: bool) -> int:

@@ -1,5 +1,5 @@
 """Issue 43, item 6, exactly: what a rollback gives back of what its sinks parked
-(reconciler.progressive: the marks before each write, the windows after the rollback, the
+(reconciler.rollout.executor: the marks before each write, the windows after the rollback, the
 results and the command named) and which records a replay within bounds takes
 (dlq.model.positions). Written so mutants of either die."""
 
@@ -15,9 +15,10 @@ from hephaestus.dlq.model import Bounds, ParkedBefore, positions
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet import health
 from hephaestus.kafka import Span
-from hephaestus.reconciler import apply, progressive
+from hephaestus.reconciler import apply
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step
+from hephaestus.reconciler.rollout import executor
 from hephaestus.settings import RolloutSettings
 from tests.unit.kafkafake import Cluster
 
@@ -78,25 +79,25 @@ def test_a_purge_below_the_offset_clears_the_way() -> None:
         positions(purged, {}, Bounds(since=6))
 
 
-# --- reconciler.progressive: Parked -------------------------------------------------------------
+# --- reconciler.rollout.executor: Parked --------------------------------------------------------
 
 
 def test_the_records_named_and_the_command_that_replays_exactly_them() -> None:
-    p = progressive.Parked("c", "b:9092", "s0", "dlq.s0", 1, 3, 8, {"topics": "t"})
+    p = executor.Parked("c", "b:9092", "s0", "dlq.s0", 1, 3, 8, {"topics": "t"})
     assert p.where() == "5 record(s) in dlq.s0[1], offsets 3-7"
     assert p.command() == "hephaestus dlq replay --cluster c --connector s0 --partition 1 --from 3 --until 7"
-    assert p == progressive.Parked("c", "b:9092", "s0", "dlq.s0", 1, 3, 8)  # the config is not its identity
-    assert hash(p) == hash(progressive.Parked("c", "b:9092", "s0", "dlq.s0", 1, 3, 8))
+    assert p == executor.Parked("c", "b:9092", "s0", "dlq.s0", 1, 3, 8)  # the config is not its identity
+    assert hash(p) == hash(executor.Parked("c", "b:9092", "s0", "dlq.s0", 1, 3, 8))
 
 
 def test_a_hostile_name_is_quoted_for_the_shell_it_is_pasted_into() -> None:
-    p = progressive.Parked("prod eu", "b", "s0; rm -rf ~", "d", 0, 0, 1)
+    p = executor.Parked("prod eu", "b", "s0; rm -rf ~", "d", 0, 0, 1)
     assert p.command() == (
         "hephaestus dlq replay --cluster 'prod eu' --connector 's0; rm -rf ~' --partition 0 --from 0 --until 0"
     )
 
 
-# --- reconciler.progressive: marks and windows --------------------------------------------------
+# --- reconciler.rollout.executor: marks and windows ---------------------------------------------
 
 
 def step(action: str, name: str, dlq: str | None = "dlq.s", **extra: Any) -> Step:
@@ -113,7 +114,7 @@ def test_only_sinks_changed_or_renamed_in_place_with_a_dlq_are_marked_by_its_tri
         step("update", "blank", "  "),
         step("update", "none", None),
     ]
-    assert progressive._dlqs(steps) == {"u": "dlq.u", "r": "dlq.r"}
+    assert executor._dlqs(steps) == {"u": "dlq.u", "r": "dlq.r"}
 
 
 @pytest.fixture
@@ -125,17 +126,17 @@ def broker() -> Iterator[Cluster]:
         yield b
 
 
-def rollout(bootstrap: str | None = "b:9092", give: Any = None, **settings: Any) -> progressive._Rollout:
-    watch = progressive.Watch(RolloutSettings(**settings), health.Probe(bootstrap), give_back=give)
-    return progressive._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
+def rollout(bootstrap: str | None = "b:9092", give: Any = None, **settings: Any) -> executor._Rollout:
+    watch = executor.Watch(RolloutSettings(**settings), health.Probe(bootstrap), give_back=give)
+    return executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
 
 
 def test_a_mark_is_each_partitions_end_read_before_the_write(broker: Cluster) -> None:
     r = rollout()
     r.mark([step("update", "s"), step("update", "gone", "dlq.absent")])
     assert r.marks == {
-        "s": progressive._Mark("dlq.s", "b:9092", {0: 4, 1: 3}),
-        "gone": progressive._Mark("dlq.absent", "b:9092", {}),
+        "s": executor._Mark("dlq.s", "b:9092", {0: 4, 1: 3}),
+        "gone": executor._Mark("dlq.absent", "b:9092", {}),
     }
 
 
@@ -169,8 +170,8 @@ def test_each_partition_that_grew_is_a_window_from_its_mark_a_new_one_from_0(bro
     broker.add("dlq.s", 2, 1)  # a partition added meanwhile
     back = step("update", "s")
     assert r._parked("c", back) == [
-        progressive.Parked("c", "b:9092", "s", "dlq.s", 0, 4, 6),
-        progressive.Parked("c", "b:9092", "s", "dlq.s", 2, 0, 1),
+        executor.Parked("c", "b:9092", "s", "dlq.s", 0, 4, 6),
+        executor.Parked("c", "b:9092", "s", "dlq.s", 2, 0, 1),
     ]
     assert r._parked("c", back)[0].config == back.config  # replayed into the config put back
 
@@ -184,7 +185,7 @@ def test_a_rename_put_back_is_found_by_the_name_it_was_written_under(broker: Clu
 
 
 def test_only_sinks_put_back_and_marked_are_given_back(broker: Cluster) -> None:
-    sent: list[tuple[progressive.Parked, object]] = []
+    sent: list[tuple[executor.Parked, object]] = []
     r = rollout(give=lambda p, j: sent.append((p, j)) or 7)
     r.mark([step("update", "s"), step("update", "t")])
     broker.add("dlq.s", 0, 6)
@@ -198,18 +199,18 @@ def test_only_sinks_put_back_and_marked_are_given_back(broker: Cluster) -> None:
             "replayed 7 record(s): 2 record(s) in dlq.s[0], offsets 4-5, parked while the rollout ran",
         )
     ]
-    assert sent == [(progressive.Parked("c", "b:9092", "s", "dlq.s", 0, 4, 6), Journal.journal)]
+    assert sent == [(executor.Parked("c", "b:9092", "s", "dlq.s", 0, 4, 6), Journal.journal)]
 
 
-PARKED = progressive.Parked("c", "b", "s", "d", 0, 4, 6)
+PARKED = executor.Parked("c", "b", "s", "d", 0, 4, 6)
 COMMAND = "`hephaestus dlq replay --cluster c --connector s --partition 0 --from 4 --until 5`"
 
 
 def test_what_is_not_replayed_is_named_with_why_and_the_command() -> None:
-    def refuse(p: progressive.Parked, j: object) -> int:
+    def refuse(p: executor.Parked, j: object) -> int:
         raise HephaestusError("the gate said no")
 
-    def never(p: progressive.Parked, j: object) -> int:
+    def never(p: executor.Parked, j: object) -> int:
         raise AssertionError("replayed although replay_parked is false")
 
     what = "2 record(s) in d[0], offsets 4-5, parked while the rollout ran"

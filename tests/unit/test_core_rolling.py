@@ -1,5 +1,5 @@
-"""What an apply checks before a cluster's first write when it rolls out (reconciler.rollout's
-`unnamed`, reconciler.rolling's hooks): a canary its globs would skip is refused, per cluster,
+"""What an apply checks before a cluster's first write when it rolls out (reconciler.rollout.rules'
+`unnamed`, reconciler.rollout.checks' hooks): a canary its globs would skip is refused, per cluster,
 naming where it was set; a rollout cut short left connectors written and never judged (the
 journal's last entry of each is an intent): they are judged before anything is written, and
 their verdict journalled (mutation-tested core)."""
@@ -19,10 +19,10 @@ from hephaestus.errors import HephaestusError, InputError
 from hephaestus.fleet.health import Probe
 from hephaestus.fleet.lag import Health
 from hephaestus.project import Cluster, Database, Project
-from hephaestus.reconciler import progressive, rolling
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
-from hephaestus.reconciler.rollout import unnamed
+from hephaestus.reconciler.rollout import checks, executor
+from hephaestus.reconciler.rollout.rules import unnamed
 from hephaestus.settings import RolloutKeys, RolloutSettings, StateSettings
 from tests.unit.pgfake import Server, on
 
@@ -72,9 +72,9 @@ def plan(cluster: str, *names: str) -> Plan:
 def test_the_canary_is_judged_per_cluster_and_the_error_names_the_flag_and_the_globs(tmp_path: Path) -> None:
     project = project_of(tmp_path, c=None, d=None)
     flags = {"canary": ("*_auth*",)}
-    rolling.check_canary(project, project.clusters["c"], flags, plan("c", "x_auth", "y"))  # names x_auth
+    checks.check_canary(project, project.clusters["c"], flags, plan("c", "x_auth", "y"))  # names x_auth
     with pytest.raises(InputError) as err:  # named on c only: no canary on d
-        rolling.check_canary(project, project.clusters["d"], flags, plan("d", "y", "z"))
+        checks.check_canary(project, project.clusters["d"], flags, plan("d", "y", "z"))
     assert (err.value.file, err.value.field) == ("--canary", "")
     assert str(err.value) == (
         "--canary: '*_auth*' names none of the 2 writes on cluster d: its canary would be skipped and every "
@@ -86,22 +86,22 @@ def test_the_canary_is_judged_per_cluster_and_the_error_names_the_flag_and_the_g
 def test_a_canary_of_the_project_file_is_named_by_its_key(tmp_path: Path) -> None:
     project = project_of(tmp_path, {"canary": ["typo"]}, c=None, d={"canary": ["typo", "nope\x1b[31m"]})
     with pytest.raises(InputError) as err:
-        rolling.check_canary(project, project.clusters["c"], {}, plan("c", "a"))
+        checks.check_canary(project, project.clusters["c"], {}, plan("c", "a"))
     assert (err.value.file, err.value.field) == (project.file, "rollout.canary")
     with pytest.raises(InputError) as err:
-        rolling.check_canary(project, project.clusters["d"], {}, plan("d", "a"))
+        checks.check_canary(project, project.clusters["d"], {}, plan("d", "a"))
     assert (err.value.file, err.value.field) == (project.file, "clusters.d.rollout.canary")
     assert "'typo', 'nope\\x1b[31m' names none of the 1 writes" in str(err.value)  # no raw escape
     with pytest.raises(InputError) as err:  # the flag over both
-        rolling.check_canary(project, project.clusters["d"], {"canary": ("z",)}, plan("d", "a"))
+        checks.check_canary(project, project.clusters["d"], {"canary": ("z",)}, plan("d", "a"))
     assert err.value.file == "--canary"
 
 
 def test_without_a_rollout_or_with_a_count_nothing_is_checked(tmp_path: Path) -> None:
     project = project_of(tmp_path, c=None)
-    rolling.check_canary(project, project.clusters["c"], {}, plan("c", "a"))
-    rolling.check_canary(project, project.clusters["c"], {"canary": 0}, plan("c", "a"))
-    rolling.check_canary(project, project.clusters["c"], {"on_failure": "pause"}, plan("c", "a"))  # canary 1
+    checks.check_canary(project, project.clusters["c"], {}, plan("c", "a"))
+    checks.check_canary(project, project.clusters["c"], {"canary": 0}, plan("c", "a"))
+    checks.check_canary(project, project.clusters["c"], {"on_failure": "pause"}, plan("c", "a"))  # canary 1
 
 
 # --- the journal read back --------------------------------------------------------------------
@@ -121,20 +121,20 @@ def test_the_last_entry_of_each_connector_of_the_cluster_in_the_order_written() 
         json.dumps(["not", "an", "entry"]),
         '{"cluster": "c", "connector": "a", "outc',  # cut short by a crash
     ]
-    assert rolling.last_entries(lines, "c") == {"a": entry("a", "ok"), "b": entry("b", "intent", "r2")}
+    assert checks.last_entries(lines, "c") == {"a": entry("a", "ok"), "b": entry("b", "intent", "r2")}
 
 
 def test_unsettled_are_the_connectors_whose_last_entry_is_an_intent_in_the_file(tmp_path: Path) -> None:
     log = tmp_path / "audit.jsonl"
     project = Project("p.yaml", {}, {}, audit_log=log, base=tmp_path)
-    assert rolling.unsettled(project, "c") == {}  # no file yet
+    assert checks.unsettled(project, "c") == {}  # no file yet
     log.write_text("".join(json.dumps(e) + "\n" for e in [entry("b", "intent", "r2"), entry("a", "intent")]))
-    assert rolling.unsettled(project, "c") == {"a": "r1", "b": "r2"}
-    assert rolling.unsettled(Project("p.yaml", {}, {}, base=tmp_path), "c") == {}  # no journal: no trace
+    assert checks.unsettled(project, "c") == {"a": "r1", "b": "r2"}
+    assert checks.unsettled(Project("p.yaml", {}, {}, base=tmp_path), "c") == {}  # no journal: no trace
     log.unlink()
     log.mkdir()
     with pytest.raises(HephaestusError, match=r"audit log .*audit.jsonl cannot be read: Is a directory"):
-        rolling.unsettled(project, "c")
+        checks.unsettled(project, "c")
 
 
 def test_unsettled_are_read_from_the_journal_table(tmp_path: Path) -> None:
@@ -142,7 +142,7 @@ def test_unsettled_are_read_from_the_journal_table(tmp_path: Path) -> None:
     rows = [("a", entry("a", "intent")), ("b", entry("b", "ok")), ("c", "not a dict")]
     database = Server(handlers=[on(r"DISTINCT ON \(connector\)", rows)])
     with pg.seam(database.connect):
-        assert rolling.unsettled(project, "c") == {"a": "r1"}
+        assert checks.unsettled(project, "c") == {"a": "r1"}
     (statement,) = database.statements
     assert statement == (
         "SELECT DISTINCT ON (connector) connector, entry FROM hephaestus_audit "
@@ -194,8 +194,8 @@ def test_the_judgement_is_a_stages_analysis_window(
 ) -> None:
     counted = sampled(monkeypatch, samples)
     clock = Clock()
-    watch = progressive.Watch(RolloutSettings(analysis_s=3, interval_s=1), Probe(), clock.sleep, clock)
-    got = rolling.judged(None, watch, {"s": {"topics": "t"}}, {"s": "RUNNING"})  # type: ignore[arg-type]
+    watch = executor.Watch(RolloutSettings(analysis_s=3, interval_s=1), Probe(), clock.sleep, clock)
+    got = checks.judged(None, watch, {"s": {"topics": "t"}}, {"s": "RUNNING"})  # type: ignore[arg-type]
     assert [(f.name, f.why, f.hard) for f in got] == [("s", why, hard) for why, hard in found]
     assert len(counted) == taken
 
@@ -203,8 +203,8 @@ def test_the_judgement_is_a_stages_analysis_window(
 def test_without_a_window_one_sample_and_only_what_failed_for_sure(monkeypatch: pytest.MonkeyPatch) -> None:
     counted = sampled(monkeypatch, [{"lag_age_s": 900.0}])
     clock = Clock()
-    watch = progressive.Watch(RolloutSettings(analysis_s=0), Probe(), clock.sleep, clock)
-    assert rolling.judged(None, watch, {"s": {}}, {"s": "RUNNING"}) == []  # type: ignore[arg-type]
+    watch = executor.Watch(RolloutSettings(analysis_s=0), Probe(), clock.sleep, clock)
+    assert checks.judged(None, watch, {"s": {}}, {"s": "RUNNING"}) == []  # type: ignore[arg-type]
     assert (len(counted), clock.now) == (2, 0.0)
 
 
@@ -212,14 +212,14 @@ def test_settled_connectors_get_an_outcome_after_their_intent(tmp_path: Path) ->
     log = tmp_path / "audit.jsonl"
     project = Project("p.yaml", {}, {}, audit_log=log, base=tmp_path)
     log.write_text(json.dumps(entry("a", "intent", "dead")) + "\n")
-    rolling.settle(project, "c", {"b": "r2", "a": "dead"})
+    checks.settle(project, "c", {"b": "r2", "a": "dead"})
     got = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     assert [(e["cluster"], e["connector"], e["action"], e["outcome"], e["detail"]) for e in got] == [
         ("c", "a", "judge", "ok", "passed the rollout gate, after run dead ended before judging it"),
         ("c", "b", "judge", "ok", "passed the rollout gate, after run r2 ended before judging it"),
     ]
     assert got[0]["run_id"] == got[1]["run_id"] != "dead"
-    assert rolling.unsettled(project, "c") == {}
+    assert checks.unsettled(project, "c") == {}
 
 
 class Inner:
@@ -240,15 +240,15 @@ def test_the_hooks_check_before_the_others_and_hand_their_results_on(
     cluster = project.clusters["c"]
     inner = Inner()
     taken: list[str] = []
-    monkeypatch.setattr(rolling, "taken_up", lambda p, c, r, plan: taken.append(r.on_failure))
-    hooks = rolling.RolloutHooks(project, {"canary": ("typo",)}, inner)
+    monkeypatch.setattr(checks, "taken_up", lambda p, c, r, plan: taken.append(r.on_failure))
+    hooks = checks.RolloutHooks(project, {"canary": ("typo",)}, inner)
     with pytest.raises(InputError, match="--canary"):
         hooks.prepare(cluster, plan("c", "a"))
     assert inner.calls == [] and taken == []  # refused before a snapshot's prepare publishes anything
-    rolling.RolloutHooks(project, {"on_failure": "pause"}, inner).prepare(cluster, plan("c", "a"))
-    rolling.RolloutHooks(project, {"on_failure": "continue"}, inner).prepare(cluster, plan("c", "a"))
-    rolling.RolloutHooks(project, {}, inner).prepare(cluster, plan("c", "a"))  # no rollout
+    checks.RolloutHooks(project, {"on_failure": "pause"}, inner).prepare(cluster, plan("c", "a"))
+    checks.RolloutHooks(project, {"on_failure": "continue"}, inner).prepare(cluster, plan("c", "a"))
+    checks.RolloutHooks(project, {}, inner).prepare(cluster, plan("c", "a"))  # no rollout
     assert taken == ["pause"] and inner.calls == ["prepare c"] * 3
-    assert rolling.RolloutHooks(project, {}, inner).after(cluster, plan("c"), ()) == inner.after(cluster, plan("c"), ())
-    assert rolling.RolloutHooks(project, {}).after(cluster, plan("c"), ()) == ()
-    rolling.RolloutHooks(project, {}).prepare(cluster, plan("c", "a"))
+    assert checks.RolloutHooks(project, {}, inner).after(cluster, plan("c"), ()) == inner.after(cluster, plan("c"), ())
+    assert checks.RolloutHooks(project, {}).after(cluster, plan("c"), ()) == ()
+    checks.RolloutHooks(project, {}).prepare(cluster, plan("c", "a"))

@@ -1,4 +1,4 @@
-"""A progressive rollout's pure rules (reconciler.rollout): which writes go in which stage,
+"""A progressive rollout's pure rules (reconciler.rollout.rules): which writes go in which stage,
 what the gates say of a health sample, and the step that puts back each kind of write."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hephaestus.fleet.lag import Health
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step
-from hephaestus.reconciler.rollout import describe, failures, stages, total_lag, undo
+from hephaestus.reconciler.rollout.rules import describe, failures, stages, total_lag, undo
 from hephaestus.settings import RolloutSettings
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"

@@ -267,8 +267,9 @@ def test_the_analysis_window(
 ) -> None:
     from hephaestus.fleet import health
     from hephaestus.fleet.lag import Health
-    from hephaestus.reconciler import apply, progressive
+    from hephaestus.reconciler import apply
     from hephaestus.reconciler.plan import Step
+    from hephaestus.reconciler.rollout import executor
     from hephaestus.settings import RolloutSettings
 
     taken: list[int] = []
@@ -280,8 +281,8 @@ def test_the_analysis_window(
 
     monkeypatch.setattr(health, "sample", sample)
     clock = Clock()
-    watch = progressive.Watch(RolloutSettings(analysis_s=3, interval_s=1), health.Probe(), clock.sleep, clock)
-    rollout = progressive._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
+    watch = executor.Watch(RolloutSettings(analysis_s=3, interval_s=1), health.Probe(), clock.sleep, clock)
+    rollout = executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
     got = rollout.analysed([Step("update", "s", {"topics": "t"})], {})
     assert [(f.why, f.hard) for f in got] == found
     assert len(taken) == samples_taken
@@ -290,15 +291,16 @@ def test_the_analysis_window(
 def test_without_an_analysis_window_one_sample_and_only_what_failed_for_sure(monkeypatch: pytest.MonkeyPatch) -> None:
     from hephaestus.fleet import health
     from hephaestus.fleet.lag import Health
-    from hephaestus.reconciler import apply, progressive
+    from hephaestus.reconciler import apply
     from hephaestus.reconciler.plan import Step
+    from hephaestus.reconciler.rollout import executor
     from hephaestus.settings import RolloutSettings
 
     state: dict[str, Any] = {"state": "RUNNING", "tasks": ("UNASSIGNED",), "lag_age_s": 900.0}
     monkeypatch.setattr(health, "sample", lambda client, probe, configs: {"s": Health("s", **state)})
     clock = Clock()
-    watch = progressive.Watch(RolloutSettings(analysis_s=0), health.Probe(), clock.sleep, clock)
-    rollout = progressive._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
+    watch = executor.Watch(RolloutSettings(analysis_s=0), health.Probe(), clock.sleep, clock)
+    rollout = executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
     assert rollout.analysed([Step("update", "s", {"topics": "t"})], {}) == []
     state["tasks"] = ("FAILED",)
     assert [f.why for f in rollout.analysed([Step("update", "s", {"topics": "t"})], {})] == [

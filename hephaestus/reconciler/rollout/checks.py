@@ -34,11 +34,12 @@ from hephaestus.fleet.health import Probe
 from hephaestus.fleet.read import read_slots
 from hephaestus.fleet.slots import Slot
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import gating, progressive
+from hephaestus.reconciler import gating
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import TARGET_STATES, Plan, Policy, step_effects
-from hephaestus.reconciler.rollout import RUNNING, Failure, describe, failures, stages, unnamed
+from hephaestus.reconciler.rollout import executor
+from hephaestus.reconciler.rollout.rules import RUNNING, Failure, describe, failures, stages, unnamed
 from hephaestus.safety.gate import Allow, Cleared, passed
 from hephaestus.settings import RolloutSettings
 from hephaestus.state.backend import FileBackend, PgBackend, backend_for, journal_for
@@ -60,7 +61,7 @@ def shown(rollout: RolloutSettings, cluster: Cluster, p: Plan) -> tuple[str, tup
     return describe(rollout, bool(cluster.kafka_bootstrap)), found
 
 
-def undo_gate(client: ConnectClient, cluster: str, policy: Policy, kafka: str | None) -> progressive.UndoGate:
+def undo_gate(client: ConnectClient, cluster: str, policy: Policy, kafka: str | None) -> executor.UndoGate:
     def judge(back: Plan) -> tuple[Plan, Cleared, tuple[str, ...]]:
         try:
             listed = client.fleet()
@@ -143,7 +144,7 @@ def taken_up(project: Project, cluster: Cluster, rollout: RolloutSettings, p: Pl
     writing = {s.name for s in p.writes} | {s.renamed_from for s in p.writes if s.renamed_from}
     if not set(left) - writing:
         return
-    watch = progressive.Watch(rollout, probe_of(project, cluster))
+    watch = executor.Watch(rollout, probe_of(project, cluster))
     with connect_client(cluster) as client:
         live = client.fleet()
         names = sorted(n for n in left if n in live and n not in writing)
@@ -164,7 +165,7 @@ def _cut_short(found: Sequence[Failure], left: Mapping[str, str]) -> str:
 
 
 def judged(
-    client: ConnectClient, watch: progressive.Watch, configs: Mapping[str, Mapping[str, str]], wanted: Mapping[str, str]
+    client: ConnectClient, watch: executor.Watch, configs: Mapping[str, Mapping[str, str]], wanted: Mapping[str, str]
 ) -> list[Failure]:
     """A rollout stage's analysis window, over connectors already written: a hard failure at
     once, a soft one when still there at the window's end; DLQ growth counted from the first

@@ -1,5 +1,5 @@
 """A progressive rollout of one cluster's cleared writes (edge: orchestrates Connect writes and
-health reads): stage by stage (`reconciler.rollout`), each ready, then watched for its analysis
+health reads): stage by stage (`rollout.rules`), each ready, then watched for its analysis
 window against the gates; paced by lag when a budget is set. A failed gate, by `on_failure`:
 
 - `rollback` (the default): the rest is not written; every connector the run changed is put
@@ -32,7 +32,7 @@ from hephaestus.reconciler.journal import StepJournal as Journal
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
-from hephaestus.reconciler.rollout import Failure, Stage, failures, stages, total_lag, undo
+from hephaestus.reconciler.rollout.rules import Failure, Stage, failures, stages, total_lag, undo
 from hephaestus.reconciler.rotation import masked_keys
 from hephaestus.safety.gate import Cleared
 from hephaestus.settings import RolloutSettings
