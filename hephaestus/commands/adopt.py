@@ -15,7 +15,7 @@ from hephaestus.errors import InputError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from hephaestus.reconciler.importer import ClusterImport
+    from hephaestus.adopt.run import ClusterImport
 
 
 def _secret(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
@@ -62,8 +62,8 @@ def import_(
     """Adopt live connectors: write each to connectors/<cluster>/{source,sink}/<name>.json as the
     generator would and record it as owned, so reconcile then plans zero writes. A plaintext
     secret is refused (exit 1, nothing written) unless --secret names its placeholder."""
+    from hephaestus.adopt.run import import_project
     from hephaestus.project import load_project
-    from hephaestus.reconciler.importer import import_project
     from hephaestus.state.backend import timeout_of
 
     project = load_project(project_file)

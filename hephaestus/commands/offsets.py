@@ -31,8 +31,8 @@ def offsets() -> None:
 @_connector
 def offsets_get(project_file: Path, clusters: tuple[str, ...], connector: str) -> None:
     """The connector's offsets as Connect reports them (JSON)."""
+    from hephaestus.offsets.run import get, locate
     from hephaestus.project import load_project
-    from hephaestus.reconciler.offsets import get, locate
 
     project = load_project(project_file)
     cluster, _ = locate(project, project.select(clusters), connector)
@@ -50,8 +50,8 @@ def _change(
     dry_run: bool,
     lock_timeout: float | None,
 ) -> None:
+    from hephaestus.offsets import run as ops
     from hephaestus.project import load_project
-    from hephaestus.reconciler import offsets as ops
     from hephaestus.safety.gate import allow_of
 
     allow = allow_of(allow_destructive)

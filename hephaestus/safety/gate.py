@@ -11,8 +11,8 @@ A write is a step with its effects on data (`safety.effects`, `safety.fleet`). T
 - deletes over the delete policy (`max_deletes`, `max_delete_share` of the owned sinks; any
   delete while git has no sink for the cluster), unless `--force`.
 
-Nothing else writes: the executors (`reconciler.apply`, `reconciler.offsets`, `slots.run`,
-`dlq.run`, `heal.run`, `reconciler.importer`, `snapshot.manual`, `reconciler.topicwrite`) take a
+Nothing else writes: the executors (`reconciler.apply`, `offsets.run`, `slots.run`,
+`dlq.run`, `heal.run`, `adopt.run`, `snapshot.manual`, `reconciler.topicwrite`) take a
 `Cleared`, and `tests/unit/test_architecture.py` checks that no other module calls a write.
 """
 

@@ -1,0 +1,1 @@
+"""The import feature (`hephaestus import`; `import` is a Python keyword): adopt live connectors into git."""
