@@ -32,11 +32,7 @@ from hephaestus.commands.common import (
 
 if TYPE_CHECKING:  # the workflow's modules load only when the command runs
     from hephaestus.project import Project
-    from hephaestus.reconciler import apply
-    from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
-    from hephaestus.reconciler.rollout.checks import RolloutHooks
-    from hephaestus.reconciler.run import RunOptions
-    from hephaestus.reconciler.workflow import Prepared
+    from hephaestus.reconciler.workflow import ClusterOutcome, Prepared, Progress, RolloutHooks, RunOptions, StepResult
     from hephaestus.snapshot.hooks import SnapshotHooks
 
 
@@ -148,11 +144,10 @@ def reconcile(
     --dry-run --exit-code drift or an unhealthy managed connector."""
     from hephaestus.project import load_project
     from hephaestus.reconciler import workflow
-    from hephaestus.reconciler.sealed import Options
 
     project = load_project(project_file)
     check_textfile(project, metrics_textfile)
-    given = Options(
+    given = workflow.Options(
         clusters=clusters,
         targets=targets,
         force=force,
@@ -213,20 +208,19 @@ def _count(text: str) -> int:
 
 
 def _save(out: Path, project: Project, outcomes: Sequence[ClusterOutcome], prepared: Prepared) -> None:
-    from hephaestus.reconciler.sealed import build, write
+    from hephaestus.reconciler.workflow import save
 
-    sealed = build(project, outcomes, prepared.scope, prepared.clusters, prepared.options.rollout)
-    write(out, sealed)
+    sealed = save(out, project, outcomes, prepared)
     click.echo(f"\nPlan `{sealed.id}` sealed into {out}: apply it with `hephaestus reconcile --plan {out}`.")
 
 
 def _hooks(project: Project, prepared: Prepared) -> RolloutHooks:
     """An apply's hooks: the rollout's checks before a cluster's first write, then the
     incremental snapshots' when asked for."""
-    from hephaestus.reconciler.rollout.checks import RolloutHooks
+    from hephaestus.reconciler.workflow import hooks_of
 
     snapshot = _snapshot_hooks(project) if prepared.scope.send_snapshot else None
-    return RolloutHooks(project, prepared.options.rollout, snapshot)
+    return hooks_of(project, prepared, snapshot)
 
 
 def _snapshot_hooks(project: Project) -> SnapshotHooks:
@@ -237,9 +231,9 @@ def _snapshot_hooks(project: Project) -> SnapshotHooks:
 
 def _run(project: Project, prepared: Prepared, options: RunOptions, hooks: RolloutHooks | None) -> list[ClusterOutcome]:
     from hephaestus.dlq.run import replay_parked  # a rollback replays what its sinks parked
-    from hephaestus.reconciler.run import reconcile as run_reconcile
+    from hephaestus.reconciler.workflow import reconcile as run_reconcile
 
-    return run_reconcile(project, prepared.clusters, options, hooks=hooks, give_back=replay_parked)
+    return run_reconcile(project, prepared, options, hooks, replay_parked)
 
 
 def _asker(output: str) -> Callable[[Sequence[ClusterOutcome]], str] | None:
@@ -257,25 +251,18 @@ def _asker(output: str) -> Callable[[Sequence[ClusterOutcome]], str] | None:
 
 
 def _render(outcomes: Sequence[ClusterOutcome], output: str) -> None:
-    from hephaestus.reconciler import render
+    from hephaestus.reconciler.workflow import show
 
-    if output == "json":
-        click.echo(render.as_json(outcomes), nl=False)
-    elif output == "markdown":
-        click.echo(render.markdown(outcomes), nl=False)
-    else:
-        click.echo(render.text(outcomes, _colour), nl=False)
+    click.echo(show(outcomes, output, _colour), nl=False)
 
 
 def _publish(outcomes: Sequence[ClusterOutcome], dry_run: bool, textfile: Path | None, pushgateway: str | None) -> None:
-    if not (textfile or pushgateway):
-        return
-    from hephaestus.reconciler.metrics import metrics_of
+    from hephaestus.reconciler.workflow import publish
 
-    metrics_of(outcomes, dry_run).publish(textfile, pushgateway, "hephaestus_reconcile")
+    publish(outcomes, dry_run, textfile, pushgateway)
 
 
-def _progress() -> apply.Progress:
+def _progress() -> Progress:
     """One line per finished connector on a terminal, so a long apply shows it is moving."""
     from rich.console import Console
     from rich.text import Text

@@ -13,6 +13,10 @@ of the run, whether a plan shown on a terminal may apply, and the exit code.
   `--auto-approve` is required (the jobs of Helm hooks and cron pass it: they are automation).
   The plan shown is sealed in memory and applied as a saved one is: if anything moved between
   showing and applying, nothing is applied.
+
+This module is the CLI's one door into the reconciler (an import-linter contract): what
+commands/ needs from it (the run, a plan sealed to a file, the rollout's hooks, the output,
+the metrics, and the types it annotates with) is named here.
 """
 
 from __future__ import annotations
@@ -25,12 +29,40 @@ from typing import Any, TypeVar
 from hephaestus import outputs
 from hephaestus.errors import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, HephaestusError, InputError
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler import apply, sealed
-from hephaestus.reconciler.outcome import ClusterOutcome
+from hephaestus.reconciler import apply, metrics, render, run, sealed
+from hephaestus.reconciler.apply import Progress
+from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.rollout import checks
+from hephaestus.reconciler.rollout.checks import RolloutHooks
+from hephaestus.reconciler.rollout.executor import GiveBack
 from hephaestus.reconciler.run import RunOptions, apply_options_of
+from hephaestus.reconciler.sealed import Options
 from hephaestus.safety.gate import allow_of
 from hephaestus.state.backend import timeout_of
+
+__all__ = [
+    "Approval",
+    "ClusterOutcome",
+    "GiveBack",
+    "Options",
+    "Prepared",
+    "Progress",
+    "Request",
+    "RolloutHooks",
+    "RunOptions",
+    "StepResult",
+    "approve",
+    "check_canaries",
+    "check_out",
+    "exit_code",
+    "hooks_of",
+    "options_of",
+    "prepare",
+    "publish",
+    "reconcile",
+    "save",
+    "show",
+]
 
 T = TypeVar("T")
 
@@ -214,3 +246,41 @@ def exit_code(outcomes: Outcomes, dry_run: bool, drift_exit: bool) -> int:
     if dry_run and drift_exit and (unhealthy or any(o.drift for o in outcomes)):
         return EXIT_DRIFT
     return EXIT_OK
+
+
+def reconcile(
+    project: Project,
+    prepared: Prepared,
+    options: RunOptions,
+    hooks: RolloutHooks | None,
+    give_back: GiveBack | None,
+) -> list[ClusterOutcome]:
+    """The run (run.reconcile) over the prepared clusters, with `options` (a preview's or the apply's)."""
+    return run.reconcile(project, prepared.clusters, options, hooks=hooks, give_back=give_back)
+
+
+def hooks_of(project: Project, prepared: Prepared, inner: checks.Around | None) -> RolloutHooks:
+    """An apply's hooks: the rollout's checks before a cluster's first write, then `inner`'s."""
+    return RolloutHooks(project, prepared.options.rollout, inner)
+
+
+def save(out: Path, project: Project, outcomes: Outcomes, prepared: Prepared) -> sealed.Sealed:
+    """--out: the dry run's plan sealed into `out` (checked by prepare), for --plan."""
+    plan = sealed.build(project, outcomes, prepared.scope, prepared.clusters, prepared.options.rollout)
+    sealed.write(out, plan)
+    return plan
+
+
+def show(outcomes: Outcomes, output: str, style: render.Style = render.plain) -> str:
+    """The outcomes as --output asks: json, markdown (a PR comment), else text in `style`."""
+    if output == "json":
+        return render.as_json(outcomes)
+    if output == "markdown":
+        return render.markdown(outcomes)
+    return render.text(outcomes, style)
+
+
+def publish(outcomes: Outcomes, dry_run: bool, textfile: Path | None, pushgateway: str | None) -> None:
+    """The run's metrics to a node-exporter textfile and/or a Pushgateway, when either is given."""
+    if textfile or pushgateway:
+        metrics.metrics_of(outcomes, dry_run).publish(textfile, pushgateway, "hephaestus_reconcile")
