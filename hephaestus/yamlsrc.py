@@ -20,12 +20,15 @@ so hostile input always ends as an InputError naming the file (and line), never 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 import re
 import stat
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,12 +141,33 @@ def load_json(path: Path) -> Any:
 
 def save_json(path: Path, data: Any) -> None:
     """The writer beside load_json for state files: sorted and indented for diffs, written
-    atomically (tmp + rename) so a crash never leaves half a file for the next load to refuse.
+    atomically (a temporary file of its own, then a rename) so a crash never leaves half a file
+    for the next load to refuse, and two writers never interleave in one temporary file.
     Raises OSError; the caller names what the file is."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """One read-modify-write of a state file at a time across processes (the runs of a
+    project's clusters each hold their own cluster's lock, and share the file): a flock on the
+    file's folder, since the file itself is replaced by each write; released when it closes or
+    its process dies. Raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from hephaestus import pg
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.state import schema
-from hephaestus.yamlsrc import load_json, save_json
+from hephaestus.yamlsrc import exclusive, load_json, save_json
 
 
 class OwnershipUnavailable(HephaestusError):
@@ -77,8 +77,17 @@ class OwnershipFile:
 
     @contextmanager
     def _edit(self, project: str, cluster: str) -> Iterator[dict[str, Any]]:
-        with self._lock:
+        # The thread lock for this process's clusters, the file's for other processes' runs.
+        with self._lock, self._exclusive():
             yield from self._edited(project, cluster)
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        try:
+            with exclusive(self.path):
+                yield
+        except OSError as exc:
+            raise OwnershipUnavailable(f"ownership record {self.path}: {exc.strerror or exc}") from exc
 
     def _edited(self, project: str, cluster: str) -> Iterator[dict[str, Any]]:
         data = self._all()

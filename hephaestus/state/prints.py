@@ -14,7 +14,6 @@ on one machine, a table in the state database for a fleet.
 
 from __future__ import annotations
 
-import fcntl
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from hephaestus import pg
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.safety.seal import Fingerprints, plan_key
 from hephaestus.state import schema
-from hephaestus.yamlsrc import load_json, save_json
+from hephaestus.yamlsrc import exclusive, load_json, save_json
 
 Prints = dict[str, dict[str, str]]  # connector -> {"resolved:<key>" | "git:<key>": fingerprint}
 _SALT = ""  # the connector name under which the deployment's salt is kept (no connector has it)
@@ -61,7 +60,7 @@ class PrintsFile:
         the first time; a run computes with the recorded one, under the cluster's lock)."""
         with self._lock:
             try:
-                with _exclusive(self.path):
+                with exclusive(self.path):
                     data = self._all()
                     records = data.setdefault(project, {}).setdefault(cluster, {})
                     records.setdefault(_SALT, {"salt": salt})
@@ -78,18 +77,6 @@ class PrintsFile:
             raise InputError(str(self.path), "fingerprint record is corrupt: delete it (the next apply records anew)")
         checked: dict[str, dict[str, dict[str, dict[str, str]]]] = data
         return checked
-
-
-@contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """One read-modify-write of the file at a time across processes: the runs of the project's
-    other clusters write it too, each under its own cluster's lock. Unserialised, one run's
-    records were lost, or two writes interleaved in the shared temporary file and left JSON no
-    run can read (seen with two processes writing 200 times each)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.with_suffix(".lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes, or its process dies
-        yield
 
 
 def _shaped(data: Any) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -229,3 +231,24 @@ def test_an_unusable_url_is_an_input_error_naming_the_cluster(tmp_path: Path, ur
         load_project(project_file(tmp_path, url, "http://c:8084"))
     (err,) = info.value.errors
     assert err.field == "clusters.one.url" and "not a usable URL" in str(err)
+
+
+CLAIMER = """
+import sys
+from pathlib import Path
+from hephaestus.state.ownership import OwnershipFile, claims_of
+record = OwnershipFile(Path(sys.argv[1]))
+for i in range(150):
+    record.claim("p", sys.argv[2], claims_of([f"s{i}"], "*", "created", "r"))
+"""
+
+
+def test_runs_of_two_clusters_in_two_processes_lose_no_claim(tmp_path: Path) -> None:
+    """Each cluster's run holds its own cluster lock, and both edit the project's one record:
+    without the file's own lock one run's claims were lost (a connector it created would then
+    never be deleted as ours), or the JSON was left unreadable."""
+    path = tmp_path / "ownership.json"
+    runs = [subprocess.Popen([sys.executable, "-c", CLAIMER, str(path), c], stderr=subprocess.PIPE) for c in "ab"]
+    assert [r.wait(120) for r in runs] == [0, 0], [r.stderr.read() for r in runs if r.stderr]
+    assert [len(OwnershipFile(path).owned("p", c)) for c in "ab"] == [150, 150]
+    assert [p.name for p in tmp_path.iterdir()] == ["ownership.json"]  # no temporary left
