@@ -29,7 +29,7 @@ from typing import Any
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.plan import TARGET_STATES, Plan, Step
 from hephaestus.safety import effects
-from hephaestus.safety.values import Resolver, Value, known, unread
+from hephaestus.safety.values import Resolver, Value, known, shown, unread
 from hephaestus.secrets import is_sensitive
 
 Prints = dict[str, dict[str, str]]
@@ -40,12 +40,6 @@ RESOLVED, GIT = "resolved:", "git:"
 _MASK = re.compile(r"^(\*{3,}|\[?(hidden|redacted|masked)\]?|<(hidden|redacted)>)$", re.IGNORECASE)
 _NONE: Mapping[str, Any] = MappingProxyType({})  # a default that no caller can change
 WRITTEN = ("create", "update", "rename")  # the writes Connect validates first (config/validate)
-
-
-def shown(key: str) -> str:
-    """A key as a message names it: quoted when it holds a line break or another control
-    character, so that a key cannot forge a line of the run's output (git's keys are not checked)."""
-    return key if key.isprintable() else repr(key)
 
 
 def is_mask(value: str | None) -> bool:

@@ -108,7 +108,7 @@ class Resolver:
         if isinstance(read, dict) and key in read:
             return read[key]
         if isinstance(read, dict):  # a file half written, or a key not yet added: the workers lack it too
-            return Ref("", missing=f"{_shown(Path(path or '').name)} has no key {_shown(key)}")
+            return Ref("", missing=f"{shown(Path(path or '').name)} has no key {shown(key)}")
         return Ref("", unreadable=read or "")
 
     def _properties(self, path: str) -> dict[str, str] | str | None:
@@ -119,8 +119,10 @@ class Resolver:
         return self._read[path]
 
 
-def _shown(text: str) -> str:
-    """Quoted when it holds a line break or a control character: it cannot forge an output line."""
+def shown(text: str) -> str:
+    """A key or a file name as a message names it: quoted when it holds a line break or another
+    control character, so that it cannot forge a line of the run's output (git's keys are not
+    checked)."""
     return text if text.isprintable() else repr(text)
 
 
