@@ -183,6 +183,9 @@ def replay_effects(dlq: Dlq, checked: Checked) -> tuple[Effect, ...]:
     return found
 
 
+BATCH = 500  # records per Kafka transaction, whoever asks for the replay
+
+
 def replay(
     project: Project,
     cluster: Cluster,
@@ -191,7 +194,7 @@ def replay(
     dry_run: bool,
     allow: Allow,
     lock_timeout_s: float,
-    batch: int = 500,
+    batch: int = BATCH,
 ) -> ReplayResult:
     """Send back what the DLQ parked since the last replay, within `bounds`, once the gate
     cleared it; nothing is sent when any record cannot go back."""
@@ -218,7 +221,7 @@ def replay_parked(parked: Parked, journal: Journal) -> int:
     dlq = Dlq(parked.cluster, parked.sink, parked.topic, spans, config=parked.config)
     bounds = Bounds(until=parked.end - 1, since=parked.first, partition=parked.partition)
     span, checked, cleared = _judged(parked.bootstrap, dlq, bounds, Allow())
-    return _send(parked.bootstrap, dlq, span, cleared, journal, 500) if checked.count else 0
+    return _send(parked.bootstrap, dlq, span, cleared, journal, BATCH) if checked.count else 0
 
 
 Window = tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]  # from, up to (not incl.)
