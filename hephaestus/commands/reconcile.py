@@ -216,17 +216,16 @@ def _save(out: Path, project: Project, outcomes: Sequence[ClusterOutcome], prepa
 
 def _hooks(project: Project, prepared: Prepared) -> RolloutHooks:
     """An apply's hooks: the rollout's checks before a cluster's first write, then the
-    incremental snapshots' when asked for."""
+    incremental snapshots': the plan's back-fills always, newly captured tables when asked for."""
     from hephaestus.reconciler.workflow import hooks_of
 
-    snapshot = _snapshot_hooks(project) if prepared.scope.send_snapshot else None
-    return hooks_of(project, prepared, snapshot)
+    return hooks_of(project, prepared, _snapshot_hooks(project, prepared.scope.send_snapshot))
 
 
-def _snapshot_hooks(project: Project) -> SnapshotHooks:
+def _snapshot_hooks(project: Project, new_tables: bool) -> SnapshotHooks:
     from hephaestus.snapshot.hooks import SnapshotHooks  # psycopg: only when it is used
 
-    return SnapshotHooks(project)
+    return SnapshotHooks(project, new_tables=new_tables)
 
 
 def _run(project: Project, prepared: Prepared, options: RunOptions, hooks: RolloutHooks | None) -> list[ClusterOutcome]:

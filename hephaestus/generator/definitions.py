@@ -214,7 +214,14 @@ def _build(doc: YamlDoc, registries: Registries = no_registries) -> Definition:
         topics=tuple(_topic(doc, p, i, defaults) for i, p in enumerate(data["pipelines"]) if "source_topic" in p),
         state=data.get("state", ""),
         allow_destructive=data.get("allow_destructive", False),
+        schema_changes=_schema_changes(data.get("schema_changes", {})),
     )
+
+
+def _schema_changes(raw: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The policy for schema drift, with its safe defaults (an added column: report; a breaking
+    change: pause the sinks before they fail)."""
+    return (("added", raw.get("added", "report")), ("breaking", raw.get("breaking", "pause")))
 
 
 def _converter(conv: dict[str, Any], cluster: str, registries: Registries) -> Converter:

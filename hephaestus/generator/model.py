@@ -129,6 +129,9 @@ class Definition:
     topics: tuple[TopicPipeline, ...] = ()  # pipelines with `source_topic:` (the warehouse stack)
     state: str = ""  # running / paused / stopped: written beside each connector's config
     allow_destructive: bool = False  # written into each connector file: its destructive changes may go
+    # What to do when a source table's schema drifts (drift.model: added -> report|ignore,
+    # breaking -> pause|report); the defaults are the safe ones.
+    schema_changes: tuple[tuple[str, str], ...] = (("added", "report"), ("breaking", "pause"))
 
     def line(self, path: str) -> int | None:
         """Line of a field path in the definition file (None when unknown)."""

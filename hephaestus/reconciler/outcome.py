@@ -80,4 +80,5 @@ class ClusterOutcome:
 
     @property
     def drift(self) -> bool:
-        return self.plan is not None and not self.plan.in_sync
+        """Something to write, or a source schema change that needs someone (issue 45)."""
+        return self.plan is not None and (not self.plan.in_sync or bool(self.plan.schema))

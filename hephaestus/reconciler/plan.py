@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from hephaestus.classes import JDBC_SINK_CLASSES
+from hephaestus.drift.model import Finding
+from hephaestus.fleet.sources import SourceRef
 from hephaestus.reconciler import publications, renames
 from hephaestus.reconciler.model import Desired, Live, comparable
 from hephaestus.safety import effects
@@ -107,6 +109,23 @@ class Need:
 
 
 @dataclass(frozen=True)
+class Backfill:
+    """An incremental snapshot of tables a source already captures, sent after the writes: the
+    rows a publication gap lost, or the columns a widened sink did not write before (issue 45)."""
+
+    ref: SourceRef  # the source that re-reads them: its database, slot and signal table
+    tables: tuple[str, ...]
+    why: str
+
+    @property
+    def source(self) -> str:
+        return self.ref.connector
+
+    def describe(self) -> str:
+        return f"back-fill {', '.join(self.tables)} through {self.source}: {self.why}"
+
+
+@dataclass(frozen=True)
 class Plan:
     cluster: str
     steps: tuple[Step, ...]
@@ -118,6 +137,8 @@ class Plan:
     warnings: tuple[str, ...] = ()
     publications: tuple[publications.Change, ...] = ()  # applied before the connector writes
     needs: tuple[Need, ...] = ()  # topics created just before their sink (reconciler.sinktopics)
+    backfills: tuple[Backfill, ...] = ()  # sent once the writes are done (reconciler.backfill)
+    schema: tuple[Finding, ...] = ()  # what the sources' schema drift does to data (hephaestus.drift)
 
     def needs_of(self, sink: str) -> tuple[Need, ...]:
         return tuple(n for n in self.needs if n.sink == sink)
@@ -136,7 +157,7 @@ class Plan:
 
     @property
     def in_sync(self) -> bool:
-        return not self.writes and not self.publications
+        return not self.writes and not self.publications and not self.backfills
 
     @property
     def healthy(self) -> bool:

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from hephaestus.reconciler import publications, rotation, sinktopics
+from hephaestus.drift.model import Report
+from hephaestus.reconciler import backfill, publications, rotation, sinktopics
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, Unhealthy, changes_of, is_ksqldb_managed, plan
@@ -61,6 +62,7 @@ class Seen:
     health: tuple[Unhealthy, ...] = ()  # of the managed connectors the plan does not write
     publications: Publications = Publications()
     topics: Topics | None = None  # None: no sink starts to read topics
+    schema: Report = Report()  # the sources' schema drift (hephaestus.drift)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,12 @@ def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Cl
         stale = seal.stale(p, seen.basis)
         p = replace(p, refusals=(stale,) if stale else ())
     p = _with_topics(p, seen, policy.resolve)
+    p = replace(
+        p,
+        backfills=backfill.planned(p, seen.basis.live, seen.every, policy.resolve),
+        schema=seen.schema.shown,
+        warnings=(*p.warnings, *seen.schema.unchecked),
+    )
     error = "" if wanted.dry_run else rotation.unread_error(unread)  # a dry run records nothing: loses nothing
     return ClusterOutcome(seen.cluster, seen.url, p, invalid=problems, basis=seen.basis, error=error)
 

@@ -13,6 +13,8 @@ from typing import TypeVar
 
 from hephaestus import kafka
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
+from hephaestus.drift.model import Report
+from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Cluster, Project, normalised_url
 from hephaestus.reconciler import health, pubdb, rotation, sealed
@@ -156,7 +158,15 @@ def _needed(
         health=_health(client, need, wanted, mine),
         publications=pubs,
         topics=_topics(r.cluster, need),
+        schema=_schema(project, r.cluster, wanted),
     )
+
+
+def _schema(project: Project, cluster: Cluster, wanted: Wanted) -> Report:
+    """The schema drift of the pipelines git's connectors of this cluster run (hephaestus.drift):
+    what their policies report, unknowns included (never read as fine)."""
+    runs = {n for n in wanted.desired if cluster.selects(n)}
+    return schema_report(project, lambda c, n: c == cluster.name and n in runs)
 
 
 def _basis(

@@ -110,7 +110,9 @@ def _plan_lines(plan: Plan, style: Style) -> list[str]:
         if step.action != "unchanged":
             lines += [style(line, step.action) for line in _step_lines(step)]
             lines += [style(f"    {n.describe()}", step.action) for n in plan.needs_of(step.name)]
+    lines += [style(f"+ {b.describe()}", "update") for b in plan.backfills]
     lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in plan.health]
+    lines += [style(f"schema: {f.describe()}", "error") for f in plan.schema]
     if plan.adopt:
         lines.append(f"adopt (record as owned, no write to Connect): {_listed(plan.adopt, 10)}")
     return lines + [style(f"warning: {w}", "protected") for w in plan.warnings]
@@ -172,7 +174,9 @@ def as_dict(o: ClusterOutcome) -> dict[str, Any]:
 def _plan_dict(plan: Plan | None) -> dict[str, Any]:
     """The plan's fields of a cluster's outcome (empty when it could not be planned)."""
     if plan is None:
-        empty: dict[str, Any] = {k: [] for k in ("refusals", "health", "adopt", "warnings", "needs", "steps")}
+        empty: dict[str, Any] = {
+            k: [] for k in ("refusals", "health", "adopt", "warnings", "needs", "steps", "backfills", "schema")
+        }
         return {**empty, "refused": None, "counts": {}, "publications": []}
     return {
         "refused": plan.refused or None,
@@ -189,6 +193,12 @@ def _plan_dict(plan: Plan | None) -> dict[str, Any]:
         # unchanged ones were most of a no-op plan's time, spent encoding what nobody reads).
         "steps": [_step_dict(s) for s in plan.steps if s.action != "unchanged"],
         "publications": [_publication_dict(ch) for ch in plan.publications],
+        "backfills": [{"source": b.source, "tables": list(b.tables), "why": b.why} for b in plan.backfills],
+        # A source's schema drift, by its effect on data (hephaestus.drift; issue 45).
+        "schema": [
+            {"effect": f.code, "subject": f.subject, "pipeline": f.pipeline, "why": f.why, "sinks": list(f.sinks)}
+            for f in plan.schema
+        ],
     }
 
 
@@ -259,6 +269,8 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
             f"- publication {md_code(ch.name)}: {md_text(ch.describe().split(': ', 1)[1])}"
             for ch in o.plan.publications
         ]
+        out += [f"- {md_text(b.describe())}" for b in o.plan.backfills]
+        out += [f"> **schema:** {md_text(f.describe())}\n" for f in o.plan.schema]
         if o.rollout:
             out.append(f"Rollout: {md_text(o.rollout)}\n")
             out += [f"- {md_text(label)}: {', '.join(md_code(n) for n in names)}" for label, names in o.stages]

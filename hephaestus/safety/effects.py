@@ -36,6 +36,10 @@ KINDS: dict[str, tuple[str, bool]] = {
     "rows-deleted": ("rows are deleted from a target table (accuracy --delete-extra)", True),
     "redelivery": ("records are delivered again; an upsert rewrites the same rows", False),
     "replication-stopped": ("a sink is deleted: its table stops receiving (the delete policy applies)", False),
+    # A source's schema drifted from what its sinks write (hephaestus.drift): no write causes
+    # these, a DBA's DDL does; they are judged and shown in the same words.
+    "column-not-replicated": ("a source column reaches no sink: its values stay NULL or absent there", False),
+    "sink-write-fails": ("a sink cannot write what the source now sends: its task fails at the next flush", True),
     "second-writer": ("two connectors would own one slot, topic prefix or target table", True),
     "not-owned": ("a rename would overwrite a connector this deployment does not own", True),
 }

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from hephaestus.connect.models import LiveConnector
+from hephaestus.drift.model import Report
+from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet.read import Read, SlotReport, configs_of, listings, read_all, report
 from hephaestus.notify.metrics import Metrics
 from hephaestus.project import Cluster, Project
-from hephaestus.status.metrics import slot_metrics, status_metrics
+from hephaestus.status.metrics import schema_metrics, slot_metrics, status_metrics
 from hephaestus.status.model import ClusterView
-from hephaestus.status.run import fleet_status
+from hephaestus.status.run import fleet_status, runs_of
 
 log = logging.getLogger("hephaestus.exporter")
 
@@ -50,6 +52,7 @@ class Checked:
     listed: Listed | None = None
     slots: SlotReport | None = None
     read: Read | None = None
+    schema: Report | None = None  # schema drift, read in the databases' loop
 
 
 class Exporter:
@@ -77,7 +80,8 @@ class Exporter:
         listed = listings([cluster], glance=True)[cluster.name]
         slots = self._fresh().get(SLOTS)
         read: Read = slots.read if slots and slots.read else ({}, [])
-        (view,) = fleet_status(self.project, [cluster], {cluster.name: listed}, read)
+        schema = slots.schema if slots and slots.schema else Report()
+        (view,) = fleet_status(self.project, [cluster], {cluster.name: listed}, read, schema)
         self._store(cluster.name, Checked(self.clock(), time.time(), self.clock() - start, view, listed))
 
     def check_slots(self, read: Read | None = None) -> None:
@@ -88,7 +92,9 @@ class Exporter:
         listed = {c: _listed(fresh.get(c)) for c in self.project.clusters}
         read = read_all(self.project) if read is None else read
         found = report(self.project, listed=configs_of(listed), read=read)
-        self._store(SLOTS, Checked(self.clock(), time.time(), self.clock() - start, slots=found, read=read))
+        schema = schema_report(self.project, runs_of(list(self.project.clusters.values()), listed))
+        checked = Checked(self.clock(), time.time(), self.clock() - start, slots=found, read=read, schema=schema)
+        self._store(SLOTS, checked)
 
     def check_all(self) -> Metrics:
         """One round of everything: the slots read first (the sources' gauges use them), the
@@ -132,6 +138,8 @@ class Exporter:
         if slots is not None and slots.slots is not None:
             slot_metrics(slots.slots, into=m)
             _took(m, SLOTS, slots)
+        if slots is not None and slots.schema is not None:
+            schema_metrics(slots.schema, into=m)
         else:
             m.set("slots_errors", "Databases or clusters slots could not read in the last check.", 1)
         return m

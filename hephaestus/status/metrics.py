@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from hephaestus.drift.model import CODES, UNKNOWN, Report
 from hephaestus.fleet.read import SlotReport
 from hephaestus.notify.metrics import Metrics
 from hephaestus.status.model import ClusterView, ConnectorView
@@ -31,6 +32,22 @@ def slot_metrics(found: SlotReport, into: Metrics | None = None) -> Metrics:
         )
     m.set("slots_errors", "Databases or clusters slots could not read in the last check.", len(found.errors))
     return m
+
+
+def schema_metrics(found: Report, into: Metrics | None = None) -> Metrics:
+    """`schema_drift{pipeline, effect}`: 1 while a source's schema change has that effect on the
+    pipeline's data (0 for each pipeline in step, so an alert resolves); `unknown` when its
+    databases could not be read."""
+    m = into or Metrics()
+    on = {(f.pipeline, f.code) for f in found.shown}
+    for pipeline in sorted({*found.pipelines, *(p for p, _ in on)}):
+        for code in (*CODES, UNKNOWN):
+            labels = {"pipeline": pipeline, "effect": code}
+            m.set("schema_drift", _SCHEMA_HELP, 1 if (pipeline, code) in on else 0, labels)
+    return m
+
+
+_SCHEMA_HELP = "1 while a source schema change has this effect on the pipeline's data (drift: issue 45)."
 
 
 # Each connector's gauges: (name, help, value of a ConnectorView or None to leave it out).

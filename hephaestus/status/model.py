@@ -26,6 +26,7 @@ class ConnectorView:
     slot_confirmed_lsn: int | None = None  # its confirmed position (a gauge's rate says whether it moves)
     problems: tuple[str, ...] = ()
     desired: str = ""  # the state git asks for (RUNNING, PAUSED, STOPPED); "" when no file says
+    schema: tuple[str, ...] = ()  # what its source's schema drift does to its data (hephaestus.drift)
 
     @property
     def healthy(self) -> bool:
@@ -59,4 +60,4 @@ def problems_of(v: ConnectorView) -> tuple[str, ...]:
         found.append(f"{pending} unresolved record(s) in its dead-letter queue")
     if v.slot_verdict not in (None, "ok"):
         found.append(f"slot {v.slot} {v.slot_verdict}")
-    return tuple(found)
+    return (*found, *v.schema)

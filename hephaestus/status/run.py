@@ -14,6 +14,9 @@ from dataclasses import replace
 
 from hephaestus import kafka
 from hephaestus.connect.models import LiveConnector
+from hephaestus.drift.model import UNKNOWN, Finding, Report
+from hephaestus.drift.pipelines import Runs
+from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.fleet.desired import load_desired
 from hephaestus.fleet.lag import lag, lag_age, waiting
@@ -26,12 +29,46 @@ from hephaestus.status.model import ClusterView, ConnectorView, problems_of
 
 
 def fleet_status(
-    project: Project, clusters: Sequence[Cluster], listed: Listings | None = None, read: Read | None = None
+    project: Project,
+    clusters: Sequence[Cluster],
+    listed: Listings | None = None,
+    read: Read | None = None,
+    schema: Report | None = None,
 ) -> list[ClusterView]:
     listed = listings(clusters) if listed is None else listed
     by_database, errors = read_all(project) if read is None else read
     slots = {s.name: s for found in by_database.values() for s in found}
-    return [_cluster(project, c, listed[c.name], slots, list(errors)) for c in clusters]
+    schema = schema_report(project, runs_of(clusters, listed)) if schema is None else schema
+    return [_with_schema(_cluster(project, c, listed[c.name], slots, list(errors)), schema) for c in clusters]
+
+
+def runs_of(clusters: Sequence[Cluster], listed: Listings) -> Runs:
+    """Which connectors schema drift is judged for: those a selected cluster lists."""
+    names = {c.name: found for c in clusters if not isinstance(found := listed.get(c.name), HephaestusError) and found}
+
+    def runs(cluster: str, connector: str) -> bool:
+        return connector in names.get(cluster, {})
+
+    return runs
+
+
+def _with_schema(view: ClusterView, schema: Report) -> ClusterView:
+    """Each connector's schema problems (what its policy does not ignore); a database that could
+    not be read is the cluster's error: unknown, never healthy."""
+    shown = [f for f in schema.shown if f.code != UNKNOWN]
+    connectors = tuple(
+        replace(c, schema=mine, problems=(*c.problems, *mine))
+        if (mine := tuple(f.describe() for f in shown if c.name in (*f.sinks, *f.sources)))
+        else c
+        for c in view.connectors
+    )
+    names = {c.name for c in view.connectors}
+    unknown = [f"schema: {f.describe()}" for f in schema.findings if f.code == UNKNOWN and _touches(f, names)]
+    return replace(view, connectors=connectors, errors=(*view.errors, *dict.fromkeys(unknown)))
+
+
+def _touches(f: Finding, names: set[str]) -> bool:
+    return f.pipeline == "*" or bool(names & {*f.sinks, *f.sources})
 
 
 def _cluster(

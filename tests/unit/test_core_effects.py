@@ -316,7 +316,7 @@ def test_deletes_offsets_replays_purges_slots_publications_restarts() -> None:
 def test_every_kind_says_what_it_means_and_which_need_consent() -> None:
     assert all(what for what, _ in KINDS.values())
     benign = {c for c, (_, destructive) in KINDS.items() if not destructive}
-    assert benign == {"redelivery", "replication-stopped"}
+    assert benign == {"redelivery", "replication-stopped", "column-not-replicated"}
     assert Effect("redelivery", "x").destructive is False and Effect("redelivery", "x", invariant=True).destructive
     assert Effect("resnapshot", "why").describe() == "resnapshot: why"
 

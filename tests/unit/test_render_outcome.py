@@ -35,6 +35,8 @@ def test_a_cluster_that_could_not_be_planned_is_its_error_in_text_and_empty_in_j
             "steps": [],
             "invalid": {},
             "publications": [],
+            "backfills": [],
+            "schema": [],
             "results": [],
             "rollout": None,
             "requests": 0,

@@ -1,0 +1,81 @@
+"""Which tables a plan back-fills once its writes are done (pure; issue 45): an incremental
+snapshot re-reads them through a source that already captures them, so that
+
+- the rows written while a table was out of its publication arrive (the publication change
+  that re-adds it is in the same plan), and
+- rows written before a sink's field list widened carry the new columns too.
+
+A table a source starts to capture is not back-filled here: `--send-incremental-snapshot` says
+whether it is. One signal per source database reaches every source reading it, so each table
+is back-filled once, through the first source (by name) that captures it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from hephaestus.errors import HephaestusError
+from hephaestus.fleet.sources import SourceRef, captured, source_ref
+from hephaestus.fleet.topics import topics_of
+from hephaestus.reconciler import sinktopics
+from hephaestus.reconciler.model import Live
+from hephaestus.reconciler.plan import Backfill, Plan, Step
+from hephaestus.safety import views
+from hephaestus.safety.values import Resolver
+
+FIELDS = "field.include.list"
+
+
+def planned(p: Plan, live: Mapping[str, Live], every: Mapping[str, Live], resolve: Resolver) -> tuple[Backfill, ...]:
+    """The plan's back-fills, merged per source: (source, tables, why) in name order."""
+    merged: dict[str, tuple[Backfill, list[str], list[str]]] = {}
+    for b in (*_gaps(p, live), *_widened(p, every, resolve)):
+        _, tables, whys = merged.setdefault(b.source, (b, [], []))
+        tables += [t for t in b.tables if t not in tables]
+        whys += [b.why] if b.why not in whys else []
+    return tuple(Backfill(b.ref, tuple(t), "; ".join(w)) for _, (b, t, w) in sorted(merged.items()))
+
+
+def _gaps(p: Plan, live: Mapping[str, Live]) -> Iterator[Backfill]:
+    """A table the publication gains back that a live source already captured: out of the
+    publication, its changes were never sent."""
+    for change in p.publications:
+        for name in sorted(change.connectors):
+            before = live.get(name)
+            gap = tuple(t for t in change.add if before is not None and t in captured(before.config))
+            if gap and (ref := _ref(name, before)) is not None:
+                why = f"re-added to publication {change.publication}: rows written while it was out"
+                yield Backfill(ref, gap, why)
+                break  # one signal reaches every source of the database
+
+
+def _widened(p: Plan, every: Mapping[str, Live], resolve: Resolver) -> Iterator[Backfill]:
+    """A sink update whose field list gains columns: rows written before carry them only once
+    re-read, through the source that writes the sink's topics."""
+    writers = sinktopics.writers(p, every, resolve)
+    for step in p.of("update"):
+        gained = _gained(step)
+        if not gained or not views.is_sink(step.config):
+            continue
+        for topic in topics_of(step.config):
+            w = next((w for w in writers if w.writes(topic)), None)
+            if w is not None and (ref := _ref(w.name, every.get(w.name))) is not None:
+                table = topic[len(w.namespace) :].replace(w.delimiter, ".")
+                yield Backfill(ref, (table,), f"{step.name} now writes {', '.join(gained)}")
+
+
+def _gained(step: Step) -> tuple[str, ...]:
+    change = next((c for c in step.changes if c.key == FIELDS), None)
+    if change is None or not change.before:  # no list before: every field was written
+        return ()
+    before = {f.strip() for f in change.before.split(",")}
+    return tuple(f.strip() for f in (change.after or "").split(",") if f.strip() and f.strip() not in before)
+
+
+def _ref(name: str, source: Live | None) -> SourceRef | None:
+    if source is None:
+        return None
+    try:
+        return source_ref(name, source.config)
+    except HephaestusError:  # a source whose database cannot be told: nothing to signal through
+        return None

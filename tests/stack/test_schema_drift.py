@@ -1,0 +1,121 @@
+"""Source schema changes judged by what they do to the data (issue 45), on the real stack: a
+DBA's DDL on bob.users (-> auth.users), named by its effect in `status`, the exporter's gauge
+and `reconcile --dry-run --exit-code`, then mended by the plan (catalog refresh, generate, one
+apply that back-fills), every row read back from the sink database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hephaestus.project import load_project
+from hephaestus.status.exporter import check
+from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+
+
+@pytest.fixture
+def fleet(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
+    """users -> auth, running, one row replicated."""
+    found = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    found.only_users_to_auth()
+    execute(found.stack.dsn(found.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-0', 'Zero')")
+    code, report = found.reconcile()
+    assert code == 0, report
+    wait_until(lambda: _sink(found, "SELECT 1 FROM users WHERE user_id = 'u-0'"), timeout=120, message="u-0 in auth")
+    return found
+
+
+def _sink(fleet: Fleet, query: str) -> list[tuple[Any, ...]]:
+    return read_rows(fleet.stack.dsn(fleet.dbs["auth"]), query)
+
+
+def _source(fleet: Fleet, query: str) -> None:
+    execute(fleet.stack.dsn(fleet.dbs["bob"]), query)
+
+
+def _project(fleet: Fleet) -> str:
+    return str(fleet.root / "hephaestus.yaml")
+
+
+def _status(fleet: Fleet) -> tuple[int, dict[str, Any]]:
+    code, out = fleet.cli("status", "--project", _project(fleet), "-o", "json")
+    return code, json.loads(out[out.index("{") : out.rindex("}") + 1])
+
+
+def _problems(report: dict[str, Any]) -> list[str]:
+    return [p for c in report["clusters"] for v in c["connectors"] for p in v["problems"]]
+
+
+def _gauge(fleet: Fleet, effect: str) -> float:
+    metrics = check(load_project(Path(_project(fleet)))).registry
+    pipeline = f"{fleet.dbs['bob']}.public.users->{fleet.dbs['auth']}.public.users"
+    value = metrics.get_sample_value("hephaestus_schema_drift", {"pipeline": pipeline, "effect": effect})
+    assert value is not None, f"no schema_drift gauge for {pipeline} {effect}"
+    return value
+
+
+def test_an_added_column_is_named_then_widened_and_back_filled(fleet: Fleet) -> None:
+    assert _gauge(fleet, "column-not-replicated") == 0
+    _source(fleet, "ALTER TABLE users ADD COLUMN phone text")
+    execute(fleet.stack.dsn(fleet.dbs["auth"]), "ALTER TABLE users ADD COLUMN phone text")
+    _source(fleet, "UPDATE users SET phone = '+81-0' WHERE user_id = 'u-0'")
+    _source(fleet, "INSERT INTO users (user_id, name, phone) VALUES ('u-1', 'One', '+81-1')")
+    wait_until(lambda: _sink(fleet, "SELECT 1 FROM users WHERE user_id = 'u-1'"), timeout=120, message="u-1 in auth")
+    assert _sink(fleet, "SELECT phone FROM users WHERE user_id = 'u-1'") == [(None,)]  # thinned: the bug
+
+    assert _gauge(fleet, "column-not-replicated") == 1
+    code, out = fleet.cli("reconcile", "--dry-run", "--exit-code", "--project", _project(fleet))
+    assert code == 2 and "column-not-replicated users.phone" in out, out
+    code, report = _status(fleet)
+    assert code == 2 and any("column-not-replicated users.phone" in p for p in _problems(report)), report
+
+    code, out = fleet.cli(
+        "catalog", "refresh", "--project", _project(fleet), "--catalogs", str(fleet.root / "catalogs")
+    )
+    assert code == 0, out
+    fleet.generate()
+    code, report = fleet.reconcile()
+    assert code == 0, json.dumps(report, indent=1)
+    (backfill,) = [r for r in report["clusters"][0]["results"] if r["action"] == "back-fill"]
+    assert backfill["ok"], backfill
+    # Every row carries its phone, those written before the widening included.
+    wait_until(
+        lambda: (
+            _sink(fleet, "SELECT user_id, phone FROM users ORDER BY user_id") == [("u-0", "+81-0"), ("u-1", "+81-1")]
+        ),
+        timeout=180,
+        message="phones back-filled into auth.users",
+    )
+    assert _gauge(fleet, "column-not-replicated") == 0
+    code, out = fleet.cli("reconcile", "--dry-run", "--exit-code", "--project", _project(fleet))
+    assert code == 0, out
+
+
+def test_a_table_out_of_the_publication_is_unhealthy_and_back_filled_when_re_added(fleet: Fleet) -> None:
+    _source(fleet, "ALTER PUBLICATION debezium_publication DROP TABLE users")
+    _source(fleet, "INSERT INTO users (user_id, name) VALUES ('gap', 'Written while out')")
+    code, report = _status(fleet)
+    assert code == 2 and any("capture-dropped public.users" in p for p in _problems(report)), report
+    assert _gauge(fleet, "capture-dropped") == 1
+
+    code, report = fleet.reconcile()
+    assert code == 0, json.dumps(report, indent=1)
+    cluster = report["clusters"][0]
+    assert [p["add"] for p in cluster["publications"]] == [["public.users"]], cluster
+    assert [b["tables"] for b in cluster["backfills"]] == [["public.users"]], cluster
+    wait_until(
+        lambda: _sink(fleet, "SELECT 1 FROM users WHERE user_id = 'gap'"), timeout=180, message="gap row in auth"
+    )
+    code, report = _status(fleet)
+    assert code == 0, report
