@@ -14,6 +14,7 @@ CODES: dict[str, str] = {
     "sink-write-fails": BREAKING,
     "capture-dropped": BREAKING,
 }
+BREAKS_SINK = "sink-write-fails"  # the effect a paused sink waits out (heal pauses, reconcile holds)
 UNKNOWN = "unknown"  # a database that could not be read: never "fine"
 
 

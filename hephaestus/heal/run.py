@@ -12,10 +12,13 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.ready import ReadyOptions, Target, root_cause, wait_ready
 from hephaestus.connect.redact import sensitive_values
+from hephaestus.drift.model import Finding, Report
+from hephaestus.drift.read import schema_report
+from hephaestus.heal import schema
 from hephaestus.heal.policy import Decision, HealConfig, Observed, decide
 from hephaestus.notify import slack
 from hephaestus.project import Cluster, Project
-from hephaestus.safety.effects import of_restart
+from hephaestus.safety.effects import of_restart, of_state
 from hephaestus.safety.gate import Allow, Cleared, judge, passed
 from hephaestus.safety.gate import Item as GateItem
 from hephaestus.safety.values import NO_RESOLVER, Resolver
@@ -23,7 +26,7 @@ from hephaestus.settings import HealSettings
 from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, heal_store
 from hephaestus.state.heal import HealStore
 
-FAILING = frozenset({"restart", "backoff", "exhausted", "refused"})
+FAILING = frozenset({"restart", "backoff", "exhausted", "refused", schema.HELD})
 POLL_S = 1.0  # how often restarted connectors are looked at while heal waits for them
 START_S = 30.0  # how long a restarted connector may take to be RUNNING at all
 
@@ -36,6 +39,7 @@ class HealOptions:
     restart_wait_s: float = HealSettings().restart_wait_s
     allow: Allow = Allow()  # --allow-destructive: a restart's destructive effects (a re-snapshot) may go
     resolve: Resolver = field(default=NO_RESOLVER, compare=False)
+    schema: Report = field(default=Report(), compare=False)  # the sources' schema drift (heal.schema)
 
     @property
     def ready(self) -> ReadyOptions:
@@ -92,18 +96,24 @@ def heal_cluster(
     except ConnectError as exc:
         return ClusterHeal(cluster.name, cluster.url, error=str(exc))
     records = store.load(cluster.name)
-    decisions = [decide(observe(c), records.get(n), now(), options.config) for n, c in fleet.items()]
+    broken = schema.broken(options.schema, fleet)
+    decisions = [decide(observe(c), records.get(n), now(), options.config) for n, c in fleet.items() if n not in broken]
+    pauses = [_pause(cluster, fleet[n], options) for n in schema.to_pause(broken, fleet)]
     verdict = judge(
-        [_restart(cluster, fleet[d.name], options) for d in decisions if d.verdict == "restart"], options.allow
+        [*(_restart(cluster, fleet[d.name], options) for d in decisions if d.verdict == "restart"), *pauses],
+        options.allow,
     )
     cleared = passed(verdict, cluster.name)
     refused = {r.name: r.message for r in verdict.refusals}
     items = [_act(client, fleet[d.name], d, options, cleared, refused.get(d.name, "")) for d in decisions]
+    paused = {p.name for p in pauses}
+    items += [_hold(client, fleet[n], f, options, n in paused and n in cleared.names()) for n, f in broken.items()]
     if options.dry_run:
         return ClusterHeal(cluster.name, cluster.url, tuple(items))
     items = _await_healed(client, items, options)
     # A restart the gate refused was not made: its connector keeps the record it had.
     kept = {d.name: records.get(d.name) if d.name in refused else d.record for d in decisions}
+    kept.update({n: records.get(n) for n in broken})  # a held sink keeps what heal spent on it
     store.save(cluster.name, {n: r for n, r in kept.items() if r is not None})
     by_name = {i.name: i for i in items}
     notified = tuple(d.name for d in decisions if d.notify and _notify(webhook, cluster, by_name[d.name]))
@@ -114,6 +124,23 @@ def _restart(cluster: Cluster, c: LiveConnector, options: HealOptions) -> GateIt
     """A restart of FAILED tasks: what it does to data (a source that snapshots on each start
     reads every table again), judged at the one gate."""
     return GateItem(cluster.name, c.name, "restart", of_restart(c.config, options.resolve))
+
+
+def _pause(cluster: Cluster, c: LiveConnector, options: HealOptions) -> GateItem:
+    """A pause of a sink its source's schema change breaks, judged at the one gate like every write."""
+    return GateItem(cluster.name, c.name, "pause", of_state(c.config, c.state, "PAUSED", options.resolve))
+
+
+def _hold(client: ConnectClient, c: LiveConnector, f: Finding, options: HealOptions, pause: bool) -> Item:
+    """A broken sink: never restarted; paused first when its policy says so (not in a dry run)."""
+    failed = tuple(t.id for t in c.tasks if t.state == "FAILED")
+    if not pause or options.dry_run:
+        return Item(c.name, schema.HELD, schema.reason(f, False), None, failed, _trace(c))
+    try:
+        client.pause(c.name)
+    except ConnectError as exc:
+        return Item(c.name, schema.HELD, f"{schema.reason(f, False)}; pause failed: {exc}", None, failed, _trace(c))
+    return Item(c.name, schema.HELD, schema.reason(f, True), None, failed, _trace(c))
 
 
 def _act(
@@ -165,7 +192,11 @@ def heal_project(
     lock_timeout_s: float = DEFAULT_TIMEOUT_S,
     allow: Allow = Allow(),
 ) -> list[ClusterHeal]:
-    options = HealOptions(HealConfig.of(project.heal), dry_run, project.heal.restart_wait_s, allow, project.resolver())
+    names = {c.name for c in clusters}
+    found = schema_report(project, lambda c, n: c in names and project.clusters[c].selects(n))
+    options = HealOptions(
+        HealConfig.of(project.heal), dry_run, project.heal.restart_wait_s, allow, project.resolver(), found
+    )
     webhook = None if dry_run else project.webhook()
     # The cluster lock, whatever state file is used: two heal runs (or a heal and a
     # reconcile) never act on one cluster at once. A dry run acts on nothing.

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from hephaestus.drift.model import Report
+from hephaestus.drift.model import BREAKS_SINK, Report
 from hephaestus.reconciler import backfill, publications, rotation, sinktopics
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
@@ -105,11 +105,13 @@ def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Cl
         stale = seal.stale(p, seen.basis)
         p = replace(p, refusals=(stale,) if stale else ())
     p = _with_topics(p, seen, policy.resolve)
-    p = replace(
-        p,
-        backfills=backfill.planned(p, seen.basis.live, seen.every, policy.resolve),
-        schema=seen.schema.shown,
-        warnings=(*p.warnings, *seen.schema.unchecked),
+    p = _held(
+        replace(
+            p,
+            backfills=backfill.planned(p, seen.basis.live, seen.every, policy.resolve),
+            schema=seen.schema.shown,
+            warnings=(*p.warnings, *seen.schema.unchecked),
+        )
     )
     error = "" if wanted.dry_run else rotation.unread_error(unread)  # a dry run records nothing: loses nothing
     return ClusterOutcome(seen.cluster, seen.url, p, invalid=problems, basis=seen.basis, error=error)
@@ -127,6 +129,17 @@ def drafted(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Pl
         w for n, k in seen.masked.items() for w in rotation.unrecorded(n, wanted.desired[n], k, _before(basis, n))
     ]
     return replace(p, warnings=(*p.warnings, *unknown))
+
+
+def _held(p: Plan) -> Plan:
+    """A sink paused because its source's schema broke it (policy `breaking: pause`) stays paused
+    while the change stands: resuming it would only fail its task at the next flush."""
+    broken = {n: f for f in p.schema if f.code == BREAKS_SINK and f.action == "pause" for n in f.sinks}
+    held = [s for s in p.steps if s.action == "state" and s.target_state == "RUNNING" and s.name in broken]
+    if not held:
+        return p
+    why = [f"{s.name} left paused: {broken[s.name].describe()}" for s in held]
+    return replace(p, steps=tuple(s for s in p.steps if s not in held), warnings=(*p.warnings, *why))
 
 
 def _before(basis: Basis, name: str) -> dict[str, str]:

@@ -119,3 +119,31 @@ def test_a_table_out_of_the_publication_is_unhealthy_and_back_filled_when_re_add
     )
     code, report = _status(fleet)
     assert code == 0, report
+
+
+def test_a_dropped_required_column_pauses_the_sink_before_it_fails_and_heal_never_restarts_it(
+    fleet: Fleet, connect: ConnectClient
+) -> None:
+    auth = fleet.stack.dsn(fleet.dbs["auth"])
+    execute(auth, "UPDATE users SET email = 'zero@example.com'")
+    execute(auth, "ALTER TABLE users ALTER COLUMN email SET NOT NULL")
+    _source(fleet, "ALTER TABLE users DROP COLUMN email")
+    sink = fleet.name("platforms", "sink_connector")
+
+    code, report = _status(fleet)
+    assert code == 2 and any("sink-write-fails users.email" in p for p in _problems(report)), report
+    assert _gauge(fleet, "sink-write-fails") == 1
+
+    code, out = fleet.cli("heal", "--project", _project(fleet))
+    assert code != 0 and "paused before it fails: sink-write-fails users.email" in out, out
+    assert "restart 1" not in out, out
+    wait_until(lambda: connect.status(sink)["connector"]["state"] == "PAUSED", timeout=60, message="sink paused")
+    # A row written now waits in Kafka: the paused sink does not fail on it.
+    _source(fleet, "INSERT INTO users (user_id, name) VALUES ('u-2', 'Two')")
+    code, out = fleet.cli("heal", "--project", _project(fleet))
+    assert "not restarted: sink-write-fails users.email" in out and "restart 1" not in out, out
+    # Reconcile leaves it paused while the change stands.
+    code, out = fleet.cli("reconcile", "--dry-run", "--project", _project(fleet))
+    assert f"{sink} left paused: sink-write-fails users.email" in out, out
+    status = connect.status(sink)
+    assert status["connector"]["state"] == "PAUSED" and all(t["state"] != "FAILED" for t in status["tasks"]), status

@@ -1,0 +1,78 @@
+"""Which tables a plan back-fills (reconciler.backfill, pure; issue 45): a table re-added to its
+publication that a live source already captured, and the source table of a sink whose field
+list widens; merged per source, once per database; a new table is not back-filled here."""
+
+from __future__ import annotations
+
+from hephaestus.classes import POSTGRES_SOURCE
+from hephaestus.reconciler.backfill import planned
+from hephaestus.reconciler.model import Live
+from hephaestus.reconciler.plan import KeyChange, Plan, Step
+from hephaestus.reconciler.publications import Change
+from hephaestus.safety.values import NO_RESOLVER
+
+SRC = {
+    "connector.class": POSTGRES_SOURCE,
+    "database.dbname": "bob",
+    "topic.prefix": "local.bob",
+    "slot.name": "s",
+    "publication.name": "pub",
+    "signal.data.collection": "public.dbz_signals",
+    "table.include.list": "public.users,public.students",
+}
+SINK = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": "local.bob.public.users"}
+LIVE = {
+    "a_src": Live("a_src", SRC, "source", "RUNNING"),
+    "b_src": Live("b_src", SRC, "source", "RUNNING"),
+    "sink": Live("sink", {**SINK, "field.include.list": "user_id,name"}, "sink", "RUNNING"),
+}
+
+
+def _plan(*steps: Step, pubs: tuple[Change, ...] = ()) -> Plan:
+    return Plan("c", steps, publications=pubs)
+
+
+def test_a_table_re_added_to_its_publication_is_back_filled_once_per_database() -> None:
+    change = Change("bob", "pub", add=("public.users",), connectors=("b_src", "a_src"))
+    (b,) = planned(_plan(pubs=(change,)), LIVE, LIVE, NO_RESOLVER)
+    assert (b.source, b.tables, b.ref.database, b.ref.slot, b.ref.signal_table) == (
+        "a_src",
+        ("public.users",),
+        "bob",
+        "s",
+        "public.dbz_signals",
+    )
+    assert "re-added to publication pub" in b.why and b.describe().startswith("back-fill public.users through a_src")
+
+
+def test_a_table_a_source_starts_to_capture_is_not_back_filled_here() -> None:
+    change = Change("bob", "pub", add=("public.locations",), connectors=("a_src",))
+    assert planned(_plan(pubs=(change,)), LIVE, LIVE, NO_RESOLVER) == ()
+
+
+def test_a_widened_field_list_back_fills_the_sinks_source_table() -> None:
+    wide = {**SINK, "field.include.list": "user_id,name,phone"}
+    step = Step("update", "sink", wide, (KeyChange("field.include.list", "user_id,name", "user_id,name,phone"),))
+    (b,) = planned(_plan(step), LIVE, LIVE, NO_RESOLVER)
+    assert (b.source, b.tables, b.why) == ("a_src", ("public.users",), "sink now writes phone")
+
+
+def test_a_narrowed_or_unlisted_field_list_back_fills_nothing() -> None:
+    narrow = Step("update", "sink", SINK, (KeyChange("field.include.list", "user_id,name", "user_id"),))
+    added = Step("update", "sink", SINK, (KeyChange("field.include.list", None, "user_id"),))
+    other = Step("update", "sink", SINK, (KeyChange("tasks.max", "1", "2"),))
+    assert planned(_plan(narrow, added, other), LIVE, LIVE, NO_RESOLVER) == ()
+
+
+def test_both_reasons_for_one_source_make_one_back_fill() -> None:
+    change = Change("bob", "pub", add=("public.students",), connectors=("a_src",))
+    step = Step("update", "sink", SINK, (KeyChange("field.include.list", "user_id", "user_id,phone"),))
+    (b,) = planned(_plan(step, pubs=(change,)), LIVE, LIVE, NO_RESOLVER)
+    assert b.tables == ("public.students", "public.users") and "; sink now writes phone" in b.why
+
+
+def test_a_source_whose_database_cannot_be_told_is_skipped() -> None:
+    vague = {k: v for k, v in SRC.items() if k not in ("database.dbname", "topic.prefix")}
+    live = {"a_src": Live("a_src", vague, "source", "RUNNING")}
+    change = Change("bob", "pub", add=("public.users",), connectors=("a_src",))
+    assert planned(_plan(pubs=(change,)), live, live, NO_RESOLVER) == ()
