@@ -1,9 +1,20 @@
-"""Read table columns and primary keys from a live PostgreSQL (through the PostgreSQL edge)."""
+"""Read table columns and primary keys from a live PostgreSQL (through the PostgreSQL edge), and
+`catalog refresh`: each catalog read again from its database, written only when it changed."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
 from hephaestus import pg
+from hephaestus.errors import InputError
+from hephaestus.generator.catalogdiff import changes
+from hephaestus.generator.catalogs import catalog_json, load_catalogs
 from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
+from hephaestus.project import Project
+from hephaestus.yamlsrc import save_json
 
 _COLUMNS = """
 SELECT c.table_schema, c.table_name, c.column_name, c.data_type
@@ -40,3 +51,47 @@ def dump(dsn: str, database: str) -> Catalog:
         pks.setdefault(TableRef(schema, table), []).append(name)
     tables = {ref: TableSchema(tuple(c), tuple(pks.get(ref, []))) for ref, c in cols.items()}
     return Catalog(f"{database}.json", database, tables)
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    path: Path
+    catalog: Catalog  # as the database holds it now
+    changes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Found:
+    catalogs: tuple[Refreshed, ...]
+    lines: tuple[str, ...]  # what to print: each catalog's changes, or a warning
+
+
+def refreshed(project: Project, folder: Path, named: Sequence[str]) -> Found:
+    """Every catalog in `folder` (or only `named`), read again; nothing written."""
+    current = load_catalogs(folder) if folder.is_dir() else {}
+    for database in named:
+        if database not in project.databases:
+            raise InputError(project.file, f"database {database!r} is not in databases:", field=f"databases.{database}")
+    wanted = list(named) or sorted(current)
+    lines = [
+        f"warning: {current[d].file}: database {d} is not in {project.file} (databases:): not refreshed"
+        for d in wanted
+        if d not in project.databases
+    ]
+    found = [_one(project, folder, d, current.get(d)) for d in wanted if d in project.databases]
+    lines += [f"{r.path}: {c}" for r in found for c in r.changes] or ["every catalog is up to date"]
+    return Found(tuple(found), tuple(lines))
+
+
+def _one(project: Project, folder: Path, database: str, old: Catalog | None) -> Refreshed:
+    new = dump(project.dsn(database, "catalog refresh"), database)
+    path = Path(old.file) if old else folder / f"{database}.json"
+    if old is None:
+        return Refreshed(path, new, (f"new catalog ({len(new.tables)} tables)",))
+    return Refreshed(path, new, changes(old, new))
+
+
+def write(found: Sequence[Refreshed]) -> None:
+    """Each changed catalog, atomically (as `catalog dump` formats it)."""
+    for r in found:
+        save_json(r.path, json.loads(catalog_json(r.catalog)))

@@ -82,6 +82,31 @@ def _dump_command(name: str, out: Path, deprecated: str | None = None) -> click.
 catalog.add_command(_dump_command("dump", CATALOGS))
 
 
+@catalog.command()
+@project_option
+@catalogs_option
+@click.option("--database", "databases", multiple=True, help="Refresh only this catalog (repeatable).")
+@click.option("--check", is_flag=True, help="Write nothing; list what is stale; exit 2 if anything is.")
+def refresh(project_file: Path, catalogs: Path, databases: tuple[str, ...], check: bool) -> None:
+    """Rewrite the catalogs (<catalogs>/<database>.json) from the live databases the project
+    names, so a DBA's DDL shows as a diff in git and `generate` follows it. Every database is
+    read before any file is written: one that cannot be read writes nothing."""
+    from hephaestus.pgschema import refreshed, write
+    from hephaestus.project import load_project
+
+    project = load_project(project_file)
+    found = refreshed(project, catalogs, databases)
+    for line in found.lines:
+        click.echo(line, err=line.startswith("warning:"))
+    stale = [r for r in found.catalogs if r.changes]
+    if not check:
+        write(stale)
+    verb = "stale" if check else "rewritten"
+    click.echo(f"{len(found.catalogs)} catalogs read, {len(stale)} {verb}", err=True)
+    if check and stale:
+        sys.exit(EXIT_DRIFT)
+
+
 # The old name, for a release: it still writes where it wrote (schemas/), which generate reads
 # (with a warning) while there is no catalogs/ folder, so an old script keeps working.
 @click.group(deprecated="use `hephaestus catalog`", hidden=True)
