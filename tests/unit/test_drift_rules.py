@@ -85,9 +85,7 @@ def test_a_type_that_narrows_fails_but_one_that_widens_does_not() -> None:
     cat = TableSchema((Column("user_id", "text"), Column("n", "integer")), ("user_id",))
     pair = replace(PAIR, catalog_source=cat, catalog_sink=cat)
     sink = live(BASE[0], LiveColumn("n", "integer"))
-    assert codes(compare(pair, live(BASE[0], LiveColumn("n", "bigint")), sink, OK)) == [
-        ("sink-write-fails", "users.n")
-    ]
+    assert codes(compare(pair, live(BASE[0], LiveColumn("n", "bigint")), sink, OK)) == [("sink-write-fails", "users.n")]
     assert compare(pair, live(BASE[0], LiveColumn("n", "smallint")), sink, OK) == ()
     # A pair the catalog already had (generated and accepted as it is) is not re-judged.
     assert compare(pair, live(BASE[0], LiveColumn("n", "integer")), live(BASE[0], LiveColumn("n", "text")), OK) == ()
