@@ -555,7 +555,7 @@ def _exporter_page(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Metrics:
     project.write_text("clusters:\n  p: {url: 'http://127.0.0.1:9', connectors: c, rollout: {lag_budget: 500}}\n")
     monkeypatch.chdir(tmp)
     monkeypatch.setattr(exporter, "listings", lambda clusters, **kw: {c.name: {} for c in clusters})
-    monkeypatch.setattr(exporter, "fleet_status", lambda project, clusters, listed, read: _views())
+    monkeypatch.setattr(exporter, "fleet_status", lambda project, clusters, listed, read, schema: _views())
     monkeypatch.setattr(exporter, "report", lambda project, **kw: _slots())
     return exporter.Exporter(load_project(project), 60).check_all()
 
