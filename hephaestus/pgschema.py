@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hephaestus import pg
-from hephaestus.errors import InputError
-from hephaestus.generator.catalogdiff import changes
+from hephaestus.errors import HephaestusError, InputError
+from hephaestus.generator.catalogdiff import Change, changes
 from hephaestus.generator.catalogs import catalog_json, load_catalogs
 from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
 from hephaestus.project import Project
@@ -56,8 +56,10 @@ def dump(dsn: str, database: str) -> Catalog:
 @dataclass(frozen=True)
 class Refreshed:
     path: Path
-    catalog: Catalog  # as the database holds it now
-    changes: tuple[str, ...]
+    text: str  # the catalog as the database holds it now, as `catalog dump` writes it
+    changes: tuple[Change, ...]
+    stale: bool  # the file's bytes differ from `text` (or there is no file yet)
+    line: str  # what to print for it
 
 
 @dataclass(frozen=True)
@@ -67,31 +69,43 @@ class Found:
 
 
 def refreshed(project: Project, folder: Path, named: Sequence[str]) -> Found:
-    """Every catalog in `folder` (or only `named`), read again; nothing written."""
+    """Every catalog in `folder` (or only `named`), read again; nothing written. Every database
+    is read before the caller writes: one that cannot be read raises, and nothing is written."""
     current = load_catalogs(folder) if folder.is_dir() else {}
     for database in named:
         if database not in project.databases:
             raise InputError(project.file, f"database {database!r} is not in databases:", field=f"databases.{database}")
-    wanted = list(named) or sorted(current)
+    wanted = list(dict.fromkeys(named)) or sorted(current)
     lines = [
         f"warning: {current[d].file}: database {d} is not in {project.file} (databases:): not refreshed"
         for d in wanted
         if d not in project.databases
     ]
     found = [_one(project, folder, d, current.get(d)) for d in wanted if d in project.databases]
-    lines += [f"{r.path}: {c}" for r in found for c in r.changes] or ["every catalog is up to date"]
+    lines += [r.line for r in found] or [f"no catalogs in {folder} (name a database with --database)"]
     return Found(tuple(found), tuple(lines))
 
 
 def _one(project: Project, folder: Path, database: str, old: Catalog | None) -> Refreshed:
     new = dump(project.dsn(database, "catalog refresh"), database)
-    path = Path(old.file) if old else folder / f"{database}.json"
+    text = catalog_json(new)
     if old is None:
-        return Refreshed(path, new, (f"new catalog ({len(new.tables)} tables)",))
-    return Refreshed(path, new, changes(old, new))
+        path = folder / f"{database}.json"
+        return Refreshed(path, text, (), True, f"{path}: new catalog ({len(new.tables)} tables)")
+    path, found = Path(old.file), changes(old, new)
+    # Bytes, not only the tables: a hand-formatted file is rewritten as `dump` writes it, so the
+    # next refresh (and `git diff`) is quiet.
+    stale = path.read_bytes() != text.encode()
+    words = "; ".join(str(c) for c in found) or ("reformatted" if stale else "unchanged")
+    return Refreshed(path, text, found, stale, f"{path}: {words}")
 
 
 def write(found: Sequence[Refreshed]) -> None:
-    """Each changed catalog, atomically (as `catalog dump` formats it)."""
+    """Each stale catalog, atomically (a crash leaves the old file or the new one, never half)."""
     for r in found:
-        save_json(r.path, json.loads(catalog_json(r.catalog)))
+        if not r.stale:
+            continue
+        try:
+            save_json(r.path, json.loads(r.text))  # the same bytes: both indent 2, keys sorted
+        except OSError as exc:
+            raise HephaestusError(f"cannot write catalog {r.path}: {exc.strerror or exc}") from exc

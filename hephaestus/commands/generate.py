@@ -85,12 +85,18 @@ catalog.add_command(_dump_command("dump", CATALOGS))
 @catalog.command()
 @project_option
 @catalogs_option
-@click.option("--database", "databases", multiple=True, help="Refresh only this catalog (repeatable).")
+@click.option(
+    "--database",
+    "databases",
+    multiple=True,
+    help="Refresh only this database's catalog (repeatable); default every catalog file.",
+)
 @click.option("--check", is_flag=True, help="Write nothing; list what is stale; exit 2 if anything is.")
 def refresh(project_file: Path, catalogs: Path, databases: tuple[str, ...], check: bool) -> None:
     """Rewrite the catalogs (<catalogs>/<database>.json) from the live databases the project
-    names, so a DBA's DDL shows as a diff in git and `generate` follows it. Every database is
-    read before any file is written: one that cannot be read writes nothing."""
+    names, so a DBA's DDL shows as a diff in git and `generate` follows it. A catalog holds every
+    base table of its database, as `catalog dump` writes it. Every database is read before any
+    file is written: one that cannot be read writes nothing."""
     from hephaestus.pgschema import refreshed, write
     from hephaestus.project import load_project
 
@@ -98,7 +104,7 @@ def refresh(project_file: Path, catalogs: Path, databases: tuple[str, ...], chec
     found = refreshed(project, catalogs, databases)
     for line in found.lines:
         click.echo(line, err=line.startswith("warning:"))
-    stale = [r for r in found.catalogs if r.changes]
+    stale = [r for r in found.catalogs if r.stale]
     if not check:
         write(stale)
     verb = "stale" if check else "rewritten"

@@ -34,7 +34,9 @@ def compare(pair: Pair, source: LiveTable | None, sink: LiveTable | None, captur
 
 
 def _finding(pair: Pair, code: str, subject: str, why: str) -> Finding:
-    return Finding(code, pair.name, subject, why, sinks=pair.sinks, sources=pair.sources, action=pair.action(code))
+    # A source is affected only when capture is: a sink that cannot write is the sink's problem.
+    sources = pair.sources if code == "capture-dropped" else ()
+    return Finding(code, pair.name, subject, why, sinks=pair.sinks, sources=sources, action=pair.action(code))
 
 
 def _capture(pair: Pair, subject: str, why: str) -> Finding:

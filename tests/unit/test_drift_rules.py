@@ -48,7 +48,7 @@ def test_a_column_added_on_both_sides_is_not_replicated() -> None:
     phone = LiveColumn("phone", "text")
     found = compare(PAIR, live(*BASE, phone), live(*BASE, phone), OK)
     assert codes(found) == [("column-not-replicated", "users.phone")]
-    assert found[0].sinks == ("s1",) and found[0].action == "report"
+    assert found[0].sinks == ("s1",) and found[0].sources == () and found[0].action == "report"
     assert "does not write it" in found[0].why
 
 
@@ -66,7 +66,7 @@ def test_a_catalogued_column_the_sink_table_lacks_is_left_out_on_purpose() -> No
 def test_a_dropped_column_the_sink_requires_fails_the_sink() -> None:
     sink = live(BASE[0], BASE[1], LiveColumn("email", "text", nullable=False))
     found = compare(PAIR, live(*BASE[:2]), sink, OK)
-    assert codes(found) == [("sink-write-fails", "users.email")]
+    assert codes(found) == [("sink-write-fails", "users.email")] and found[0].sources == ()
     assert "no longer sends it" in found[0].why and found[0].action == "pause"
 
 
@@ -107,6 +107,7 @@ def test_a_changed_primary_key_fails_the_sink() -> None:
 def test_capture_dropped(capture: Capture, subject: str, words: str) -> None:
     found = compare(PAIR, live(*BASE), live(*BASE), capture)
     assert codes(found) == [("capture-dropped", subject)] and words in found[0].why
+    assert found[0].sources == ("src",) and found[0].sinks == ("s1",)
 
 
 def test_a_renamed_or_missing_table() -> None:
