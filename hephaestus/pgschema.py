@@ -72,9 +72,7 @@ def refreshed(project: Project, folder: Path, named: Sequence[str]) -> Found:
     """Every catalog in `folder` (or only `named`), read again; nothing written. Every database
     is read before the caller writes: one that cannot be read raises, and nothing is written."""
     current = load_catalogs(folder) if folder.is_dir() else {}
-    for database in named:
-        if database not in project.databases:
-            raise InputError(project.file, f"database {database!r} is not in databases:", field=f"databases.{database}")
+    _in_project(project, named)
     wanted = list(dict.fromkeys(named)) or sorted(current)
     lines = [
         f"warning: {current[d].file}: database {d} is not in {project.file} (databases:): not refreshed"
@@ -84,6 +82,15 @@ def refreshed(project: Project, folder: Path, named: Sequence[str]) -> Found:
     found = [_one(project, folder, d, current.get(d)) for d in wanted if d in project.databases]
     lines += [r.line for r in found] or [f"no catalogs in {folder} (name a database with --database)"]
     return Found(tuple(found), tuple(lines))
+
+
+def _in_project(project: Project, named: Sequence[str]) -> None:
+    """A database named on the command line must be one the project can connect to."""
+    for database in named:
+        if database not in project.databases:
+            known = ", ".join(sorted(project.databases)) or "none"
+            why = f"database {database!r} is not in the project file (databases: {known})"
+            raise InputError(project.file, why, field=f"databases.{database}")
 
 
 def _one(project: Project, folder: Path, database: str, old: Catalog | None) -> Refreshed:

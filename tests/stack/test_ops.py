@@ -126,10 +126,18 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
     # The sink's table disappears: its next write fails the task (schema.evolution=none).
     execute(fleet.stack.dsn(fleet.dbs["auth"]), "DROP TABLE users")
     execute(fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-x', 'x')")
-    wait_until(lambda: run_json(fleet, "status")[0] == 2 or None, timeout=120, message="status exit 2")
+
+    # Schema drift names the missing table at once (issue 45); the failed task follows at the flush.
+    def failed_task() -> bool | None:
+        code, doc = run_json(fleet, "status")
+        names = [p for c in doc["clusters"][0]["connectors"] for p in c["problems"]]
+        return (code == 2 and "task 0 FAILED" in names) or None
+
+    wait_until(failed_task, timeout=120, message="status exit 2 naming the failed task")
     code, doc = run_json(fleet, "status")
     (failed,) = [c for c in doc["clusters"][0]["connectors"] if not c["healthy"]]
     assert failed["name"] == sink and "task 0 FAILED" in failed["problems"], failed
+    assert any(p.startswith("sink-write-fails public.users: sink table") for p in failed["problems"]), failed
     # The row it failed on is not committed: it waits, and its age is read from its timestamp.
     assert failed["consumer_lag"] >= 1 and failed["lag_age_s"] is not None and failed["lag_age_s"] >= 0, failed
     code, out = fleet.cli("status", "--project", str(fleet.root / "hephaestus.yaml"))
