@@ -80,7 +80,9 @@ def _pairs(project: Project, folder: Path, runs: Runs) -> tuple[list[Pair], list
     defs = load_definitions(
         folder / "definitions", lambda c: clusters[c].schema_registry_url if c in clusters else None
     )
-    return pipelines.pairs(defs, load_catalogs(folder / "catalogs"), runs)
+    # A project still on the old layout keeps its catalogs in schemas/ (generate reads them there too).
+    catalogs = folder / "catalogs" if (folder / "catalogs").is_dir() else folder / "schemas"
+    return pipelines.pairs(defs, load_catalogs(catalogs), runs)
 
 
 def compared(pairs: Sequence[Pair], shapes: dict[str, Shapes | str], unknown: Iterable[Finding] = ()) -> Report:

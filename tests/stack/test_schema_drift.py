@@ -147,3 +147,36 @@ def test_a_dropped_required_column_pauses_the_sink_before_it_fails_and_heal_neve
     assert f"{sink} left paused: sink-write-fails users.email" in out, out
     status = connect.status(sink)
     assert status["connector"]["state"] == "PAUSED" and all(t["state"] != "FAILED" for t in status["tasks"]), status
+
+
+def test_bad_input_is_a_clear_error_or_unknown_never_healthy_and_never_a_traceback(fleet: Fleet) -> None:
+    # A renamed source table: its capture is gone, named as such.
+    _source(fleet, "ALTER TABLE users RENAME TO users_v2")
+    code, report = _status(fleet)
+    assert code == 2, report
+    assert any("capture-dropped public.users" in p and "dropped or renamed" in p for p in _problems(report)), report
+    _source(fleet, "ALTER TABLE users_v2 RENAME TO users")
+
+    # A catalog that does not parse: unknown, naming the file; status is an error, not healthy.
+    catalog = fleet.root / "catalogs" / f"{fleet.dbs['auth']}.json"
+    good = catalog.read_text()
+    catalog.write_text(good[: len(good) // 2])
+    code, out = fleet.cli("status", "--project", _project(fleet))
+    assert code == 1 and "unknown" in out and catalog.name in out and "Traceback" not in out, out
+    catalog.write_text(good)
+
+    # A database that cannot be read: unknown (status exit 1), the gauge says so, no traceback.
+    project = fleet.root / "hephaestus.yaml"
+    kept = project.read_text()
+    fleet.edit_project(databases={**_databases(fleet), fleet.dbs["auth"]: {"dsn": "host=127.0.0.1 port=1 user=x"}})
+    code, out = fleet.cli("status", "--project", _project(fleet))
+    assert code == 1 and f"cannot read database {fleet.dbs['auth']}" in out and "Traceback" not in out, out
+    assert _gauge(fleet, "unknown") == 1
+    project.write_text(kept)
+    assert _status(fleet)[0] == 0
+
+
+def _databases(fleet: Fleet) -> dict[str, Any]:
+    import yaml
+
+    return dict(yaml.safe_load((fleet.root / "hephaestus.yaml").read_text())["databases"])

@@ -1,0 +1,123 @@
+"""Schema drift read end to end through the PostgreSQL fake (tests/unit/pgfake.py): the shipped
+definition and catalogs beside a project file, one session per database, the three reads (columns,
+primary keys, publications) answered as PostgreSQL does; a database that refuses is unknown; a
+database the project does not name is said, not compared; no definitions: nothing compared."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hephaestus import pg
+from hephaestus.drift.read import schema_report
+from hephaestus.project import load_project
+from tests.unit.pgfake import Server, on
+
+REPO = Path(__file__).resolve().parents[2]
+SINK = "local_manabie_bob_to_auth_users_sink_connector"
+SOURCE = "local_manabie_bob_source_connector"
+USERS = [  # bob.public.users as information_schema lists it: name, type, nullable, has a default
+    ("user_id", "text", False, False),
+    ("name", "text", True, False),
+    ("email", "text", True, False),
+    ("resource_path", "text", True, False),
+    ("created_at", "timestamp with time zone", False, True),
+    ("updated_at", "timestamp with time zone", False, True),
+    ("deleted_at", "timestamp with time zone", True, False),
+    ("internal_note", "text", True, False),
+]
+
+
+def columns(table: str, cols: list[tuple[str, str, bool, bool]]) -> list[tuple[Any, ...]]:
+    return [(table, *c) for c in cols]
+
+
+def bob(extra: list[tuple[str, str, bool, bool]] | None = None, published: bool = True) -> Server:
+    rows = columns("public.users", [*USERS, *(extra or [])]) + columns(
+        "public.dbz_signals", [("id", "text", False, False)]
+    )
+    pubs = [
+        ("debezium_publication", False, t) for t in ("public.dbz_signals", *(("public.users",) if published else ()))
+    ]
+    return Server(
+        handlers=[
+            on(r"FROM information_schema\.columns", rows),
+            on(r"WHERE i\.indisprimary", [("public.users", "user_id")]),
+            on(r"FROM pg_publication p", pubs),
+        ]
+    )
+
+
+def auth(extra: list[tuple[str, str, bool, bool]] | None = None) -> Server:
+    sink = [c for c in USERS if c[0] != "internal_note"] + list(extra or [])
+    return Server(
+        handlers=[
+            on(r"FROM information_schema\.columns", columns("public.users", sink)),
+            on(r"WHERE i\.indisprimary", [("public.users", "user_id")]),
+            on(r"FROM pg_publication p", []),
+        ]
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(REPO / "definitions", tmp_path / "definitions")
+    shutil.copytree(REPO / "catalogs", tmp_path / "catalogs")
+    names = ("bob", "auth", "eureka", "fatima", "lmsdwh", "tokyo_jprep_dwh", "invoicemgmt", "kec_dwh")
+    dbs = "\n".join(f"  {n}: {{dsn: 'host=fake dbname={n}'}}" for n in names if n != "fatima")
+    (tmp_path / "hephaestus.yaml").write_text(
+        "clusters:\n  platforms: {url: 'http://p', connectors: connectors/platforms}\n" + f"databases:\n{dbs}\n"
+    )
+    return tmp_path / "hephaestus.yaml"
+
+
+def report(project: Path, servers: dict[str, Server], runs: frozenset[str] = frozenset({SINK, SOURCE})) -> Any:
+    def factory(dsn: str, **options: Any) -> Any:
+        return servers[dsn.rsplit("dbname=", 1)[1].split()[0]].connect(dsn, **options)
+
+    with pg.seam(factory):
+        return schema_report(load_project(project), lambda cluster, name: cluster == "platforms" and name in runs)
+
+
+def test_a_pipeline_in_step_is_compared_and_has_no_finding(project: Path) -> None:
+    servers = {"bob": bob(), "auth": auth()}
+    found = report(project, servers)
+    assert found.findings == () and found.pipelines == ("bob.public.users->auth.public.users",)
+    assert [len(s.connects) for s in servers.values()] == [1, 1]  # one session per database
+
+
+def test_an_added_column_and_a_table_out_of_its_publication_are_named(project: Path) -> None:
+    phone = [("phone", "text", True, False)]
+    found = report(project, {"bob": bob(phone, published=False), "auth": auth(phone)})
+    assert [(f.code, f.subject) for f in found.findings] == [
+        ("capture-dropped", "public.users"),
+        ("column-not-replicated", "users.phone"),
+    ]
+    assert found.findings[0].sources == (SOURCE,) and found.findings[1].sinks == (SINK,)
+
+
+def test_a_database_that_refuses_is_unknown(project: Path) -> None:
+    found = report(project, {"bob": bob(), "auth": Server(refuse="password authentication failed")})
+    (f,) = found.findings
+    assert (f.code, f.subject) == ("unknown", "auth") and "cannot read database auth" in f.why
+
+
+def test_a_database_the_project_does_not_name_is_said_not_compared(project: Path) -> None:
+    runs = frozenset({"local_manabie_bob_to_fatima_students_sink_connector", SOURCE})
+    found = report(project, {"bob": bob()}, runs)
+    assert found.findings == () and found.pipelines == ()
+    assert found.unchecked == ("schema drift of database fatima not checked: add it to the project's databases",)
+
+
+def test_a_catalog_that_does_not_parse_is_one_unknown_naming_it(project: Path) -> None:
+    (project.parent / "catalogs" / "auth.json").write_text("{")
+    (f,) = report(project, {}).findings
+    assert (f.code, f.pipeline) == ("unknown", "*") and "auth.json" in f.why
+
+
+def test_no_definitions_compares_nothing(project: Path) -> None:
+    shutil.rmtree(project.parent / "definitions")
+    assert report(project, {}).findings == () and report(project, {}).pipelines == ()
