@@ -100,6 +100,8 @@ def test_an_added_column_is_named_then_widened_and_back_filled(fleet: Fleet) -> 
     assert _gauge(fleet, "column-not-replicated") == 0
     code, out = fleet.cli("reconcile", "--dry-run", "--exit-code", "--project", _project(fleet))
     assert code == 0, out
+    code, accuracy = fleet.accuracy("--deep")
+    assert code == 0 and {t["verdict"] for t in accuracy["tables"]} == {"match"}, accuracy
 
 
 def test_a_table_out_of_the_publication_is_unhealthy_and_back_filled_when_re_added(fleet: Fleet) -> None:
