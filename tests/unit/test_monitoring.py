@@ -7,8 +7,8 @@ the PrometheusRule's groups pass `promtool check rules`, and `promtool test rule
 tests/golden/monitoring/*.test.yaml on them (input series, the alerts expected). Every
 `hephaestus_*` name the dashboard, the rules and those tests use must be one hephaestus
 exports: the set is read off the code, by running the exporter's page, `status_metrics`,
-`slot_metrics` and each job's `metrics_of` over sample inputs with every optional field set,
-and parsing what prometheus-client renders.
+`slot_metrics`, `schema_metrics` and each job's `metrics_of` over sample inputs with every
+optional field set, and parsing what prometheus-client renders.
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ ALERTS = {
     "HephaestusDlqUnresolved": ("hephaestus.exporter", ("cluster", "connector")),
     "HephaestusHealBudgetExhausted": ("hephaestus.exporter", ("cluster", "connector")),
     "HephaestusLagOverBudget": ("hephaestus.exporter", ("cluster",)),
+    "HephaestusSchemaBreaking": ("hephaestus.exporter", ("pipeline", "effect")),
+    "HephaestusSchemaColumnNotReplicated": ("hephaestus.exporter", ("pipeline", "effect")),
+    "HephaestusSchemaUnknown": ("hephaestus.exporter", ("pipeline", "effect")),
     "HephaestusExporterDown": ("hephaestus.exporter", ("instance",)),
     "HephaestusExporterStale": ("hephaestus.exporter", ("instance",)),
     "HephaestusAccuracyFailed": ("hephaestus.jobs", ("sink_database", "sink_table", "source_table")),
@@ -81,6 +84,9 @@ KEYS = {
     "HephaestusDlqUnresolved": "dlqUnresolved",
     "HephaestusHealBudgetExhausted": "healBudgetExhausted",
     "HephaestusLagOverBudget": "lagOverBudget",
+    "HephaestusSchemaBreaking": "schemaBreaking",
+    "HephaestusSchemaColumnNotReplicated": "schemaColumnNotReplicated",
+    "HephaestusSchemaUnknown": "schemaUnknown",
     "HephaestusExporterDown": "exporterDown",
     "HephaestusExporterStale": "exporterStale",
     "HephaestusAccuracyFailed": "accuracyFailed",
@@ -208,6 +214,7 @@ def test_the_dashboard_has_its_panels_and_asks_for_datasource_and_cluster() -> N
         "Consumer lag per sink",
         "Lag age per sink",
         "Slot WAL retained",
+        "Schema drift",
         "Heal: restarts vs budget",
         "Last accuracy run",
         "Check duration",
@@ -407,6 +414,23 @@ def test_the_exporters_series_are_those_of_this_release(monitored: list[dict[str
     assert without_monitor["HephaestusExporterDown"]["expr"] == "absent(hephaestus_status_last_check_timestamp_seconds)"
 
 
+def test_the_schema_alerts_match_every_drift_effect_once(monitored: list[dict[str, Any]]) -> None:
+    """The effects the schema alerts select are those hephaestus_schema_drift carries (a
+    misspelt one would never fire): the breaking ones, the added column's, unknown."""
+    from hephaestus.drift.model import ADDED, BREAKING, CODES, UNKNOWN
+
+    rules = rules_of(monitored)
+    effects = {}
+    for name in ("HephaestusSchemaBreaking", "HephaestusSchemaColumnNotReplicated", "HephaestusSchemaUnknown"):
+        (matcher,) = re.findall(r'effect=~?"([^"]*)"', rules[name]["expr"])
+        effects[name] = set(matcher.split("|"))
+    assert effects == {
+        "HephaestusSchemaBreaking": {c for c, kind in CODES.items() if kind == BREAKING},
+        "HephaestusSchemaColumnNotReplicated": {c for c, kind in CODES.items() if kind == ADDED},
+        "HephaestusSchemaUnknown": {UNKNOWN},
+    }
+
+
 def test_thresholds_and_for_come_from_values(helm: str) -> None:
     a = "monitoring.prometheusRule.alerts"
     rules = rules_of(
@@ -544,6 +568,15 @@ def _slots() -> Any:
     return SlotReport((Judged(slot, "p/prod_acme_source", "ok", ""), Judged(slot, None, "orphan", "")), ("auth",))
 
 
+def _schema() -> Any:
+    """A schema drift report: one pipeline a dropped column breaks, one in step."""
+    from hephaestus.drift.model import Finding, Report
+
+    broken, fine = "bob.public.users->lmsdwh.public.users", "bob.public.courses->lmsdwh.public.courses"
+    dropped = Finding("sink-write-fails", broken, "users.email", "dropped at the source", sinks=("s",))
+    return Report((dropped,), (broken, fine))
+
+
 def _exporter_page(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Metrics:
     """The exporter's page after one round of checks: Connect's listing and the slots' read
     replaced by the samples above, the rest of the round as it runs."""
@@ -587,11 +620,17 @@ def _job_metrics() -> list[Metrics]:
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
-    from hephaestus.status.metrics import slot_metrics, status_metrics
+    from hephaestus.status.metrics import schema_metrics, slot_metrics, status_metrics
 
     with pytest.MonkeyPatch.context() as monkeypatch:
         page = _exporter_page(tmp_path_factory.mktemp("exporter"), monkeypatch)
-    registries = [page, status_metrics(_views(), now=1.0), slot_metrics(_slots()), *_job_metrics()]
+    registries = [
+        page,
+        status_metrics(_views(), now=1.0),
+        slot_metrics(_slots()),
+        schema_metrics(_schema()),
+        *_job_metrics(),
+    ]
     names = set().union(*map(_names, registries))
     return {n for n in names if n.startswith("hephaestus_")}
 
@@ -633,6 +672,7 @@ def test_the_exporter_and_the_jobs_export_what_the_brief_names(exported: set[str
             "slot_active",
             "slot_ok",
             "slots_errors",
+            "schema_drift",
             "heal_restarts",
             "heal_failed_connectors",
             "heal_failed_tasks",
