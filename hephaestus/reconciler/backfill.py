@@ -13,6 +13,7 @@ is back-filled once, through the first source (by name) that captures it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet.sources import SourceRef, captured, source_ref
@@ -20,20 +21,36 @@ from hephaestus.fleet.topics import topics_of
 from hephaestus.reconciler import sinktopics
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Backfill, Plan, Step
-from hephaestus.safety import views
+from hephaestus.safety import effects, views
+from hephaestus.safety.effects import Effect
 from hephaestus.safety.values import Resolver
 
 FIELDS = "field.include.list"
 
 
 def planned(p: Plan, live: Mapping[str, Live], every: Mapping[str, Live], resolve: Resolver) -> tuple[Backfill, ...]:
-    """The plan's back-fills, merged per source: (source, tables, why) in name order."""
+    """The plan's back-fills, merged per source: (source, tables, why) in name order, each with
+    its effects on the sinks that read those tables."""
+    writers = {w.name: w for w in sinktopics.writers(p, every, resolve)}
     merged: dict[str, tuple[Backfill, list[str], list[str]]] = {}
-    for b in (*_gaps(p, live), *_widened(p, every, resolve)):
+    for b in (*_gaps(p, live), *_widened(p, every, list(writers.values()))):
         _, tables, whys = merged.setdefault(b.source, (b, [], []))
         tables += [t for t in b.tables if t not in tables]
         whys += [b.why] if b.why not in whys else []
-    return tuple(Backfill(b.ref, tuple(t), "; ".join(w)) for _, (b, t, w) in sorted(merged.items()))
+    found = [Backfill(b.ref, tuple(t), "; ".join(w)) for _, (b, t, w) in sorted(merged.items())]
+    return tuple(replace(b, effects=_effects(b, writers.get(b.source), p, every, resolve)) for b in found)
+
+
+def _effects(
+    b: Backfill, w: sinktopics.Writer | None, p: Plan, every: Mapping[str, Live], resolve: Resolver
+) -> tuple[Effect, ...]:
+    """Every sink (as this plan leaves it) that reads a back-filled table's topic receives its rows again."""
+    if w is None:
+        return ()
+    topics = {w.namespace + t.replace(".", w.delimiter) for t in b.tables}
+    configs = {n: lv.config for n, lv in every.items()} | {s.name: s.config for s in p.of(*sinktopics.STARTS)}
+    readers = {n: c for n, c in configs.items() if views.is_sink(c) and topics & set(topics_of(c))}
+    return effects.of_backfill(readers, resolve)
 
 
 def _gaps(p: Plan, live: Mapping[str, Live]) -> Iterator[Backfill]:
@@ -49,10 +66,9 @@ def _gaps(p: Plan, live: Mapping[str, Live]) -> Iterator[Backfill]:
                 break  # one signal reaches every source of the database
 
 
-def _widened(p: Plan, every: Mapping[str, Live], resolve: Resolver) -> Iterator[Backfill]:
+def _widened(p: Plan, every: Mapping[str, Live], writers: list[sinktopics.Writer]) -> Iterator[Backfill]:
     """A sink update whose field list gains columns: rows written before carry them only once
     re-read, through the source that writes the sink's topics."""
-    writers = sinktopics.writers(p, every, resolve)
     for step in p.of("update"):
         gained = _gained(step)
         if not gained or not views.is_sink(step.config):

@@ -75,13 +75,18 @@ def _with_fleet(p: Plan | None, found: Mapping[fleet.Key, tuple[Effect, ...]]) -
 
 
 def items_of(p: Plan, desired: Mapping[str, Desired]) -> list[gate.Item]:
-    """The plan's writes and publication changes as the gate's items."""
+    """The plan's writes, publication changes and back-fills as the gate's items."""
     items = [gate.Item(p.cluster, s.name, s.action, s.effects, _allow(s, desired), True) for s in p.writes]
     for ch in p.publications:
         found = effects.of_publication_drop(ch.drop) if ch.drop else ()
         allowed = [_allow_of(desired, c) for c in ch.connectors]
         allow = allowed[0] if allowed and all(a == allowed[0] for a in allowed) else gate.Allow()
         items.append(gate.Item(p.cluster, f"publication {ch.name}", "alter", found, allow, True))
+    # A back-fill's signal is a write too: its re-emitted rows reach every sink of its tables.
+    items += [
+        gate.Item(p.cluster, f"back-fill {b.source}", "back-fill", b.effects, _allow_of(desired, b.source), True)
+        for b in p.backfills
+    ]
     return items
 
 

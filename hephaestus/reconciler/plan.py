@@ -116,6 +116,9 @@ class Backfill:
     ref: SourceRef  # the source that re-reads them: its database, slot and signal table
     tables: tuple[str, ...]
     why: str
+    # What re-emitting every row does to the sinks that read them (safety.effects.of_backfill),
+    # judged at the gate like a step's: derived, so left out of equality.
+    effects: tuple[Effect, ...] = field(default=(), compare=False)
 
     @property
     def source(self) -> str:

@@ -110,7 +110,8 @@ def _plan_lines(plan: Plan, style: Style) -> list[str]:
         if step.action != "unchanged":
             lines += [style(line, step.action) for line in _step_lines(step)]
             lines += [style(f"    {n.describe()}", step.action) for n in plan.needs_of(step.name)]
-    lines += [style(f"+ {b.describe()}", "update") for b in plan.backfills]
+    for b in plan.backfills:
+        lines += [style(f"+ {b.describe()}", "update")] + [style(f"    {e.describe()}", "update") for e in b.effects]
     lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in plan.health]
     lines += [style(f"schema: {f.describe()}", "error") for f in plan.schema]
     if plan.adopt:
@@ -193,7 +194,10 @@ def _plan_dict(plan: Plan | None) -> dict[str, Any]:
         # unchanged ones were most of a no-op plan's time, spent encoding what nobody reads).
         "steps": [_step_dict(s) for s in plan.steps if s.action != "unchanged"],
         "publications": [_publication_dict(ch) for ch in plan.publications],
-        "backfills": [{"source": b.source, "tables": list(b.tables), "why": b.why} for b in plan.backfills],
+        "backfills": [
+            {"source": b.source, "tables": list(b.tables), "why": b.why, "effects": [e.describe() for e in b.effects]}
+            for b in plan.backfills
+        ],
         # A source's schema drift, by its effect on data (hephaestus.drift; issue 45).
         "schema": [
             {"effect": f.code, "subject": f.subject, "pipeline": f.pipeline, "why": f.why, "sinks": list(f.sinks)}

@@ -144,6 +144,14 @@ def of_replay(sink_config: Config, resolve: Resolver = NO_RESOLVER) -> tuple[Eff
     return (_again(sink_config, resolve),)
 
 
+def of_backfill(sinks: Mapping[str, Config], resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:
+    """An incremental snapshot (a plan's back-fill) emits every row of its tables again: each
+    sink reading them gets them again, upserted or, into an insert-mode table, written twice."""
+    return tuple(
+        Effect(e.code, f"{name}: {e.why}") for name, config in sorted(sinks.items()) for e in [_again(config, resolve)]
+    )
+
+
 def of_purge() -> tuple[Effect, ...]:
     return (Effect("records-deleted", "parked records below the offset are deleted from the dead-letter queue"),)
 

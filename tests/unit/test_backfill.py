@@ -76,3 +76,31 @@ def test_a_source_whose_database_cannot_be_told_is_skipped() -> None:
     live = {"a_src": Live("a_src", vague, "source", "RUNNING")}
     change = Change("bob", "pub", add=("public.users",), connectors=("a_src",))
     assert planned(_plan(pubs=(change,)), live, live, NO_RESOLVER) == ()
+
+
+def test_each_sink_reading_a_back_filled_table_states_what_it_receives_again() -> None:
+    insert = Live("ins", {**SINK, "insert.mode": "insert"}, "sink", "RUNNING")
+    other = Live("other", {**SINK, "topics": "local.bob.public.students"}, "sink", "RUNNING")
+    upsert = Live("sink", {**SINK, "insert.mode": "upsert", "primary.key.mode": "record_key"}, "sink", "RUNNING")
+    live = {**LIVE, "ins": insert, "other": other, "sink": upsert}
+    change = Change("bob", "pub", add=("public.users",), connectors=("a_src",))
+    (b,) = planned(_plan(pubs=(change,)), live, live, NO_RESOLVER)
+    assert [(e.code, e.why.split(":")[0]) for e in b.effects] == [("duplicates", "ins"), ("redelivery", "sink")]
+
+
+def test_a_back_fill_into_an_insert_mode_sink_is_held_by_the_gate_unless_allowed() -> None:
+    from hephaestus.reconciler.gating import Cluster, judged
+    from hephaestus.reconciler.plan import Policy
+    from hephaestus.safety.gate import Allow
+
+    live = {**LIVE, "sink": Live("sink", {**SINK, "insert.mode": "insert"}, "sink", "RUNNING")}
+    change = Change("bob", "pub", add=("public.users",), connectors=("a_src",))
+    p = _plan(pubs=(change,))
+    p = Plan("c", (), publications=(change,), backfills=planned(p, live, live, NO_RESOLVER))
+    view = Cluster("c", {n: lv.config for n, lv in live.items()}, {}, plan=p)
+    plans, _ = judged([view], Policy())
+    assert (
+        plans["c"].refusals and "back-fill a_src" in plans["c"].refusals[0] and "duplicates" in plans["c"].refusals[0]
+    )
+    plans, _ = judged([view], Policy(allow=Allow(codes=frozenset({"duplicates"}))))
+    assert plans["c"].refusals == ()
