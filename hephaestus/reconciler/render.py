@@ -257,38 +257,39 @@ def markdown(outcomes: Sequence[ClusterOutcome]) -> str:
         if o.plan is None:
             out.append(f"**error:** {md_text(o.error)}\n")
             continue
-        out.append(f"Plan: {summary(o.plan)}.\n")
-        if o.error:
-            out.append(f"**error:** {md_text(o.error)}\n")
-        if o.plan.refused:
-            out.append(f"> **refused:** {md_text(o.plan.refused)}\n")
-        out += [f"> **warning:** {md_text(w)}\n" for w in o.plan.warnings]
-        if o.plan.adopt:
-            out.append(f"Adopted (recorded as owned, no write): {', '.join(md_code(n) for n in o.plan.adopt)}\n")
-        if o.plan.health:
-            out.append("**unhealthy:**\n")
-            out += [f"- {md_code(u.name)}: {md_text(u.reason)}" for u in o.plan.health]
-            out.append("")
-        out += [
-            f"- publication {md_code(ch.name)}: {md_text(ch.describe().split(': ', 1)[1])}"
-            for ch in o.plan.publications
-        ]
-        out += [f"- {md_text(b.describe())}" for b in o.plan.backfills]
-        out += [f"> **schema:** {md_text(f.describe())}\n" for f in o.plan.schema]
-        if o.rollout:
-            out.append(f"Rollout: {md_text(o.rollout)}\n")
-            out += [f"- {md_text(label)}: {', '.join(md_code(n) for n in names)}" for label, names in o.stages]
-            out += [f"- {md_text(line)}" for line in o.report]
-            out.append("")
-        changed = [s for s in o.plan.steps if s.action != "unchanged"]
-        if changed:
-            out.append("| | action | risk | connector | details |\n|---|---|---|---|---|")
-            out += [
-                f"| {SYMBOL[s.action]} | {s.action} | {_md_risk(s)} | {md_code(s.name)} | {_md_details(s)} |"
-                for s in changed
-            ]
-            out.append("")
+        out += [f"Plan: {summary(o.plan)}.\n", *_md_notes(o, o.plan), *_md_rollout(o), *_md_steps(o.plan)]
     return "\n".join(out) + "\n"
+
+
+def _md_notes(o: ClusterOutcome, plan: Plan) -> list[str]:
+    """Errors, refusal, warnings, adoptions, health, publications, back-fills, schema drift."""
+    out = [f"**error:** {md_text(o.error)}\n"] if o.error else []
+    out += [f"> **refused:** {md_text(plan.refused)}\n"] if plan.refused else []
+    out += [f"> **warning:** {md_text(w)}\n" for w in plan.warnings]
+    if plan.adopt:
+        out.append(f"Adopted (recorded as owned, no write): {', '.join(md_code(n) for n in plan.adopt)}\n")
+    if plan.health:
+        out += ["**unhealthy:**\n", *(f"- {md_code(u.name)}: {md_text(u.reason)}" for u in plan.health), ""]
+    out += [f"- publication {md_code(ch.name)}: {md_text(ch.describe().split(': ', 1)[1])}" for ch in plan.publications]
+    out += [f"- {md_text(b.describe())}" for b in plan.backfills]
+    return out + [f"> **schema:** {md_text(f.describe())}\n" for f in plan.schema]
+
+
+def _md_rollout(o: ClusterOutcome) -> list[str]:
+    if not o.rollout:
+        return []
+    stages = [f"- {md_text(label)}: {', '.join(md_code(n) for n in names)}" for label, names in o.stages]
+    return [f"Rollout: {md_text(o.rollout)}\n", *stages, *(f"- {md_text(line)}" for line in o.report), ""]
+
+
+def _md_steps(plan: Plan) -> list[str]:
+    changed = [s for s in plan.steps if s.action != "unchanged"]
+    if not changed:
+        return []
+    rows = [
+        f"| {SYMBOL[s.action]} | {s.action} | {_md_risk(s)} | {md_code(s.name)} | {_md_details(s)} |" for s in changed
+    ]
+    return ["| | action | risk | connector | details |\n|---|---|---|---|---|", *rows, ""]
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&:])")  # ":" too: no autolinked URL
