@@ -33,6 +33,12 @@ def metrics_of(results: Sequence[ClusterHeal], now: float | None = None) -> Metr
             sum(1 for i in r.items if i.verdict == "exhausted"),
             labels,
         )
+        m.set(
+            "heal_permanent",
+            "Connectors FAILED for a permanent cause (a constraint, a missing table, a login): not restarted.",
+            sum(1 for i in r.items if i.verdict == "permanent"),
+            labels,
+        )
         m.set("heal_cluster_up", "1 when the cluster's status could be read.", 0 if r.error else 1, labels)
     m.set("heal_last_run_timestamp_seconds", "When the last heal run ended (Unix time).", now or time.time())
     return m

@@ -3,6 +3,9 @@
 The n-th restart waits min(n² + n, 60) backoff units (minutes by default) after the previous
 one: 0, 2, 6, 12, 20, 30, 42, 56, then every 60. The count is incremented even when the
 restart call fails, and resets once the connector has stayed healthy for the current backoff.
+A FAILED connector whose trace names a permanent cause (heal.causes: a constraint violated, a
+table or column missing, a login refused) is not restarted at all: no restart fixes it, and
+each one would only spend the budget and replay the same record.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Literal
 
+from hephaestus.fleet.causes import Cause, classify
 from hephaestus.settings import HealSettings
 from hephaestus.state.records import HealRecord as Record
 
-Verdict = Literal["healthy", "skipped", "grace", "restart", "backoff", "exhausted"]
+Verdict = Literal["healthy", "skipped", "grace", "restart", "backoff", "exhausted", "permanent"]
 
 
 _D = HealSettings()  # the defaults, declared once
@@ -49,6 +53,7 @@ class Decision:
     record: Record | None  # None: forget this connector
     reason: str
     notify: bool = False
+    cause: Cause | None = None  # a FAILED connector's cause, when a rule of heal.causes names it
 
 
 def backoff_s(count: int, cfg: HealConfig) -> float:
@@ -65,7 +70,16 @@ def decide(seen: Observed, record: Record | None, now: float, cfg: HealConfig) -
         return _unassigned(seen, rec, now, cfg)
     if not failed:
         return _healthy(seen, rec, now, cfg)
-    return _failing(seen, rec, now, cfg, "FAILED")
+    return _failed(seen, rec, now, cfg)
+
+
+def _failed(seen: Observed, rec: Record, now: float, cfg: HealConfig) -> Decision:
+    """FAILED: restarted as Strimzi does, unless the trace names a permanent cause."""
+    cause = classify(seen.trace)
+    if cause is not None and cause.permanent:
+        return _permanent(seen, rec, cfg, cause)
+    why = f"FAILED ({cause.text})" if cause else "FAILED"
+    return replace(_failing(seen, rec, now, cfg, why), cause=cause)
 
 
 def _unassigned(seen: Observed, rec: Record, now: float, cfg: HealConfig) -> Decision:
@@ -109,4 +123,18 @@ def _failing(seen: Observed, rec: Record, now: float, cfg: HealConfig, why: str)
     restarted = replace(marked, count=rec.count + 1, last_restart=now, unassigned_since=None)
     return Decision(
         seen.name, "restart", restarted, f"{why}; restart {rec.count + 1} of {cfg.max_restarts}", first_relapse
+    )
+
+
+def _permanent(seen: Observed, rec: Record, cfg: HealConfig, cause: Cause) -> Decision:
+    # Not restarted, so the count stays as it is. One message per episode: none went out yet
+    # at this count (a relapse's or the budget's message already named the trace).
+    notify = rec.notified < rec.count
+    return Decision(
+        seen.name,
+        "permanent",
+        replace(rec, notified=rec.count) if notify else rec,
+        f"FAILED; permanent: {cause.text}; no restart fixes it ({rec.count} of {cfg.max_restarts} restarts spent)",
+        notify,
+        cause,
     )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hephaestus.clients import ClientFactory, connect_client
@@ -26,7 +26,8 @@ from hephaestus.settings import HealSettings
 from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, heal_store
 from hephaestus.state.heal import HealStore
 
-FAILING = frozenset({"restart", "backoff", "exhausted", "refused", schema.HELD})
+# "permanent": FAILED for a cause no restart fixes (heal.causes), so never restarted: failing.
+FAILING = frozenset({"restart", "backoff", "exhausted", "refused", "permanent", schema.HELD})
 POLL_S = 1.0  # how often restarted connectors are looked at while heal waits for them
 START_S = 30.0  # how long a restarted connector may take to be RUNNING at all
 
@@ -56,6 +57,7 @@ class Item:
     healed: bool | None = None  # after a restart: RUNNING again within restart_wait_s?
     failed_tasks: tuple[int, ...] = ()
     trace: str = ""  # first lines, secrets masked
+    cause: str = ""  # the rule of heal.causes its trace matched (e.g. not-null-violation), if any
 
 
 @dataclass(frozen=True)
@@ -98,16 +100,7 @@ def heal_cluster(
     records = store.load(cluster.name)
     broken = schema.broken(options.schema, fleet)
     decisions = [decide(observe(c), records.get(n), now(), options.config) for n, c in fleet.items() if n not in broken]
-    pauses = [_pause(cluster, fleet[n], options) for n in schema.to_pause(broken, fleet)]
-    verdict = judge(
-        [*(_restart(cluster, fleet[d.name], options) for d in decisions if d.verdict == "restart"), *pauses],
-        options.allow,
-    )
-    cleared = passed(verdict, cluster.name)
-    refused = {r.name: r.message for r in verdict.refusals}
-    items = [_act(client, fleet[d.name], d, options, cleared, refused.get(d.name, "")) for d in decisions]
-    paused = {p.name for p in pauses}
-    items += [_hold(client, fleet[n], f, options, n in paused and n in cleared.names()) for n, f in broken.items()]
+    items, refused = _acted(client, cluster, fleet, decisions, broken, options)
     if options.dry_run:
         return ClusterHeal(cluster.name, cluster.url, tuple(items))
     items = _await_healed(client, items, options)
@@ -118,6 +111,27 @@ def heal_cluster(
     by_name = {i.name: i for i in items}
     notified = tuple(d.name for d in decisions if d.notify and _notify(webhook, cluster, by_name[d.name]))
     return ClusterHeal(cluster.name, cluster.url, tuple(items), notified=notified)
+
+
+def _acted(
+    client: ConnectClient,
+    cluster: Cluster,
+    fleet: Mapping[str, LiveConnector],
+    decisions: Sequence[Decision],
+    broken: Mapping[str, Finding],
+    options: HealOptions,
+) -> tuple[list[Item], dict[str, str]]:
+    """The restarts and the pauses judged at the gate together, then made (each on its own:
+    one refused never holds back another); what the gate refused, by name."""
+    pauses = [_pause(cluster, fleet[n], options) for n in schema.to_pause(broken, fleet)]
+    restarts = [_restart(cluster, fleet[d.name], options) for d in decisions if d.verdict == "restart"]
+    verdict = judge([*restarts, *pauses], options.allow)
+    cleared = passed(verdict, cluster.name)
+    refused = {r.name: r.message for r in verdict.refusals}
+    items = [_act(client, fleet[d.name], d, options, cleared, refused.get(d.name, "")) for d in decisions]
+    paused = {p.name for p in pauses} & cleared.names()
+    items += [_hold(client, fleet[n], f, options, n in paused) for n, f in broken.items()]
+    return items, refused
 
 
 def _restart(cluster: Cluster, c: LiveConnector, options: HealOptions) -> GateItem:
@@ -147,15 +161,16 @@ def _act(
     client: ConnectClient, c: LiveConnector, d: Decision, options: HealOptions, cleared: Cleared, refused: str
 ) -> Item:
     failed = tuple(t.id for t in c.tasks if t.state == "FAILED")
-    item = Item(c.name, d.verdict, d.reason, failed_tasks=failed, trace=_trace(c) if d.verdict != "healthy" else "")
+    trace = _trace(c) if d.verdict != "healthy" else ""
+    item = Item(c.name, d.verdict, d.reason, None, failed, trace, d.cause.rule if d.cause else "")
     if d.verdict == "restart" and c.name not in cleared.names():
-        return Item(c.name, "refused", f"{d.reason}; not restarted: {refused}", False, failed, item.trace)
+        return replace(item, verdict="refused", reason=f"{d.reason}; not restarted: {refused}", healed=False)
     if d.verdict != "restart" or options.dry_run:
-        return item
+        return item  # a permanent cause among them: never restarted
     try:
         client.restart(c.name, include_tasks=True, only_failed=True)
     except ConnectError as exc:  # counted all the same (Strimzi does too): no tight retry loop
-        return Item(c.name, d.verdict, f"{d.reason}; restart call failed: {exc}", False, failed, item.trace)
+        return replace(item, reason=f"{d.reason}; restart call failed: {exc}", healed=False)
     return item
 
 
@@ -165,15 +180,15 @@ def _await_healed(client: ConnectClient, items: Sequence[Item], options: HealOpt
     it starts, so an early RUNNING proves nothing."""
     pending = [Target(i.name) for i in items if i.verdict == "restart" and i.healed is None]
     verdicts = wait_ready(client, pending, options.ready)
-    return [
-        Item(i.name, i.verdict, i.reason, verdicts[i.name].ok, i.failed_tasks, i.trace) if i.name in verdicts else i
-        for i in items
-    ]
+    return [replace(i, healed=verdicts[i.name].ok) if i.name in verdicts else i for i in items]
+
+
+_NOTICE = {"exhausted": "restart budget exhausted", "permanent": "a permanent error, not restarted"}
 
 
 def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
     """Built from the item already computed: its failed tasks and masked trace."""
-    what = "restart budget exhausted" if item.verdict == "exhausted" else "failed again after a restart"
+    what = _NOTICE.get(item.verdict, "failed again after a restart")
     tasks = ", ".join(str(t) for t in item.failed_tasks) or "-"
     esc = slack.escape  # names, reasons and traces come from the cluster
     text = (

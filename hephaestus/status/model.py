@@ -27,6 +27,7 @@ class ConnectorView:
     problems: tuple[str, ...] = ()
     desired: str = ""  # the state git asks for (RUNNING, PAUSED, STOPPED); "" when no file says
     schema: tuple[str, ...] = ()  # what its source's schema drift does to its data (hephaestus.drift)
+    cause: str = ""  # a failed task's cause no restart fixes (fleet.causes), e.g. a not-null violation
 
     @property
     def healthy(self) -> bool:
@@ -50,6 +51,8 @@ def problems_of(v: ConnectorView) -> tuple[str, ...]:
     expected = v.desired or "RUNNING"
     found = [] if v.state == expected else [f"connector {v.state}" + (f", git wants {expected}" if v.desired else "")]
     found += [f"task {i} {state}" for i, state in v.tasks if state != expected]
+    if v.cause:
+        found.append(f"permanent: {v.cause}: no restart fixes it")
     if v.state == expected == "RUNNING" and not v.tasks:
         found.append("no tasks")
     if v.budget and v.restarts >= v.budget:

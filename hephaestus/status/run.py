@@ -18,6 +18,7 @@ from hephaestus.drift.model import UNKNOWN, Finding, Report
 from hephaestus.drift.pipelines import Runs
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError, InputErrors
+from hephaestus.fleet.causes import classify
 from hephaestus.fleet.desired import load_desired
 from hephaestus.fleet.lag import lag, lag_age, waiting
 from hephaestus.fleet.read import Listings, Read, listings, read_all
@@ -93,6 +94,18 @@ def _cluster(
 
 
 def _view(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Limits) -> ConnectorView:
+    view = _slotted(cluster, c, slots, limits)
+    return replace(view, cause=cause) if (cause := _permanent(c)) else view
+
+
+def _permanent(c: LiveConnector) -> str:
+    """The cause of a failure no restart fixes, read from its trace (fleet.causes), or ""."""
+    traces = [t.trace for t in c.tasks if t.state == "FAILED"] + ([c.trace] if c.state == "FAILED" else [])
+    found = next((f for t in traces if (f := classify(t)) is not None and f.permanent), None)
+    return found.text if found else ""
+
+
+def _slotted(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Limits) -> ConnectorView:
     tasks = tuple((t.id, t.state) for t in c.tasks)
     if c.type != "source" or not c.config.get("slot.name"):
         return ConnectorView(cluster, c.name, c.type, c.state, tasks)

@@ -1,4 +1,6 @@
-"""Auto-heal against a JDBC sink task that really fails (its target table lost a column)."""
+"""Auto-heal against a JDBC sink task that really fails: for a while (its target refuses writes
+during maintenance: restarted with backoff and a budget), or for good (its target table lost a
+column: a permanent cause, never restarted, named once in Slack)."""
 
 from __future__ import annotations
 
@@ -50,8 +52,19 @@ def item(report: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in cluster["connectors"] if c["name"] == name)
 
 
-def break_sink(fleet: Fleet, connect: ConnectClient, user_id: str) -> None:
-    execute(fleet.stack.dsn(fleet.dbs["auth"]), "ALTER TABLE users DROP COLUMN IF EXISTS email")
+# A write refused for a while: an error no rule of heal.causes knows, so restarted (transient).
+MAINTENANCE = """
+CREATE FUNCTION maintenance() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'auth is read-only during maintenance'; END $$;
+CREATE TRIGGER maintenance BEFORE INSERT OR UPDATE ON users FOR EACH ROW EXECUTE FUNCTION maintenance();
+"""
+MAINTENANCE_OVER = "DROP TRIGGER maintenance ON users"
+# A column the records carry is gone and schema.evolution=none: permanent (sink-column-missing).
+DROP_EMAIL = "ALTER TABLE users DROP COLUMN IF EXISTS email"
+
+
+def break_sink(fleet: Fleet, connect: ConnectClient, user_id: str, how: str = MAINTENANCE) -> None:
+    execute(fleet.stack.dsn(fleet.dbs["auth"]), how)
     execute(
         fleet.stack.dsn(fleet.dbs["bob"]), "INSERT INTO users (user_id, name, email) VALUES (%s, 'x', 'x@y')", [user_id]
     )
@@ -71,7 +84,7 @@ def test_heal_restarts_a_failed_task_and_missed_rows_arrive(sink_fleet: Fleet, c
     assert not (fleet.root / "heal-state.json").exists(), "a dry run records nothing"
     assert any(t["state"] == "FAILED" for t in connect.status(sink_of(fleet))["tasks"]), "and restarts nothing"
 
-    execute(fleet.stack.dsn(fleet.dbs["auth"]), "ALTER TABLE users ADD COLUMN email text")
+    execute(fleet.stack.dsn(fleet.dbs["auth"]), MAINTENANCE_OVER)
     prom = fleet.root / "heal.prom"
     code, report = heal(fleet, "--metrics-textfile", str(prom))
     assert code == 0, report
@@ -123,7 +136,26 @@ def test_backoff_budget_and_one_slack_message_per_event(
     assert code == 2
     assert verdicts == ["restart", "backoff", "exhausted", "exhausted"]
     assert len(slack.texts()) == 2 and "restart budget exhausted" in slack.texts()[1]
-    assert name in slack.texts()[1] and "Caused by: java.sql.SQLException" in slack.texts()[1]
+    assert name in slack.texts()[1] and "auth is read-only during maintenance" in slack.texts()[1]
+
+
+def test_a_permanent_error_is_never_restarted_and_named_in_one_slack_message(
+    sink_fleet: Fleet, connect: ConnectClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = sink_fleet
+    heal_settings(fleet, restart_wait_s=5, state={"file": "heal-state.json"})
+    break_sink(fleet, connect, "lost-1", DROP_EMAIL)
+    name = sink_of(fleet)
+    with slack_receiver() as slack:
+        monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
+        for _ in range(2):
+            code, report = heal(fleet)
+            found = item(report, name)
+            assert code == 2 and (found["verdict"], found["cause"]) == ("permanent", "sink-column-missing"), found
+            assert found["healed"] is None and "schema.evolution=none" in found["reason"], found
+    assert len(slack.texts()) == 1, slack.texts()
+    assert "a permanent error, not restarted" in slack.texts()[0] and "schema.evolution=none" in slack.texts()[0]
+    assert restart_count(fleet, name) == 0
 
 
 def restart_count(fleet: Fleet, name: str) -> int:

@@ -136,3 +136,64 @@ def test_exhausted_budget_is_notified_once_per_count() -> None:
     assert decide(failed(), d.record, 20_000, CFG).notify is False
     over = decide(failed(), Record(count=4, last_restart=0, notified=3), 10, CFG)
     assert over.verdict == "exhausted" and over.notify
+
+
+# --- permanent causes (heal.causes): never restarted, the count kept, one message ----------
+
+NOT_NULL = (
+    "org.apache.kafka.connect.errors.ConnectException: Exiting WorkerSinkTask due to unrecoverable exception.\n"
+    'Caused by: org.postgresql.util.PSQLException: ERROR: null value in column "email" of relation "users" '
+    "violates not-null constraint"
+)
+REFUSED = "Caused by: org.postgresql.util.PSQLException: Connection to db:5432 refused. Check that the hostname"
+PERMANENT_REASON = "FAILED; permanent: not-null constraint violated (column email); no restart fixes it"
+
+
+def broken(trace: str = NOT_NULL, state: str = "RUNNING") -> Observed:
+    return Observed("c", state, ("RUNNING", "FAILED"), trace)
+
+
+def test_a_permanent_cause_is_not_restarted_and_notified_once() -> None:
+    d = decide(broken(), None, 100, CFG)
+    assert d == Decision(
+        "c", "permanent", Record(notified=0), f"{PERMANENT_REASON} (0 of 3 restarts spent)", True, d.cause
+    )
+    assert d.cause is not None and (d.cause.rule, d.cause.kind) == ("not-null-violation", "permanent")
+    again = decide(broken(), d.record, 10_000, CFG)
+    assert (again.verdict, again.record, again.notify) == ("permanent", Record(notified=0), False)
+
+
+def test_a_permanent_cause_keeps_what_earlier_restarts_spent() -> None:
+    rec = Record(count=2, last_restart=50.0, notified=-1)  # restarted twice for another cause, no message yet
+    d = decide(broken(), rec, 60, CFG)  # within the backoff: no matter, nothing is restarted
+    assert d.verdict == "permanent" and d.notify and d.reason == f"{PERMANENT_REASON} (2 of 3 restarts spent)"
+    assert d.record == Record(count=2, last_restart=50.0, notified=2)
+    told = Record(count=2, last_restart=50.0, notified=2)  # a relapse message went out at this count
+    assert decide(broken(), told, 60, CFG) == Decision("c", "permanent", told, d.reason, False, d.cause)
+
+
+def test_permanent_wins_over_an_exhausted_budget_and_is_found_on_a_failed_connector() -> None:
+    d = decide(broken(state="FAILED"), Record(count=3, last_restart=0, notified=3), 10_000, CFG)
+    assert d.verdict == "permanent" and not d.notify and d.record == Record(count=3, last_restart=0, notified=3)
+
+
+def test_a_permanent_trace_does_not_matter_unless_failed() -> None:
+    assert decide(Observed("c", "PAUSED", ("FAILED",), NOT_NULL), None, 0, CFG).verdict == "skipped"
+    assert decide(Observed("c", "RUNNING", ("UNASSIGNED",), NOT_NULL), None, 0, CFG).verdict == "grace"
+    assert decide(Observed("c", "RUNNING", ("RUNNING",), NOT_NULL), None, 0, CFG).verdict == "healthy"
+
+
+def test_an_episode_ends_when_healthy_and_the_next_one_is_notified_again() -> None:
+    first = decide(broken(), None, 0, CFG)
+    healthy = decide(running(), first.record, 10, CFG)
+    assert healthy.record is None
+    assert decide(broken(), healthy.record, 20, CFG).notify
+
+
+def test_a_transient_cause_is_restarted_and_named() -> None:
+    d = decide(broken(REFUSED), None, 5, CFG)
+    assert d == Decision(
+        "c", "restart", Record(count=1, last_restart=5), "FAILED (connection refused); restart 1 of 3", False, d.cause
+    )
+    assert d.cause is not None and (d.cause.rule, d.cause.permanent) == ("connection-refused", False)
+    assert decide(failed(), None, 5, CFG).cause is None  # "boom": unknown, restarted as before
