@@ -51,7 +51,7 @@ def _pair(
         sources=_sources(d, runs),
         publication=d.source.publication,
         signal_table=str(d.source.signal_table),
-        policy=d.schema_changes,
+        policy=p.schema_changes or d.schema_changes,
         origin=f"{d.file} at {s.path}",
     )
 

@@ -137,6 +137,8 @@ def _shape(p: dict[str, Any], at: list[PathElem]) -> Iterator[tuple[list[PathEle
     if "source_table" in p:
         yield from (([*at, k], f"{k} belongs to a source_topic pipeline") for k in ("key", "columns") if k in p)
         return
+    if "schema_changes" in p:  # a topic has no source table whose schema could drift
+        yield ([*at, "schema_changes"], "schema_changes belongs to a source_table pipeline")
     yield from (([*at, k], f"missing required key {k!r}: the topic's fields") for k in ("key", "columns") if k not in p)
     for j, sink in enumerate(p["sinks"]):
         if "table" not in sink:
@@ -207,7 +209,9 @@ def _build(doc: YamlDoc, registries: Registries = no_registries) -> Definition:
         converter=_converter(conv, data["cluster"], registries),
         source=_source(data.get("source", {}), option_values(doc, ["source", "options"])),
         pipelines=tuple(
-            _pipeline(doc, p, i, defaults) for i, p in enumerate(data["pipelines"]) if "source_topic" not in p
+            _pipeline(doc, p, i, defaults, data.get("schema_changes", {}))
+            for i, p in enumerate(data["pipelines"])
+            if "source_topic" not in p
         ),
         lines=_lines(doc),
         compat=data.get("compat", ""),
@@ -218,10 +222,11 @@ def _build(doc: YamlDoc, registries: Registries = no_registries) -> Definition:
     )
 
 
-def _schema_changes(raw: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """The policy for schema drift, with its safe defaults (an added column: report; a breaking
-    change: pause the sinks before they fail)."""
-    return (("added", raw.get("added", "report")), ("breaking", raw.get("breaking", "pause")))
+def _schema_changes(raw: dict[str, str], over: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """The policy for schema drift: the pipeline's keys, over the definition's (`over`), over the
+    safe defaults (an added column: report; a breaking change: pause the sinks before they fail)."""
+    merged = {"added": "report", "breaking": "pause", **(over or {}), **raw}
+    return (("added", merged["added"]), ("breaking", merged["breaking"]))
 
 
 def _converter(conv: dict[str, Any], cluster: str, registries: Registries) -> Converter:
@@ -259,9 +264,13 @@ def _source(raw: dict[str, Any], options: dict[str, str]) -> SourceSpec:
     )
 
 
-def _pipeline(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> Pipeline:
+def _pipeline(
+    doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any], over: dict[str, str]
+) -> Pipeline:
     source_table = TableRef.parse(raw["source_table"])
-    return Pipeline(source_table, _sinks(doc, raw, index, defaults, source_table), f"pipelines[{index}]")
+    sinks = _sinks(doc, raw, index, defaults, source_table)
+    policy = _schema_changes(raw["schema_changes"], over) if "schema_changes" in raw else None
+    return Pipeline(source_table, sinks, f"pipelines[{index}]", schema_changes=policy)
 
 
 def _topic(doc: YamlDoc, raw: dict[str, Any], index: int, defaults: dict[str, Any]) -> TopicPipeline:

@@ -71,6 +71,7 @@ class Pipeline:
     source_table: TableRef
     sinks: tuple[SinkSpec, ...]
     path: str
+    schema_changes: tuple[tuple[str, str], ...] | None = None  # over the definition's (drift.model)
 
 
 @dataclass(frozen=True)

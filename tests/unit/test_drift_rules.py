@@ -154,3 +154,45 @@ def test_ignore_is_left_out_of_what_is_shown() -> None:
     phone = LiveColumn("phone", "text")
     found = compare(pair, live(*BASE, phone), live(*BASE, phone), OK)
     assert Report(found).shown == () and Report(found).of("s1") == found
+
+
+# --- the policy, as a definition and its pipelines say it -----------------------------------
+
+DEFINITION = """
+cluster: platforms
+database: bob
+envs: [local]
+orgs: [acme]
+schema_changes: {added: ignore}
+pipelines:
+  - source_table: users
+    schema_changes: {breaking: report}
+    sinks: [{database: auth}]
+  - source_table: students
+    sinks: [{database: auth}]
+"""
+
+
+def test_a_pipelines_policy_overrides_its_definitions_over_the_safe_defaults() -> None:
+    from hephaestus.generator.definitions import parse_definition
+    from hephaestus.yamlsrc import parse_yaml
+
+    d = parse_definition(parse_yaml("bob.yaml", DEFINITION))
+    assert d.schema_changes == (("added", "ignore"), ("breaking", "pause"))
+    assert d.pipelines[0].schema_changes == (("added", "ignore"), ("breaking", "report"))
+    assert d.pipelines[1].schema_changes is None
+    plain = parse_definition(parse_yaml("bob.yaml", DEFINITION.replace("schema_changes: {added: ignore}\n", "")))
+    assert plain.schema_changes == (("added", "report"), ("breaking", "pause"))
+
+
+def test_a_topic_pipeline_has_no_schema_policy_and_a_bad_value_is_named() -> None:
+    from hephaestus.errors import InputErrors
+    from hephaestus.generator.definitions import parse_definition
+    from hephaestus.yamlsrc import parse_yaml
+
+    topic = DEFINITION + "  - source_topic: t\n    key: [id]\n    columns: [id]\n    schema_changes: {added: report}\n"
+    topic += "    sinks: [{database: auth, table: t}]\n"
+    with pytest.raises(InputErrors, match=r"pipelines\[2\]\.schema_changes.*belongs to a source_table pipeline"):
+        parse_definition(parse_yaml("bob.yaml", topic))
+    with pytest.raises(InputErrors, match=r"schema_changes\.breaking"):
+        parse_definition(parse_yaml("bob.yaml", DEFINITION.replace("{breaking: report}", "{breaking: drop}")))
