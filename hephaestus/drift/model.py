@@ -63,7 +63,6 @@ class Pair:
     publication: str = ""
     signal_table: str = ""
     policy: tuple[tuple[str, str], ...] = ((ADDED, "report"), (BREAKING, "pause"))
-    origin: str = ""  # the definition file and field, for messages
 
     @property
     def name(self) -> str:

@@ -52,7 +52,6 @@ def _pair(
         publication=d.source.publication,
         signal_table=str(d.source.signal_table),
         policy=p.schema_changes or d.schema_changes,
-        origin=f"{d.file} at {s.path}",
     )
 
 

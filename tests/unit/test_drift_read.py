@@ -5,6 +5,7 @@ database the project does not name is said, not compared; no definitions: nothin
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from hephaestus import pg
 from hephaestus.drift.read import schema_report
 from hephaestus.project import load_project
-from tests.unit.pgfake import Server, on
+from tests.unit.pgfake import Server
 
 REPO = Path(__file__).resolve().parents[2]
 SINK = "local_manabie_bob_to_auth_users_sink_connector"
@@ -35,18 +36,32 @@ def columns(table: str, cols: list[tuple[str, str, bool, bool]]) -> list[tuple[A
     return [(table, *c) for c in cols]
 
 
+def strict(pattern: str, rows: list[tuple[Any, ...]], asked: list[str]) -> Any:
+    """Answers `pattern` only when asked for exactly `asked` (sorted, as one array), with the rows of those."""
+
+    def answer(text: str, params: list[Any]) -> list[tuple[Any, ...]] | None:
+        if not re.search(pattern, text):
+            return None
+        assert params == [asked], params
+        return [r for r in rows if r[0] in asked]
+
+    return answer
+
+
 def bob(extra: list[tuple[str, str, bool, bool]] | None = None, published: bool = True) -> Server:
     rows = columns("public.users", [*USERS, *(extra or [])]) + columns(
         "public.dbz_signals", [("id", "text", False, False)]
     )
+    rows += columns("public.other", [("x", "text", False, False)])  # never asked for
     pubs = [
         ("debezium_publication", False, t) for t in ("public.dbz_signals", *(("public.users",) if published else ()))
     ]
+    tables = ["public.dbz_signals", "public.users"]
     return Server(
         handlers=[
-            on(r"FROM information_schema\.columns", rows),
-            on(r"WHERE i\.indisprimary", [("public.users", "user_id")]),
-            on(r"FROM pg_publication p", pubs),
+            strict(r"FROM information_schema\.columns", rows, tables),
+            strict(r"WHERE i\.indisprimary", [("public.users", "user_id")], tables),
+            strict(r"FROM pg_publication p", pubs, ["debezium_publication"]),
         ]
     )
 
@@ -55,9 +70,9 @@ def auth(extra: list[tuple[str, str, bool, bool]] | None = None) -> Server:
     sink = [c for c in USERS if c[0] != "internal_note"] + list(extra or [])
     return Server(
         handlers=[
-            on(r"FROM information_schema\.columns", columns("public.users", sink)),
-            on(r"WHERE i\.indisprimary", [("public.users", "user_id")]),
-            on(r"FROM pg_publication p", []),
+            strict(r"FROM information_schema\.columns", columns("public.users", sink), ["public.users"]),
+            strict(r"WHERE i\.indisprimary", [("public.users", "user_id")], ["public.users"]),
+            strict(r"FROM pg_publication p", [], []),
         ]
     )
 
@@ -121,3 +136,42 @@ def test_a_catalog_that_does_not_parse_is_one_unknown_naming_it(project: Path) -
 def test_no_definitions_compares_nothing(project: Path) -> None:
     shutil.rmtree(project.parent / "definitions")
     assert report(project, {}).findings == () and report(project, {}).pipelines == ()
+
+
+def test_a_required_sink_column_counts_its_default_and_the_sessions_are_named(project: Path) -> None:
+    required = [("tenant", "text", False, False)]
+    servers = {"bob": bob(), "auth": auth(required)}
+    (f,) = report(project, servers).findings
+    assert (f.code, f.subject, f.sinks, f.sources) == ("sink-write-fails", "users.tenant", (SINK,), ())
+    assert report(project, {"bob": bob(), "auth": auth([("tenant", "text", False, True)])}).findings == ()
+    assert servers["auth"].connects[0]["application_name"] == "hephaestus schema"
+
+
+def test_a_source_database_that_refuses_names_it(project: Path) -> None:
+    (f,) = report(project, {"bob": Server(refuse="boom"), "auth": auth()}).findings
+    assert (f.code, f.subject, f.sinks, f.sources) == ("unknown", "bob", (SINK,), (SOURCE,))
+    assert f.why.startswith("cannot read database bob: ") and "boom" in f.why
+
+
+def test_a_publication_for_all_tables_and_one_that_is_gone(project: Path) -> None:
+    every = bob()
+    every.handlers[2] = strict(
+        r"FROM pg_publication p", [("debezium_publication", True, None)], ["debezium_publication"]
+    )
+    assert report(project, {"bob": every, "auth": auth()}).findings == ()
+    gone = bob()
+    gone.handlers[2] = strict(r"FROM pg_publication p", [], ["debezium_publication"])
+    (f,) = report(project, {"bob": gone, "auth": auth()}).findings
+    assert (f.code, f.why) == ("capture-dropped", "publication debezium_publication does not exist in bob")
+
+
+def test_the_old_layout_reads_catalogs_from_schemas(project: Path) -> None:
+    (project.parent / "catalogs").rename(project.parent / "schemas")
+    assert report(project, {"bob": bob(), "auth": auth()}).pipelines == ("bob.public.users->auth.public.users",)
+
+
+def test_definitions_that_do_not_parse_are_one_unknown_for_every_cluster(project: Path) -> None:
+    (project.parent / "definitions" / "bob.yaml").write_text("cluster: [")
+    (f,) = report(project, {}).findings
+    assert (f.code, f.pipeline, f.subject) == ("unknown", "*", "definitions")
+    assert f.why.startswith("cannot compare schemas: ") and "bob.yaml" in f.why

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from hephaestus.drift.model import Capture, LiveColumn, LiveTable, Pair, Report
+from hephaestus.drift.model import Capture, Finding, LiveColumn, LiveTable, Pair, Report
 from hephaestus.drift.read import Shapes, compared
 from hephaestus.drift.rules import compare, fits
 from hephaestus.generator.model import Column, TableRef, TableSchema
@@ -196,3 +196,123 @@ def test_a_topic_pipeline_has_no_schema_policy_and_a_bad_value_is_named() -> Non
         parse_definition(parse_yaml("bob.yaml", topic))
     with pytest.raises(InputErrors, match=r"schema_changes\.breaking"):
         parse_definition(parse_yaml("bob.yaml", DEFINITION.replace("{breaking: report}", "{breaking: drop}")))
+
+
+# --- pinned: every finding's words, to the letter (from mutation testing) ---------------------
+
+
+def test_every_finding_says_exactly_what_and_where() -> None:
+    def why(src: LiveTable | None, dst: LiveTable | None, pair: Pair = PAIR) -> list[str]:
+        return [f.describe() for f in compare(pair, src, dst, OK)]
+
+    assert why(None, live(*BASE)) == [
+        "capture-dropped public.users: bob.public.users no longer exists (dropped or renamed) (affects s1)"
+    ]
+    assert why(live(*BASE), None) == [
+        "sink-write-fails public.users: sink table auth.public.users does not exist (affects s1)"
+    ]
+    assert why(live(*BASE, pk=()), live(*BASE, pk=("user_id", "name"))) == [
+        "sink-write-fails public.users: primary key changed: source (none), catalog (user_id), "
+        "sink (user_id, name) (affects s1)"
+    ]
+    assert why(live(*BASE, pk=("user_id", "name")), live(*BASE, pk=())) == [
+        "sink-write-fails public.users: primary key changed: source (user_id, name), catalog (user_id), "
+        "sink (none) (affects s1)"
+    ]
+    no_key = replace(PAIR, catalog_source=TableSchema(CAT.columns, ("user_id", "name")))
+    assert "catalog (user_id, name)" in why(live(*BASE), live(*BASE), no_key)[0]
+    assert (
+        "catalog (none)" in why(live(*BASE), live(*BASE), replace(PAIR, catalog_source=TableSchema(CAT.columns, ())))[0]
+    )
+    required = live(BASE[0], BASE[1], LiveColumn("email", "text", nullable=False))
+    assert why(live(*BASE[:2]), required) == [
+        "sink-write-fails users.email: auth.public.users.email is NOT NULL without a default and the source no longer "
+        "sends it (affects s1)"
+    ]
+    assert why(live(*BASE), live(*BASE, LiveColumn("t", "text", nullable=False))) == [
+        "sink-write-fails users.t: auth.public.users.t is NOT NULL without a default and the source does not send it "
+        "(affects s1)"
+    ]
+    phone = LiveColumn("phone", "text")
+    assert why(live(*BASE, phone), live(*BASE, phone)) == [
+        "column-not-replicated users.phone: source and sink tables have it; the sink does not write it "
+        "(catalog refresh, then generate) (affects s1)"
+    ]
+    assert why(live(*BASE, phone), live(*BASE)) == [
+        "column-not-replicated users.phone: the catalog lacks it and auth.public.users has no such column (affects s1)"
+    ]
+
+
+def test_a_narrowing_names_both_types_and_a_length_is_not_a_change_of_type() -> None:
+    cat = TableSchema(
+        (Column("user_id", "text"), Column("n", "bigint"), Column("v", "character varying")), ("user_id",)
+    )
+    pair = replace(PAIR, catalog_source=cat, catalog_sink=cat)
+    src = live(BASE[0], LiveColumn("n", "numeric"), LiveColumn("v", "character varying(20)"))
+    dst = live(BASE[0], LiveColumn("n", "bigint"), LiveColumn("v", "character varying(10)"))
+    (f,) = compare(pair, src, dst, OK)
+    assert f.describe() == "sink-write-fails users.n: type narrows: source numeric, sink bigint (affects s1)"
+    assert f.pipeline == "bob.public.users->auth.public.users"
+
+
+def test_fits_equal_lengths_across_the_char_types() -> None:
+    assert fits("character(20)", "character varying(20)") and not fits("character(21)", "character varying(20)")
+    assert fits("smallint", "bigint") and not fits("bigint", "smallint")
+
+
+def test_a_finding_with_no_connector_says_so() -> None:
+    assert Finding("unknown", "p", "s", "why").describe() == "unknown s: why (affects no connector)"
+    assert Finding("unknown", "p", "s", "why", sources=("src",)).describe() == "unknown s: why (affects src)"
+
+
+# --- which pairs: a catalog that cannot describe one is unknown --------------------------------
+
+
+def _defs(text: str = DEFINITION) -> list[object]:
+    from hephaestus.generator.definitions import parse_definition
+    from hephaestus.yamlsrc import parse_yaml
+
+    return [parse_definition(parse_yaml("bob.yaml", text))]
+
+
+def _catalogs(**tables: dict[str, TableSchema]) -> dict[str, object]:
+    from hephaestus.generator.model import Catalog
+
+    return {
+        db: Catalog(f"{db}.json", db, {TableRef("public", n): t for n, t in ts.items()}) for db, ts in tables.items()
+    }
+
+
+def test_pairs_take_the_runs_policies_and_name_what_no_catalog_describes() -> None:
+    from hephaestus.drift.pipelines import pairs
+
+    runs = {"local_acme_bob_to_auth_users_sink_connector", "local_acme_bob_source_connector"}
+    catalogs = _catalogs(bob={"users": CAT, "students": CAT}, auth={"users": CAT})
+    found, unknown = pairs(_defs(), catalogs, lambda c, n: c == "platforms" and n in runs)  # type: ignore[arg-type]
+    (p,) = found
+    assert (p.name, p.sinks, p.sources, p.publication, p.signal_table) == (
+        "bob.public.users->auth.public.users",
+        ("local_acme_bob_to_auth_users_sink_connector",),
+        ("local_acme_bob_source_connector",),
+        "debezium_publication",
+        "public.dbz_signals",
+    )
+    assert p.policy == (("added", "ignore"), ("breaking", "report")) and unknown == []
+    every = lambda c, n: True  # noqa: E731
+    found, unknown = pairs(_defs(), _catalogs(bob={"users": CAT}, auth={"users": CAT}), every)  # type: ignore[arg-type]
+    assert [f.describe() for f in unknown] == [
+        "unknown public.students: bob.json has no table public.students "
+        "(affects local_acme_bob_to_auth_students_sink_connector)"
+    ]
+    assert found[0].policy == (("added", "ignore"), ("breaking", "report"))
+    _, unknown = pairs(_defs(), _catalogs(auth={"users": CAT, "students": CAT}), every)  # type: ignore[arg-type]
+    assert [f.why for f in unknown] == ["no catalog for database bob"] * 2
+    _, unknown = pairs(_defs(), _catalogs(bob={"users": CAT, "students": CAT}, auth={}), every)  # type: ignore[arg-type]
+    assert [f.why for f in unknown] == ["auth.json has no table public.users", "auth.json has no table public.students"]
+    plain = _defs(DEFINITION.replace("schema_changes: {added: ignore}\n", ""))
+    both = _catalogs(bob={"users": CAT, "students": CAT}, auth={"users": CAT, "students": CAT})
+    found, _ = pairs(plain, both, every)  # type: ignore[arg-type]
+    assert [p.policy for p in found] == [
+        (("added", "report"), ("breaking", "report")),
+        (("added", "report"), ("breaking", "pause")),
+    ]

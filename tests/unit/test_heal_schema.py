@@ -69,3 +69,10 @@ def test_other_effects_and_other_clusters_sinks_change_nothing(tmp_path: Path) -
     double.add("s", SINK)
     schema = Report((*broken("elsewhere").findings, *broken("s", code="column-not-replicated").findings))
     assert run(tmp_path, double, schema)[0] == [("s", "healthy")] and double.writes() == []
+
+
+def test_a_stopped_broken_sink_is_not_paused(tmp_path: Path) -> None:
+    double = ConnectDouble()
+    double.add("s", SINK)
+    double.connectors["s"].state = "STOPPED"
+    assert run(tmp_path, double, broken("s"))[0] == [("s", "held")] and double.writes() == []
