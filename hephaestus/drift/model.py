@@ -101,10 +101,15 @@ class Report:
     findings: tuple[Finding, ...] = ()
     pipelines: tuple[str, ...] = ()  # every pipeline compared (a gauge of 0 for each in step)
     unchecked: tuple[str, ...] = ()  # databases the project does not name: said, not compared
+    compared: frozenset[str] = frozenset()  # the connectors whose pipelines were read and compared
 
     @property
     def checked(self) -> int:
         return len(self.pipelines)
+
+    def in_step(self, connector: str) -> bool:
+        """Compared, and no change breaks it: a schema it failed on has been mended."""
+        return connector in self.compared and not any(f.code == BREAKS_SINK for f in self.of(connector))
 
     def of(self, connector: str) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if connector in f.sinks or connector in f.sources)

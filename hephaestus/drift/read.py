@@ -53,10 +53,10 @@ class Shapes:
 
 
 def schema_report(project: Project, runs: Runs) -> Report:
-    """Every pipeline the selected clusters run, compared; no definitions beside the project
-    file: nothing to compare (a fleet whose connectors are not generated here)."""
-    folder = Path(project.file).parent
-    if not (folder / "definitions").is_dir():
+    """Every pipeline the selected clusters run, compared; no definitions (beside the project
+    file or in the working directory): nothing to compare (connectors not generated here)."""
+    folder = _home(project)
+    if folder is None:
         return Report()
     try:
         pairs, unknown = _pairs(project, folder, runs)
@@ -70,6 +70,12 @@ def schema_report(project: Project, runs: Runs) -> Report:
 
 def _unnamed(database: str) -> str:
     return f"schema drift of database {database} not checked: add it to the project's databases"
+
+
+def _home(project: Project) -> Path | None:
+    """Where `definitions/` and `catalogs/` are: beside the project file, else in the working
+    directory (the chart mounts the project file apart from the image's /app, which holds them)."""
+    return next((f for f in (Path(project.file).parent, Path.cwd()) if (f / "definitions").is_dir()), None)
 
 
 def _pairs(project: Project, folder: Path, runs: Runs) -> tuple[list[Pair], list[Finding]]:
@@ -88,6 +94,7 @@ def _pairs(project: Project, folder: Path, runs: Runs) -> tuple[list[Pair], list
 def compared(pairs: Sequence[Pair], shapes: dict[str, Shapes | str], unknown: Iterable[Finding] = ()) -> Report:
     """The findings of every pair (pure); a pair whose database could not be read is unknown."""
     found = list(unknown)
+    read: set[str] = set()
     for p in pairs:
         src, dst = shapes.get(p.source_db, "not read"), shapes.get(p.sink_db, "not read")
         if isinstance(src, str) or isinstance(dst, str):
@@ -104,7 +111,8 @@ def compared(pairs: Sequence[Pair], shapes: dict[str, Shapes | str], unknown: It
             )
             continue
         found += rules.compare(p, src.tables.get(str(p.source)), dst.tables.get(str(p.sink)), _capture(p, src))
-    return Report(tuple(found), tuple(p.name for p in pairs))
+        read.update((*p.sinks, *p.sources))
+    return Report(tuple(found), tuple(p.name for p in pairs), compared=frozenset(read))
 
 
 def _capture(p: Pair, shapes: Shapes) -> Capture:

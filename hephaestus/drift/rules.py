@@ -27,6 +27,7 @@ def compare(pair: Pair, source: LiveTable | None, sink: LiveTable | None, captur
     return (
         *found,
         *_keys(pair, source, sink),
+        *_absent(pair, source, sink),
         *_required(pair, source, sink),
         *_narrowed(pair, source, sink),
         *_unwritten(pair, source, sink),
@@ -83,6 +84,17 @@ def _keys(pair: Pair, source: LiveTable, sink: LiveTable) -> list[Finding]:
     shown = ", ".join(source.primary_key) or "none"
     why = f"primary key changed: source ({shown}), catalog ({', '.join(pair.catalog_source.primary_key) or 'none'}), "
     return [_fails(pair, str(pair.source), why + f"sink ({', '.join(sink.primary_key) or 'none'})")]
+
+
+def _absent(pair: Pair, source: LiveTable, sink: LiveTable) -> list[Finding]:
+    """A column the sink writes (the source sends it, the field list names it) that the sink table
+    no longer has: with schema.evolution=none the sink's next write fails."""
+    there = set(sink.names)
+    return [
+        _fails(pair, _col(pair, name), f"{pair.sink_db}.{pair.sink} has no column {name}, which the sink writes")
+        for name in pair.fields
+        if name in source.names and name not in there
+    ]
 
 
 def _required(pair: Pair, source: LiveTable, sink: LiveTable) -> list[Finding]:

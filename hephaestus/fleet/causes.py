@@ -45,6 +45,19 @@ class Cause:
         return self.kind == "permanent"
 
 
+# Permanent causes a DBA's DDL makes and undoes: once hephaestus.drift finds the pipeline's
+# schema in step again, heal may restart the task (the trace still names the old cause).
+MENDABLE = frozenset(
+    {
+        "not-null-violation",
+        "table-missing",
+        "relation-missing",
+        "column-missing",
+        "sink-column-missing",
+        "sink-column-required",
+    }
+)
+
 _NAME = r'"(?P<{}>[^"]+)"'  # a quoted identifier, as PostgreSQL names it
 
 RULES: tuple[Rule, ...] = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Literal
 
-from hephaestus.fleet.causes import Cause, classify
+from hephaestus.fleet.causes import MENDABLE, Cause, classify
 from hephaestus.settings import HealSettings
 from hephaestus.state.records import HealRecord as Record
 
@@ -44,6 +44,7 @@ class Observed:
     state: str
     task_states: tuple[str, ...]
     trace: str = ""
+    mended: bool = False  # its pipeline's schema was compared and is in step (hephaestus.drift)
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,11 @@ def decide(seen: Observed, record: Record | None, now: float, cfg: HealConfig) -
 def _failed(seen: Observed, rec: Record, now: float, cfg: HealConfig) -> Decision:
     """FAILED: restarted as Strimzi does, unless the trace names a permanent cause."""
     cause = classify(seen.trace)
-    if cause is not None and cause.permanent:
+    if cause is not None and cause.permanent and not (seen.mended and cause.rule in MENDABLE):
         return _permanent(seen, rec, cfg, cause)
     why = f"FAILED ({cause.text})" if cause else "FAILED"
+    if cause is not None and cause.permanent:  # the schema it failed on is in step again
+        why = f"FAILED ({cause.text}; the schema is in step again)"
     return replace(_failing(seen, rec, now, cfg, why), cause=cause)
 
 

@@ -74,8 +74,8 @@ class ClusterHeal:
         return any(i.verdict in FAILING and i.healed is not True for i in self.items)
 
 
-def observe(c: LiveConnector) -> Observed:
-    return Observed(c.name, c.state, tuple(t.state for t in c.tasks), _trace(c))
+def observe(c: LiveConnector, mended: bool = False) -> Observed:
+    return Observed(c.name, c.state, tuple(t.state for t in c.tasks), _trace(c), mended)
 
 
 def _trace(c: LiveConnector, causes: int = 3) -> str:
@@ -99,7 +99,11 @@ def heal_cluster(
         return ClusterHeal(cluster.name, cluster.url, error=str(exc))
     records = store.load(cluster.name)
     broken = schema.broken(options.schema, fleet)
-    decisions = [decide(observe(c), records.get(n), now(), options.config) for n, c in fleet.items() if n not in broken]
+    decisions = [
+        decide(observe(c, options.schema.in_step(n)), records.get(n), now(), options.config)
+        for n, c in fleet.items()
+        if n not in broken
+    ]
     items, refused = _acted(client, cluster, fleet, decisions, broken, options)
     if options.dry_run:
         return ClusterHeal(cluster.name, cluster.url, tuple(items))

@@ -197,3 +197,19 @@ def test_a_transient_cause_is_restarted_and_named() -> None:
     )
     assert d.cause is not None and (d.cause.rule, d.cause.permanent) == ("connection-refused", False)
     assert decide(failed(), None, 5, CFG).cause is None  # "boom": unknown, restarted as before
+
+
+def test_a_mendable_permanent_cause_is_restarted_once_its_schema_is_in_step_again() -> None:
+    from pathlib import Path
+
+    from hephaestus.heal.policy import HealConfig, Observed, decide
+
+    trace = (Path(__file__).parent / "data" / "traces" / "jdbc-sink-alter-disabled.txt").read_text()
+    held = decide(Observed("s", "RUNNING", ("FAILED",), trace), None, 0.0, HealConfig())
+    assert held.verdict == "permanent"
+    mended = decide(Observed("s", "RUNNING", ("FAILED",), trace, mended=True), None, 0.0, HealConfig())
+    assert mended.verdict == "restart" and "the schema is in step again" in mended.reason
+    unique = (Path(__file__).parent / "data" / "traces" / "jdbc-sink-unique.txt").read_text()
+    assert decide(Observed("s", "RUNNING", ("FAILED",), unique, mended=True), None, 0.0, HealConfig()).verdict == (
+        "permanent"
+    )

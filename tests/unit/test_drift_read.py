@@ -133,9 +133,21 @@ def test_a_catalog_that_does_not_parse_is_one_unknown_naming_it(project: Path) -
     assert (f.code, f.pipeline) == ("unknown", "*") and "auth.json" in f.why
 
 
-def test_no_definitions_compares_nothing(project: Path) -> None:
+def test_no_definitions_compares_nothing(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.rmtree(project.parent / "definitions")
+    monkeypatch.chdir(project.parent)
     assert report(project, {}).findings == () and report(project, {}).pipelines == ()
+
+
+def test_definitions_in_the_working_directory_when_none_are_beside_the_project_file(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chart mounts the project file apart from the image's /app, which holds them."""
+    app = tmp_path_factory.mktemp("app")
+    for folder in ("definitions", "catalogs"):
+        shutil.move(str(project.parent / folder), str(app / folder))
+    monkeypatch.chdir(app)
+    assert report(project, {"bob": bob(), "auth": auth()}).pipelines == ("bob.public.users->auth.public.users",)
 
 
 def test_a_required_sink_column_counts_its_default_and_the_sessions_are_named(project: Path) -> None:

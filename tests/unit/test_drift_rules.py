@@ -316,3 +316,18 @@ def test_pairs_take_the_runs_policies_and_name_what_no_catalog_describes() -> No
         (("added", "report"), ("breaking", "report")),
         (("added", "report"), ("breaking", "pause")),
     ]
+
+
+def test_a_column_the_sink_writes_that_its_table_lost_fails_the_sink() -> None:
+    (f,) = compare(PAIR, live(*BASE), live(*BASE[:2]), OK)
+    assert f.describe() == (
+        "sink-write-fails users.email: auth.public.users has no column email, which the sink writes (affects s1)"
+    )
+    # The source dropped it too: nothing sends it, nothing fails.
+    assert compare(PAIR, live(*BASE[:2]), live(*BASE[:2]), OK) == ()
+
+
+def test_in_step_means_compared_and_not_broken() -> None:
+    report = Report(compare(PAIR, live(*BASE), live(*BASE[:2]), OK), compared=frozenset({"s1", "src"}))
+    assert not report.in_step("s1") and report.in_step("src") and not report.in_step("elsewhere")
+    assert Report(compared=frozenset({"s1"})).in_step("s1")
