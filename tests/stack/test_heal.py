@@ -1,6 +1,6 @@
 """Auto-heal against a JDBC sink task that really fails: for a while (its target refuses writes
-during maintenance: restarted with backoff and a budget), or for good (its target table lost a
-column: a permanent cause, never restarted, named once in Slack)."""
+during maintenance: restarted with backoff and a budget), or for good (its target
+table's check constraint refuses its rows: a permanent cause, never restarted, named once in Slack)."""
 
 from __future__ import annotations
 
@@ -59,8 +59,9 @@ BEGIN RAISE EXCEPTION 'auth is read-only during maintenance'; END $$;
 CREATE TRIGGER maintenance BEFORE INSERT OR UPDATE ON users FOR EACH ROW EXECUTE FUNCTION maintenance();
 """
 MAINTENANCE_OVER = "DROP TRIGGER maintenance ON users"
-# A column the records carry is gone and schema.evolution=none: permanent (sink-column-missing).
-DROP_EMAIL = "ALTER TABLE users DROP COLUMN IF EXISTS email"
+# A row the target's check constraint refuses: permanent (check-violation), and no schema drift
+# (hephaestus.drift names a dropped column before the flush, and heal then pauses the sink).
+REFUSE_X = "ALTER TABLE users ADD CONSTRAINT no_x CHECK (name <> 'x')"
 
 
 def break_sink(fleet: Fleet, connect: ConnectClient, user_id: str, how: str = MAINTENANCE) -> None:
@@ -144,17 +145,17 @@ def test_a_permanent_error_is_never_restarted_and_named_in_one_slack_message(
 ) -> None:
     fleet = sink_fleet
     heal_settings(fleet, restart_wait_s=5, state={"file": "heal-state.json"})
-    break_sink(fleet, connect, "lost-1", DROP_EMAIL)
+    break_sink(fleet, connect, "lost-1", REFUSE_X)
     name = sink_of(fleet)
     with slack_receiver() as slack:
         monkeypatch.setenv("HEPHAESTUS_SLACK_WEBHOOK", slack.url)
         for _ in range(2):
             code, report = heal(fleet)
             found = item(report, name)
-            assert code == 2 and (found["verdict"], found["cause"]) == ("permanent", "sink-column-missing"), found
-            assert found["healed"] is None and "schema.evolution=none" in found["reason"], found
+            assert code == 2 and (found["verdict"], found["cause"]) == ("permanent", "check-violation"), found
+            assert found["healed"] is None and "no_x" in found["reason"], found
     assert len(slack.texts()) == 1, slack.texts()
-    assert "a permanent error, not restarted" in slack.texts()[0] and "schema.evolution=none" in slack.texts()[0]
+    assert "a permanent error, not restarted" in slack.texts()[0] and "no_x" in slack.texts()[0]
     assert restart_count(fleet, name) == 0
 
 
