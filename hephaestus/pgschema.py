@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hephaestus import pg
 from hephaestus.errors import HephaestusError, InputError
-from hephaestus.generator.catalogdiff import Change, changes
+from hephaestus.generator.catalogdiff import TableChange, changes
 from hephaestus.generator.catalogs import catalog_json, load_catalogs
 from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
 from hephaestus.project import Project
@@ -57,7 +57,7 @@ def dump(dsn: str, database: str) -> Catalog:
 class Refreshed:
     path: Path
     text: str  # the catalog as the database holds it now, as `catalog dump` writes it
-    changes: tuple[Change, ...]
+    changes: tuple[TableChange, ...]
     stale: bool  # the file's bytes differ from `text` (or there is no file yet)
     line: str  # what to print for it
 

@@ -20,7 +20,7 @@ class Retyped:
 
 
 @dataclass(frozen=True)
-class Change:
+class TableChange:
     """One table's change. A table added or gone carries nothing else: its columns are in the
     file, and listing them all would bury the change in the review."""
 
@@ -46,21 +46,21 @@ class Change:
         return tuple(found)
 
 
-def changes(old: Catalog, new: Catalog) -> tuple[Change, ...]:
+def changes(old: Catalog, new: Catalog) -> tuple[TableChange, ...]:
     """Tables added, then gone, then changed, each group in name order; () when alike."""
-    found = [Change(ref, "added") for ref in sorted(new.tables.keys() - old.tables.keys())]
-    found += [Change(ref, "gone") for ref in sorted(old.tables.keys() - new.tables.keys())]
+    found = [TableChange(ref, "added") for ref in sorted(new.tables.keys() - old.tables.keys())]
+    found += [TableChange(ref, "gone") for ref in sorted(old.tables.keys() - new.tables.keys())]
     for ref in sorted(old.tables.keys() & new.tables.keys()):
         if (change := table_change(ref, old.tables[ref], new.tables[ref])) is not None:
             found.append(change)
     return tuple(found)
 
 
-def table_change(ref: TableRef, old: TableSchema, new: TableSchema) -> Change | None:
+def table_change(ref: TableRef, old: TableSchema, new: TableSchema) -> TableChange | None:
     """How one table changed, or None when its columns, their order and its key are the same."""
     before = {c.name: c.type for c in old.columns}
     after = {c.name: c.type for c in new.columns}
-    change = Change(
+    change = TableChange(
         ref,
         "changed",
         added=tuple(c for c in new.columns if c.name not in before),
@@ -71,4 +71,4 @@ def table_change(ref: TableRef, old: TableSchema, new: TableSchema) -> Change | 
         reordered=[n for n in before if n in after] != [n for n in after if n in before],
         primary_key=None if old.primary_key == new.primary_key else (old.primary_key, new.primary_key),
     )
-    return None if change == Change(ref, "changed") else change
+    return None if change == TableChange(ref, "changed") else change

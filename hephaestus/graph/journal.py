@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hephaestus.graph.live import change_of
-from hephaestus.graph.model import Change
+from hephaestus.graph.model import RecordedChange
 from hephaestus.project import Project
 from hephaestus.state import auditread
 
-Changes = dict[tuple[str, str], Change]
+Changes = dict[tuple[str, str], RecordedChange]
 
 
 def last_changes(project: Project, clusters: Sequence[str]) -> tuple[Changes, tuple[str, ...]]:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from hephaestus.fleet.slots import size
 from hephaestus.graph.connectors import connector_id
-from hephaestus.graph.model import CONNECTORS, Change, Health, Lineage, Node, Overlay
+from hephaestus.graph.model import CONNECTORS, Health, Lineage, Node, Overlay, RecordedChange
 
 UNREADABLE = "UNREADABLE"
 ABSENT = "ABSENT"
@@ -82,7 +82,7 @@ def unreadable(view: ClusterLike) -> str:
 def overlay(
     lineage: Lineage,
     views: Sequence[ClusterLike],
-    changes: Mapping[tuple[str, str], Change],
+    changes: Mapping[tuple[str, str], RecordedChange],
     errors: Sequence[str] = (),
 ) -> Overlay:
     """Each connector node's health (UNREADABLE when its cluster could not be read, ABSENT when
@@ -116,12 +116,12 @@ def _health(
     return health_of(view) if view else None
 
 
-def change_of(entry: Mapping[str, Any]) -> Change | None:
+def change_of(entry: Mapping[str, Any]) -> RecordedChange | None:
     """An audit record as a change: an outcome (ok, failed), not an intent."""
     outcome = str(entry.get("outcome", ""))
     if not outcome or outcome == "intent":
         return None
-    return Change(
+    return RecordedChange(
         str(entry.get("ts", "")),
         str(entry.get("action", "")),
         outcome,

@@ -139,7 +139,7 @@ class Health:
 
 
 @dataclass(frozen=True)
-class Change:
+class RecordedChange:
     """The last change the audit journal records of a connector (an outcome, not an intent)."""
 
     ts: str
@@ -155,6 +155,6 @@ class Overlay:
     could not be read, and what else went wrong."""
 
     health: Mapping[str, Health] = field(default_factory=dict, hash=False)
-    changes: Mapping[str, Change] = field(default_factory=dict, hash=False)
+    changes: Mapping[str, RecordedChange] = field(default_factory=dict, hash=False)
     unreadable: Mapping[str, str] = field(default_factory=dict, hash=False)  # cluster → why
     errors: tuple[str, ...] = ()

@@ -47,9 +47,9 @@ def judged(clusters: Sequence[Cluster], policy: Policy) -> tuple[dict[str, Plan]
     return {n: replace(p, refusals=tuple(r.message for r in verdict.refused(n))) for n, p in plans.items()}, verdict
 
 
-def _changes(cluster: str, p: Plan) -> list[fleet.Change]:
+def _changes(cluster: str, p: Plan) -> list[fleet.FleetChange]:
     return [
-        fleet.Change(cluster, s.name, None if s.action == "delete" else s.config, s.renamed_from)
+        fleet.FleetChange(cluster, s.name, None if s.action == "delete" else s.config, s.renamed_from)
         for s in p.writes
         if s.action not in ("state", "restart")  # no config moves: no second writer made
     ]

@@ -138,7 +138,7 @@ class Plan:
     health: tuple[Unhealthy, ...] = ()  # managed connectors not running as they should
     adopt: tuple[str, ...] = ()  # in git and live but not yet owned: recorded as owned by an apply
     warnings: tuple[str, ...] = ()
-    publications: tuple[publications.Change, ...] = ()  # applied before the connector writes
+    publications: tuple[publications.PublicationChange, ...] = ()  # applied before the connector writes
     needs: tuple[Need, ...] = ()  # topics created just before their sink (reconciler.sinktopics)
     backfills: tuple[Backfill, ...] = ()  # sent once the writes are done (reconciler.backfill)
     schema: tuple[Finding, ...] = ()  # what the sources' schema drift does to data (hephaestus.drift)

@@ -22,7 +22,7 @@ from hephaestus.reconciler.model import Desired, Live, config_hash
 from hephaestus.reconciler.outcome import Basis, Secrets, StepResult
 from hephaestus.reconciler.plan import Plan, Policy, Step, Unhealthy
 from hephaestus.reconciler.planner import Needs, Seal, Seen, Topics, Wanted, needs
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety.seal import new_salt
 from hephaestus.secrets import REDACTOR, is_sensitive
 from hephaestus.state import ownership
@@ -112,7 +112,7 @@ class SealedCluster:
     def steps(self, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> tuple[Step, ...]:
         return sealed.steps(self.seal, self.name, desired, live)
 
-    def publications(self) -> tuple[Change, ...]:
+    def publications(self) -> tuple[PublicationChange, ...]:
         return sealed.publications(self.seal, self.name)
 
     def adopt(self) -> tuple[str, ...]:

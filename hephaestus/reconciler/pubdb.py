@@ -16,7 +16,7 @@ from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan
 from hephaestus.reconciler.planner import Publications
-from hephaestus.reconciler.publications import Change, Published
+from hephaestus.reconciler.publications import PublicationChange, Published
 
 
 def read(dsn: str, database: str, publication: str, named: Iterable[str]) -> Published:
@@ -40,7 +40,7 @@ def read(dsn: str, database: str, publication: str, named: Iterable[str]) -> Pub
     return Published(True, frozenset(str(t[0]) for t in tables), bool(row[0]), absent)
 
 
-def alter(dsn: str, change: Change) -> None:
+def alter(dsn: str, change: PublicationChange) -> None:
     """One transaction per publication: all of its tables change, or none."""
     from psycopg import sql
 

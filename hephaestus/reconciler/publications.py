@@ -48,7 +48,7 @@ class Published:
 
 
 @dataclass(frozen=True)
-class Change:
+class PublicationChange:
     database: str
     publication: str
     add: tuple[str, ...] = ()
@@ -79,7 +79,9 @@ def sources(desired: Mapping[str, Desired], live: Mapping[str, Live]) -> list[So
     return found
 
 
-def upkeep(found: Iterable[Source], state: Mapping[tuple[str, str], Published]) -> tuple[tuple[Change, ...], Problems]:
+def upkeep(
+    found: Iterable[Source], state: Mapping[tuple[str, str], Published]
+) -> tuple[tuple[PublicationChange, ...], Problems]:
     """The changes, and the problems that stop the cluster's apply; publications absent from
     `state` (not readable here) are left alone."""
     groups: dict[tuple[str, str], list[Source]] = {}
@@ -94,7 +96,7 @@ def upkeep(found: Iterable[Source], state: Mapping[tuple[str, str], Published]) 
     return tuple(changes), problems
 
 
-def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Change | None, Problems]:
+def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[PublicationChange | None, Problems]:
     database, publication = key
     wanted = frozenset().union(*(s.tables for s in group))
     if not pub.exists:
@@ -113,7 +115,7 @@ def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[Cha
     if not add and not drop:
         return None, problems
     users = tuple(s.connector for s in group if s.tables & set(add) or s.dropped & set(drop))
-    return Change(database, publication, tuple(add), tuple(drop), users), problems
+    return PublicationChange(database, publication, tuple(add), tuple(drop), users), problems
 
 
 def _them(names: Sequence[str]) -> str:

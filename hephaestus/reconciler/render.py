@@ -9,7 +9,7 @@ from typing import Any
 
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import KeyChange, Plan, Step
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.secrets import digest, is_placeholder, is_sensitive, mask_value
 
 Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal
@@ -206,7 +206,7 @@ def _plan_dict(plan: Plan | None) -> dict[str, Any]:
     }
 
 
-def _publication_dict(ch: Change) -> dict[str, Any]:
+def _publication_dict(ch: PublicationChange) -> dict[str, Any]:
     return {
         "database": ch.database,
         "publication": ch.publication,

@@ -40,7 +40,7 @@ from hephaestus.project import Cluster, Project
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Step
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety import seal
 from hephaestus.safety.effects import few
 from hephaestus.safety.seal import Fingerprints
@@ -355,11 +355,11 @@ def _value(sealed: Sealed, name: str, key: str, value: Any, d: Desired | None) -
     return found
 
 
-def publications(sealed: Sealed, name: str) -> tuple[Change, ...]:
+def publications(sealed: Sealed, name: str) -> tuple[PublicationChange, ...]:
     sc = sealed.cluster(name)
     assert sc is not None
     return tuple(
-        Change(c["database"], c["publication"], tuple(c["add"]), tuple(c["drop"]), tuple(c["connectors"]))
+        PublicationChange(c["database"], c["publication"], tuple(c["add"]), tuple(c["drop"]), tuple(c["connectors"]))
         for c in sc["publications"]
     )
 

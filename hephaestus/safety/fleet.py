@@ -43,7 +43,7 @@ class Member:
 
 
 @dataclass(frozen=True)
-class Change:
+class FleetChange:
     """What one write does to the fleet: `config` None for a delete."""
 
     cluster: str
@@ -56,7 +56,7 @@ class Change:
         return (self.cluster, self.name)
 
 
-def after(before: Iterable[Member], changes: Sequence[Change], kafka: Mapping[str, str | None]) -> list[Member]:
+def after(before: Iterable[Member], changes: Sequence[FleetChange], kafka: Mapping[str, str | None]) -> list[Member]:
     """The fleet once the changes are made."""
     gone = {c.key for c in changes} | {(c.cluster, c.renamed_from) for c in changes if c.renamed_from}
     kept = [m for m in before if m.key not in gone]
@@ -105,7 +105,7 @@ def _reading(view: views.Sink, topic: str) -> views.Sink:
 
 
 def judge(
-    before: Sequence[Member], changes: Sequence[Change], resolve: Resolver, kafka: Mapping[str, str | None]
+    before: Sequence[Member], changes: Sequence[FleetChange], resolve: Resolver, kafka: Mapping[str, str | None]
 ) -> dict[Key, tuple[Effect, ...]]:
     """The fleet effects of each changed connector: second writers, a table's keys taken over."""
     now = after(before, changes, kafka)

@@ -150,9 +150,9 @@ def test_publication_changes_show_first_in_text_json_and_markdown() -> None:
     from dataclasses import replace
 
     from hephaestus.reconciler.outcome import StepResult
-    from hephaestus.reconciler.publications import Change
+    from hephaestus.reconciler.publications import PublicationChange
 
-    change = Change("bob", "pub", ("public.t",), ("public.[x](http://evil)",), ("src",))
+    change = PublicationChange("bob", "pub", ("public.t",), ("public.[x](http://evil)",), ("src",))
     p = replace(plan("c", {}, {}, Policy()), publications=(change,))
     out = ClusterOutcome("c", "u", p, prepared=(StepResult("bob/pub", "publication", True, "add public.t", True),))
     lines = render.text([out]).splitlines()

@@ -8,7 +8,7 @@ from hephaestus.classes import POSTGRES_SOURCE
 from hephaestus.reconciler.backfill import planned
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import KeyChange, Plan, Step
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety.values import NO_RESOLVER
 
 SRC = {
@@ -28,12 +28,12 @@ LIVE = {
 }
 
 
-def _plan(*steps: Step, pubs: tuple[Change, ...] = ()) -> Plan:
+def _plan(*steps: Step, pubs: tuple[PublicationChange, ...] = ()) -> Plan:
     return Plan("c", steps, publications=pubs)
 
 
 def test_a_table_re_added_to_its_publication_is_back_filled_once_per_database() -> None:
-    change = Change("bob", "pub", add=("public.users",), connectors=("b_src", "a_src"))
+    change = PublicationChange("bob", "pub", add=("public.users",), connectors=("b_src", "a_src"))
     (b,) = planned(_plan(pubs=(change,)), LIVE, LIVE, NO_RESOLVER)
     assert (b.source, b.tables, b.ref.database, b.ref.slot, b.ref.signal_table) == (
         "a_src",
@@ -46,7 +46,7 @@ def test_a_table_re_added_to_its_publication_is_back_filled_once_per_database() 
 
 
 def test_a_table_a_source_starts_to_capture_is_not_back_filled_here() -> None:
-    change = Change("bob", "pub", add=("public.locations",), connectors=("a_src",))
+    change = PublicationChange("bob", "pub", add=("public.locations",), connectors=("a_src",))
     assert planned(_plan(pubs=(change,)), LIVE, LIVE, NO_RESOLVER) == ()
 
 
@@ -65,7 +65,7 @@ def test_a_narrowed_or_unlisted_field_list_back_fills_nothing() -> None:
 
 
 def test_both_reasons_for_one_source_make_one_back_fill() -> None:
-    change = Change("bob", "pub", add=("public.students",), connectors=("a_src",))
+    change = PublicationChange("bob", "pub", add=("public.students",), connectors=("a_src",))
     step = Step("update", "sink", SINK, (KeyChange("field.include.list", "user_id", "user_id,phone"),))
     (b,) = planned(_plan(step, pubs=(change,)), LIVE, LIVE, NO_RESOLVER)
     assert b.tables == ("public.students", "public.users") and "; sink now writes phone" in b.why
@@ -74,7 +74,7 @@ def test_both_reasons_for_one_source_make_one_back_fill() -> None:
 def test_a_source_whose_database_cannot_be_told_is_skipped() -> None:
     vague = {k: v for k, v in SRC.items() if k not in ("database.dbname", "topic.prefix")}
     live = {"a_src": Live("a_src", vague, "source", "RUNNING")}
-    change = Change("bob", "pub", add=("public.users",), connectors=("a_src",))
+    change = PublicationChange("bob", "pub", add=("public.users",), connectors=("a_src",))
     assert planned(_plan(pubs=(change,)), live, live, NO_RESOLVER) == ()
 
 
@@ -83,7 +83,7 @@ def test_each_sink_reading_a_back_filled_table_states_what_it_receives_again() -
     other = Live("other", {**SINK, "topics": "local.bob.public.students"}, "sink", "RUNNING")
     upsert = Live("sink", {**SINK, "insert.mode": "upsert", "primary.key.mode": "record_key"}, "sink", "RUNNING")
     live = {**LIVE, "ins": insert, "other": other, "sink": upsert}
-    change = Change("bob", "pub", add=("public.users",), connectors=("a_src",))
+    change = PublicationChange("bob", "pub", add=("public.users",), connectors=("a_src",))
     (b,) = planned(_plan(pubs=(change,)), live, live, NO_RESOLVER)
     assert [(e.code, e.why.split(":")[0]) for e in b.effects] == [("duplicates", "ins"), ("redelivery", "sink")]
 
@@ -94,7 +94,7 @@ def test_a_back_fill_into_an_insert_mode_sink_is_held_by_the_gate_unless_allowed
     from hephaestus.safety.gate import Allow
 
     live = {**LIVE, "sink": Live("sink", {**SINK, "insert.mode": "insert"}, "sink", "RUNNING")}
-    change = Change("bob", "pub", add=("public.users",), connectors=("a_src",))
+    change = PublicationChange("bob", "pub", add=("public.users",), connectors=("a_src",))
     p = _plan(pubs=(change,))
     p = Plan("c", (), publications=(change,), backfills=planned(p, live, live, NO_RESOLVER))
     view = Cluster("c", {n: lv.config for n, lv in live.items()}, {}, plan=p)

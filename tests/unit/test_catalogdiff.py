@@ -3,7 +3,7 @@ the words `catalog refresh` prints for it."""
 
 from __future__ import annotations
 
-from hephaestus.generator.catalogdiff import Change, Retyped, changes, table_change
+from hephaestus.generator.catalogdiff import Retyped, TableChange, changes, table_change
 from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
 
 USERS = TableRef("public", "users")
@@ -15,7 +15,7 @@ def catalog(**tables: TableSchema) -> Catalog:
     return Catalog("bob.json", "bob", {TableRef("public", n): t for n, t in tables.items()})
 
 
-def users(*columns: Column, key: tuple[str, ...] = ("user_id",)) -> Change | None:
+def users(*columns: Column, key: tuple[str, ...] = ("user_id",)) -> TableChange | None:
     return table_change(USERS, BASE, TableSchema(columns, key))
 
 
@@ -36,38 +36,38 @@ def test_tables_added_then_gone_then_changed_each_in_name_order() -> None:
         ("public.users", "changed"),
     ]
     assert [str(c) for c in found[:3]] == ["public.m_new added", "public.z_new added", "public.a_gone gone"]
-    assert found[0] == Change(TableRef("public", "m_new"), "added")  # its columns are in the file, not here
+    assert found[0] == TableChange(TableRef("public", "m_new"), "added")  # its columns are in the file, not here
 
 
 def test_a_column_added() -> None:
     change = users(ID, NAME, PHONE)
-    assert change == Change(USERS, "changed", added=(PHONE,))
+    assert change == TableChange(USERS, "changed", added=(PHONE,))
     assert str(change) == "public.users +phone (text)"
 
 
 def test_a_column_removed() -> None:
     change = users(ID)
-    assert change == Change(USERS, "changed", removed=("name",))
+    assert change == TableChange(USERS, "changed", removed=("name",))
     assert str(change) == "public.users -name"
 
 
 def test_a_column_retyped() -> None:
     change = users(ID, Column("name", "character varying(40)"))
-    assert change == Change(USERS, "changed", retyped=(Retyped("name", "text", "character varying(40)"),))
+    assert change == TableChange(USERS, "changed", retyped=(Retyped("name", "text", "character varying(40)"),))
     assert str(change) == "public.users ~name (text -> character varying(40))"
 
 
 def test_columns_reordered() -> None:
     """A column dropped and added again moves to the end: the sinks' field lists follow."""
     change = users(NAME, ID)
-    assert change == Change(USERS, "changed", reordered=True)
+    assert change == TableChange(USERS, "changed", reordered=True)
     assert str(change) == "public.users columns reordered"
-    assert users(ID, PHONE, NAME) == Change(USERS, "changed", added=(PHONE,))  # an insertion is not a move
+    assert users(ID, PHONE, NAME) == TableChange(USERS, "changed", added=(PHONE,))  # an insertion is not a move
 
 
 def test_the_primary_key_changed() -> None:
     change = users(ID, NAME, key=("user_id", "name"))
-    assert change == Change(USERS, "changed", primary_key=(("user_id",), ("user_id", "name")))
+    assert change == TableChange(USERS, "changed", primary_key=(("user_id",), ("user_id", "name")))
     assert str(change) == "public.users primary key (user_id) -> (user_id, name)"
     assert str(users(ID, NAME, key=())) == "public.users primary key (user_id) -> ()"
 
@@ -76,7 +76,7 @@ def test_everything_at_once_in_one_line() -> None:
     old = TableSchema((ID, NAME, Column("email", "text"), Column("n", "integer")), ("user_id",))
     new = TableSchema((Column("n", "bigint"), Column("user_id", "uuid"), PHONE, NAME), ("user_id", "n"))
     change = table_change(USERS, old, new)
-    assert change == Change(
+    assert change == TableChange(
         USERS,
         "changed",
         added=(PHONE,),

@@ -165,7 +165,7 @@ def snk(topics: str = "t1", table: str = "users", db: str = "auth", **extra: str
 
 
 def judged(
-    before: list[fleet.Member], *changes: fleet.Change, kafka: dict[str, str | None] | None = None
+    before: list[fleet.Member], *changes: fleet.FleetChange, kafka: dict[str, str | None] | None = None
 ) -> dict[str, list[str]]:
     found = fleet.judge(before, list(changes), NO_RESOLVER, kafka or {})
     return {f"{c}/{n}": [f"{e.code}: {e.why}" for e in es] for (c, n), es in found.items()}
@@ -173,16 +173,16 @@ def judged(
 
 def test_two_sources_never_share_a_slot_counting_debeziums_default() -> None:
     live = [fleet.Member("a", "old", src(slot=""))]
-    assert judged(live, fleet.Change("b", "new", src(slot="", prefix="p2"))) == {
+    assert judged(live, fleet.FleetChange("b", "new", src(slot="", prefix="p2"))) == {
         "b/new": ["second-writer: replication slot debezium is also a/old's"]  # issue 29: the default name
     }
-    assert judged(live, fleet.Change("b", "new", src(slot="s2", prefix="p2"))) == {}
-    assert judged(live, fleet.Change("b", "new", src(slot="", prefix="p2", db="other"))) == {}  # another database
+    assert judged(live, fleet.FleetChange("b", "new", src(slot="s2", prefix="p2"))) == {}
+    assert judged(live, fleet.FleetChange("b", "new", src(slot="", prefix="p2", db="other"))) == {}  # another database
     # a rename takes the old one's place: no second writer
-    assert judged(live, fleet.Change("a", "new", src(slot=""), "old")) == {}
+    assert judged(live, fleet.FleetChange("a", "new", src(slot=""), "old")) == {}
     # an update that keeps the slot it had is not judged again, even beside an old clash
     clash = [fleet.Member("a", "x", src()), fleet.Member("a", "y", src(prefix="p2"))]
-    assert judged(clash, fleet.Change("a", "x", src(**{"heartbeat.interval.ms": "5"}))) == {}
+    assert judged(clash, fleet.FleetChange("a", "x", src(**{"heartbeat.interval.ms": "5"}))) == {}
 
 
 def test_two_sources_never_write_one_topic_namespace_on_one_kafka() -> None:
@@ -193,47 +193,51 @@ def test_two_sources_never_write_one_topic_namespace_on_one_kafka() -> None:
         "transforms.route.replacement": "local.org.$1.$2.$3",
     }
     live = [fleet.Member("a", "old", src(**routed), "k1")]
-    assert judged(live, fleet.Change("a", "new", src(slot="s2", **routed)), kafka={"a": "k1"}) == {
+    assert judged(live, fleet.FleetChange("a", "new", src(slot="s2", **routed)), kafka={"a": "k1"}) == {
         "a/new": ["second-writer: topics local.org.bob.* are also written by a/old"]
     }
     other = {**routed, "transforms.route.replacement": "local.jprep.$1.$2.$3"}
-    assert judged(live, fleet.Change("a", "new", src(slot="s2", **other)), kafka={"a": "k1"}) == {}
-    assert judged(live, fleet.Change("b", "new", src(slot="s2", **routed)), kafka={"b": "k2"}) == {}  # another Kafka
-    assert judged(live, fleet.Change("b", "new", src(slot="s2", **routed)), kafka={}) != {}  # unknown: may be the same
+    assert judged(live, fleet.FleetChange("a", "new", src(slot="s2", **other)), kafka={"a": "k1"}) == {}
+    assert (
+        judged(live, fleet.FleetChange("b", "new", src(slot="s2", **routed)), kafka={"b": "k2"}) == {}
+    )  # another Kafka
+    assert (
+        judged(live, fleet.FleetChange("b", "new", src(slot="s2", **routed)), kafka={}) != {}
+    )  # unknown: may be the same
 
 
 def test_two_sinks_never_write_one_table_from_one_topic_or_with_other_keys() -> None:
     live = [fleet.Member("a", "old", snk())]
-    assert judged(live, fleet.Change("a", "new", snk())) == {
+    assert judged(live, fleet.FleetChange("a", "new", snk())) == {
         "a/new": ["second-writer: table users is also written by a/old, from the same topic t1"]
     }
-    assert judged(live, fleet.Change("a", "new", snk(topics="t2"))) == {}  # a fan-in of the same semantics
-    assert judged(live, fleet.Change("a", "new", snk(topics="t2", **{"primary.key.fields": "id,org"}))) == {
+    assert judged(live, fleet.FleetChange("a", "new", snk(topics="t2"))) == {}  # a fan-in of the same semantics
+    assert judged(live, fleet.FleetChange("a", "new", snk(topics="t2", **{"primary.key.fields": "id,org"}))) == {
         "a/new": ["second-writer: table users is also written by a/old, with other key semantics"]
     }
-    assert judged(live, fleet.Change("a", "new", snk(db="other"))) == {}
-    assert judged(live, fleet.Change("a", "new", snk(table="people"))) == {}
+    assert judged(live, fleet.FleetChange("a", "new", snk(db="other"))) == {}
+    assert judged(live, fleet.FleetChange("a", "new", snk(table="people"))) == {}
     regex = {k: v for k, v in snk().items() if k != "topics"} | {"topics.regex": "t.*"}
-    assert judged(live, fleet.Change("a", "new", regex)) == {
+    assert judged(live, fleet.FleetChange("a", "new", regex)) == {
         "a/new": ["second-writer: table users is also written by a/old, from the same topic t1"]
     }
     twin = [fleet.Member("a", "r1", regex)]
-    assert judged(twin, fleet.Change("a", "r2", regex)) == {
+    assert judged(twin, fleet.FleetChange("a", "r2", regex)) == {
         "a/r2": ["second-writer: topics.regex t.* is also read into the same tables by a/r1"]
     }
     nowhere = {k: v for k, v in snk().items() if k != "connection.url"}
-    assert judged(live, fleet.Change("a", "new", nowhere)) == {}  # no URL: writes nowhere (refused by Connect)
+    assert judged(live, fleet.FleetChange("a", "new", nowhere)) == {}  # no URL: writes nowhere (refused by Connect)
 
 
 def test_a_sink_taking_over_a_table_with_other_keys_changes_its_keys() -> None:
     """Issue 29: a sink renamed without renamed_from while its primary key changes."""
     live = [fleet.Member("a", "old", snk())]
     other_keys = snk(**{"primary.key.fields": "id,org"})
-    assert judged(live, fleet.Change("a", "old", None), fleet.Change("a", "new", other_keys)) == {
+    assert judged(live, fleet.FleetChange("a", "old", None), fleet.FleetChange("a", "new", other_keys)) == {
         "a/new": ["keys-changed: takes over the table old wrote, with other key semantics"]
     }
-    assert judged(live, fleet.Change("a", "old", None), fleet.Change("a", "new", snk())) == {}
-    assert judged(live, fleet.Change("a", "new", other_keys, "old")) == {}  # a rename is judged as an update
+    assert judged(live, fleet.FleetChange("a", "old", None), fleet.FleetChange("a", "new", snk())) == {}
+    assert judged(live, fleet.FleetChange("a", "new", other_keys, "old")) == {}  # a rename is judged as an update
 
 
 def test_planned_members_count_and_resolved_placeholders_decide(tmp_path: object) -> None:
@@ -243,10 +247,10 @@ def test_planned_members_count_and_resolved_placeholders_decide(tmp_path: object
     secrets.write_text("slot=shared\n")
     planned = [fleet.Member("b", "git_only", src(slot="shared", prefix="p9"))]
     hidden = src(slot="${file:secrets/s.properties:slot}")  # as the workers see it
-    assert judged(planned, fleet.Change("a", "new", hidden)) == {}  # unresolved: taken as written, unlike "shared"
-    found = fleet.judge(planned, [fleet.Change("a", "new", hidden)], Resolver([secrets]), {})
+    assert judged(planned, fleet.FleetChange("a", "new", hidden)) == {}  # unresolved: taken as written, unlike "shared"
+    found = fleet.judge(planned, [fleet.FleetChange("a", "new", hidden)], Resolver([secrets]), {})
     assert [e.code for e in found[("a", "new")]] == ["second-writer"]
-    assert fleet.after(planned, [fleet.Change("b", "git_only", None)], {}) == []
+    assert fleet.after(planned, [fleet.FleetChange("b", "git_only", None)], {}) == []
 
 
 def test_an_update_is_judged_on_the_claims_it_adds_only() -> None:
@@ -257,32 +261,33 @@ def test_an_update_is_judged_on_the_claims_it_adds_only() -> None:
         "transforms.route.replacement": "ns.$1",
     }
     clash = [fleet.Member("a", "x", src()), fleet.Member("a", "y", src(prefix="p2"))]  # already share slot s1
-    assert judged(clash, fleet.Change("a", "x", src(slot="s2", prefix="p2"))) == {
+    assert judged(clash, fleet.FleetChange("a", "x", src(slot="s2", prefix="p2"))) == {
         "a/x": ["second-writer: topics p2.* are also written by a/y"]  # a new namespace, judged
     }
     moved = [fleet.Member("a", "x", src(slot="s1")), fleet.Member("a", "y", src(slot="s2", prefix="p2"))]
-    assert judged(moved, fleet.Change("a", "x", src(slot="s2"))) == {
+    assert judged(moved, fleet.FleetChange("a", "x", src(slot="s2"))) == {
         "a/x": ["second-writer: replication slot s2 is also a/y's"]
     }
     same_ns = [fleet.Member("a", "x", src(**routed)), fleet.Member("a", "y", src(slot="s2", prefix="q", **routed))]
-    assert judged(same_ns, fleet.Change("a", "x", src(**routed, **{"heartbeat.interval.ms": "5"}))) == {}
+    assert judged(same_ns, fleet.FleetChange("a", "x", src(**routed, **{"heartbeat.interval.ms": "5"}))) == {}
     sinks = [fleet.Member("a", "s", snk(topics="t1")), fleet.Member("a", "o", snk(topics="t2"))]
-    assert judged(sinks, fleet.Change("a", "s", snk(topics="t1,t2"))) == {
+    assert judged(sinks, fleet.FleetChange("a", "s", snk(topics="t1,t2"))) == {
         "a/s": ["second-writer: table users is also written by a/o, from the same topic t2"]
     }
-    assert judged(sinks, fleet.Change("a", "s", snk(topics="t1", **{"batch.size": "1"}))) == {}
+    assert judged(sinks, fleet.FleetChange("a", "s", snk(topics="t1", **{"batch.size": "1"}))) == {}
     keyed = [fleet.Member("a", "s", snk(topics="t1")), fleet.Member("a", "o", snk(topics="t2"))]
-    assert judged(keyed, fleet.Change("a", "s", snk(topics="t1", **{"primary.key.fields": "id,x"}))) == {
+    assert judged(keyed, fleet.FleetChange("a", "s", snk(topics="t1", **{"primary.key.fields": "id,x"}))) == {
         "a/s": ["second-writer: table users is also written by a/o, with other key semantics"]
     }
     regex = {k: v for k, v in snk().items() if k != "topics"}
     r1, r2 = {**regex, "topics.regex": "q.*"}, {**regex, "topics.regex": "t.*"}
-    assert judged([fleet.Member("a", "r", r1), *sinks[1:]], fleet.Change("a", "r", r2)) == {
+    assert judged([fleet.Member("a", "r", r1), *sinks[1:]], fleet.FleetChange("a", "r", r2)) == {
         "a/r": ["second-writer: table users is also written by a/o, from the same topic t2"]
     }
     assert (
         judged(
-            [fleet.Member("a", "r", r2), fleet.Member("a", "o2", r2)], fleet.Change("a", "r", {**r2, "batch.size": "1"})
+            [fleet.Member("a", "r", r2), fleet.Member("a", "o2", r2)],
+            fleet.FleetChange("a", "r", {**r2, "batch.size": "1"}),
         )
         == {}
     )
@@ -290,16 +295,16 @@ def test_an_update_is_judged_on_the_claims_it_adds_only() -> None:
 
 def test_a_placeholder_slot_is_named_as_written_and_a_bad_regex_reads_nothing(tmp_path: object) -> None:
     hidden = src(slot="${file:secrets/s.properties:slot}")
-    assert judged([fleet.Member("a", "x", hidden)], fleet.Change("a", "y", {**hidden, "topic.prefix": "q"})) == {
+    assert judged([fleet.Member("a", "x", hidden)], fleet.FleetChange("a", "y", {**hidden, "topic.prefix": "q"})) == {
         "a/y": ["second-writer: replication slot ${file:secrets/s.properties:slot} is also a/x's"]
     }
     bad = {k: v for k, v in snk().items() if k != "topics"} | {"topics.regex": "("}
-    assert judged([fleet.Member("a", "o", snk())], fleet.Change("a", "r", bad)) == {}
+    assert judged([fleet.Member("a", "o", snk())], fleet.FleetChange("a", "r", bad)) == {}
     hidden_regex = {k: v for k, v in snk().items() if k != "topics"} | {"topics.regex": "${file:/x:re}"}
     twin = [fleet.Member("a", "r1", hidden_regex)]
-    assert judged(twin, fleet.Change("a", "r2", hidden_regex)) == {
+    assert judged(twin, fleet.FleetChange("a", "r2", hidden_regex)) == {
         "a/r2": ["second-writer: topics.regex ${file:/x:re} is also read into the same tables by a/r1"]
     }
-    assert judged([fleet.Member("a", "o", snk(topics="t1,t2"))], fleet.Change("a", "n", snk(topics="t0,t2"))) == {
+    assert judged([fleet.Member("a", "o", snk(topics="t1,t2"))], fleet.FleetChange("a", "n", snk(topics="t0,t2"))) == {
         "a/n": ["second-writer: table users is also written by a/o, from the same topic t2"]
     }

@@ -9,7 +9,7 @@ from hephaestus.classes import DEBEZIUM_SINK, POSTGRES_SOURCE
 from hephaestus.errors import InputError
 from hephaestus.reconciler import gating
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, Step, plan
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.gate import Allow, Item, Refused, allow_of, check, clear, judge
 
@@ -105,9 +105,9 @@ def test_items_carry_the_files_allowance_and_publication_changes() -> None:
         "x",
         (Step("update", "a", SRC), Step("create", "z", SRC)),
         publications=(
-            Change("db", "pub", ("public.n",), ("public.o",), ("a", "c")),
-            Change("db", "p2", (), ("public.o",), ("a", "b")),
-            Change("db", "p3", ("public.n",), (), ()),
+            PublicationChange("db", "pub", ("public.n",), ("public.o",), ("a", "c")),
+            PublicationChange("db", "p2", (), ("public.o",), ("a", "b")),
+            PublicationChange("db", "p3", ("public.n",), (), ()),
         ),
     )
     items = gating.items_of(p, desired)

@@ -7,7 +7,7 @@ import pytest
 
 from hephaestus.fleet.sources import POSTGRES_SOURCE
 from hephaestus.reconciler.model import Desired, Live
-from hephaestus.reconciler.publications import Change, Published, Source, sources, upkeep
+from hephaestus.reconciler.publications import PublicationChange, Published, Source, sources, upkeep
 
 KEY = ("bob", "pub")
 
@@ -51,7 +51,7 @@ def test_captured_tables_missing_from_the_publication_are_added() -> None:
     changes, problems = upkeep(
         [source("a", "public.users", "public.t")], {KEY: Published(True, frozenset({"public.users", "public.sig"}))}
     )
-    assert changes == (Change("bob", "pub", ("public.t",), (), ("a",)),) and problems == {}
+    assert changes == (PublicationChange("bob", "pub", ("public.t",), (), ("a",)),) and problems == {}
 
 
 def test_nothing_to_change_is_no_change() -> None:
@@ -66,7 +66,7 @@ def test_a_table_dropped_from_one_include_list_stays_while_another_source_captur
     kept, _ = upkeep([source("a", "public.users", dropped=("public.t",)), source("b", "public.t")], state)
     assert kept == ()
     gone, _ = upkeep([source("a", "public.users", dropped=("public.t",)), source("b", "public.users")], state)
-    assert gone == (Change("bob", "pub", (), ("public.t",), ("a",)),)
+    assert gone == (PublicationChange("bob", "pub", (), ("public.t",), ("a",)),)
 
 
 def test_a_table_published_by_hand_is_never_dropped_and_the_signal_table_never() -> None:
@@ -113,8 +113,8 @@ def test_each_publication_is_its_own_change_for_the_sources_that_need_it() -> No
     }
     changes, _ = upkeep([source("a", "public.users"), source("b", "public.sig"), other], state)
     assert changes == (
-        Change("bob", "pub", ("public.users",), (), ("a",)),
-        Change("eureka", "pub", ("public.x",), (), ("c",)),
+        PublicationChange("bob", "pub", ("public.users",), (), ("a",)),
+        PublicationChange("eureka", "pub", ("public.x",), (), ("c",)),
     )
     assert changes[0].describe() == "publication bob/pub: add public.users (for a)"
 
@@ -134,8 +134,11 @@ def test_a_captured_table_or_signal_table_the_database_lacks_stops_the_apply() -
 
 
 def test_a_change_describes_what_it_adds_and_drops_for_whom() -> None:
-    assert Change("bob", "pub", (), ("public.x",), ("a",)).describe() == "publication bob/pub: drop public.x (for a)"
-    both = Change("bob", "pub", ("public.a", "public.b"), ("public.x", "public.y"), ("a", "b"))
+    assert (
+        PublicationChange("bob", "pub", (), ("public.x",), ("a",)).describe()
+        == "publication bob/pub: drop public.x (for a)"
+    )
+    both = PublicationChange("bob", "pub", ("public.a", "public.b"), ("public.x", "public.y"), ("a", "b"))
     assert both.describe() == "publication bob/pub: add public.a, public.b; drop public.x, public.y (for a, b)"
 
 

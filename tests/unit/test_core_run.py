@@ -746,11 +746,11 @@ def upkeep_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[World
 
 
 def test_publication_changes_are_applied_before_any_connector_write(upkeep_world: tuple[World, list[Any]]) -> None:
-    from hephaestus.reconciler.publications import Change
+    from hephaestus.reconciler.publications import PublicationChange
 
     w, calls = upkeep_world
     (out,) = w.run()
-    change = Change("bob", "pub", ("public.t",), (), ("src",))
+    change = PublicationChange("bob", "pub", ("public.t",), (), ("src",))
     assert calls == [
         ("read", "dbname=bob", "bob", "pub", ["public.sig", "public.t", "public.users"]),
         ("alter", "dbname=bob", change, 0),

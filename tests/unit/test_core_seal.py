@@ -16,7 +16,7 @@ from hephaestus.reconciler import sealed
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Step
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety import seal
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.seal import Fingerprints
@@ -53,7 +53,7 @@ PLAN = Plan(
         Step("update", "a", SINK, live_state="RUNNING", effects=(Effect("keys-changed", "x"),)),
         Step("unchanged", "z", SINK),
     ),
-    publications=(Change("bob", "pub", ("public.x",), ("public.y",), ("src",)),),
+    publications=(PublicationChange("bob", "pub", ("public.x",), ("public.y",), ("src",)),),
     adopt=("z",),
 )
 BASIS = Basis("http://c:8083", "kafka-1", LIVE, frozenset({"a"}), {"bob/pub": {"tables": frozenset({"public.y"})}})

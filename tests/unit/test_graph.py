@@ -19,7 +19,7 @@ from hephaestus.graph import journal, render
 from hephaestus.graph.connectors import kind_of
 from hephaestus.graph.lineage import build
 from hephaestus.graph.live import ABSENT, UNREADABLE, change_of, overlay
-from hephaestus.graph.model import Change, Connector, Edge, Lineage, Statement
+from hephaestus.graph.model import Connector, Edge, Lineage, RecordedChange, Statement
 from hephaestus.state import auditread
 from tests.connect_double import ConnectDouble, error, serve
 from tests.unit.conftest import REPO
@@ -255,7 +255,7 @@ def test_the_overlay_reads_status_views_unreadable_clusters_and_the_last_change(
         ClusterView("platforms", (View("a", "RUNNING", ((0, "FAILED"),), ("task 0 FAILED",), 12, 3),)),
         ClusterView("down", (), ("cluster down: Kafka Connect 'down': GET /connectors failed",)),
     ]
-    change = Change("2026-01-01T00:00:00+00:00", "update", "ok", "r1")
+    change = RecordedChange("2026-01-01T00:00:00+00:00", "update", "ok", "r1")
     over = overlay(lineage, views, {("platforms", "a"): change}, ["audit journal: gone"])
     a = over.health["connector:platforms/a"]
     assert (a.state, a.healthy, a.tasks) == ("RUNNING", False, ((0, "FAILED"),))
@@ -276,7 +276,7 @@ def test_the_last_change_is_the_last_outcome_never_an_intent(tmp_path: Path) -> 
     path = tmp_path / "audit.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"cut short')
     assert journal.changes_of(auditread.from_file(path, ["c"])) == {
-        ("c", "a"): Change("2", "update", "failed", "", "boom")
+        ("c", "a"): RecordedChange("2", "update", "failed", "", "boom")
     }
     assert change_of({"outcome": "intent"}) is None
     assert auditread.from_file(tmp_path / "none.jsonl", ["c"]) == {}
@@ -287,7 +287,7 @@ def test_the_journal_table_is_read_never_created() -> None:
     database = Server(handlers=[on(r"to_regclass", [(True,)]), on(r"DISTINCT ON", [("c", "a", entry)])])
     with pg.seam(database.connect):
         assert journal.changes_of(auditread.from_table("dbname=state", ["c"])) == {
-            ("c", "a"): Change("5", "update", "ok", "r", "")
+            ("c", "a"): RecordedChange("5", "update", "ok", "r", "")
         }
     empty = Server(handlers=[on(r"to_regclass", [(False,)])])
     with pg.seam(empty.connect):

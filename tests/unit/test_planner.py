@@ -12,7 +12,7 @@ from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis
 from hephaestus.reconciler.plan import Plan, Policy, Step, Unhealthy
 from hephaestus.reconciler.planner import Publications, Seen, Topics, Wanted
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 NOTHING_PUBLISHED = Publications()
@@ -85,7 +85,7 @@ class OtherCluster:
     def steps(self, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> tuple[Step, ...]:
         raise AssertionError("not asked")
 
-    def publications(self) -> tuple[Change, ...]:
+    def publications(self) -> tuple[PublicationChange, ...]:
         raise AssertionError("not asked")
 
     def adopt(self) -> tuple[str, ...]:

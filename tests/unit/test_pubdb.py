@@ -20,7 +20,7 @@ from hephaestus.reconciler import pubdb
 from hephaestus.reconciler.model import Desired
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan
-from hephaestus.reconciler.publications import Change, Published
+from hephaestus.reconciler.publications import PublicationChange, Published
 from tests.unit.pgfake import Server
 
 ABSENT = (
@@ -103,7 +103,7 @@ def test_a_driver_error_during_a_read_is_one_line_naming_the_database() -> None:
 
 def test_an_alter_adds_then_drops_each_table_as_one_quoted_identifier() -> None:
     db = Server(handlers=[lambda text, params: [] if text.startswith("ALTER PUBLICATION") else None])
-    change = Change("bob", 'my"pub', ("public.t", "sales.Orders"), ("users",), ("src",))
+    change = PublicationChange("bob", 'my"pub', ("public.t", "sales.Orders"), ("users",), ("src",))
     with pg.seam(db.connect):
         pubdb.alter("dbname=bob", change)
     assert db.statements == [
@@ -116,7 +116,7 @@ def test_an_alter_adds_then_drops_each_table_as_one_quoted_identifier() -> None:
 def test_an_alter_with_nothing_to_add_sends_only_the_drop() -> None:
     db = Server(handlers=[lambda text, params: [] if text.startswith("ALTER PUBLICATION") else None])
     with pg.seam(db.connect):
-        pubdb.alter("dbname=bob", Change("bob", "pub", drop=("public.t",)))
+        pubdb.alter("dbname=bob", PublicationChange("bob", "pub", drop=("public.t",)))
     assert db.statements == ['ALTER PUBLICATION "pub" DROP TABLE "public"."t"']
 
 
@@ -127,7 +127,7 @@ def refusing(text: str, params: list[Any]) -> None:
 def test_a_refused_alter_stops_at_its_first_statement_naming_the_database() -> None:
     db = Server(handlers=[refusing])
     with pg.seam(db.connect), pytest.raises(pg.DatabaseError) as raised:
-        pubdb.alter("dbname=bob", Change("bob", "pub", ("public.t",), ("public.u",)))
+        pubdb.alter("dbname=bob", PublicationChange("bob", "pub", ("public.t",), ("public.u",)))
     assert str(raised.value) == "database bob: must be owner of publication pub"
     assert db.statements == ['ALTER PUBLICATION "pub" ADD TABLE "public"."t"'], "the drop never sent"
 
@@ -136,7 +136,7 @@ def project(**dbs: str) -> Project:
     return Project("p.yaml", {}, {name: Database(name, dsn) for name, dsn in dbs.items()})
 
 
-def plan_of(*changes: Change) -> Plan:
+def plan_of(*changes: PublicationChange) -> Plan:
     return Plan("c", (), publications=changes)
 
 
@@ -146,8 +146,8 @@ def by_dsn(servers: dict[str, Server]) -> Any:
 
 def test_alter_all_applies_each_change_in_order_and_says_what_it_did() -> None:
     ok = Server(handlers=[lambda text, params: []])
-    first = Change("bob", "pub", ("public.t",), (), ("src",))
-    second = Change("eve", "pub2", (), ("public.u",), ("s2", "s3"))
+    first = PublicationChange("bob", "pub", ("public.t",), (), ("src",))
+    second = PublicationChange("eve", "pub2", (), ("public.u",), ("s2", "s3"))
     with pg.seam(by_dsn({"dbname=bob": ok, "dbname=eve": ok})):
         got = pubdb.alter_all(project(bob="dbname=bob", eve="dbname=eve"), plan_of(first, second))
     assert got == (
@@ -163,9 +163,9 @@ def test_alter_all_applies_each_change_in_order_and_says_what_it_did() -> None:
 def test_alter_all_stops_at_the_first_failure_and_runs_nothing_after_it() -> None:
     ok, refused, never = Server(handlers=[lambda text, params: []]), Server(handlers=[refusing]), Server()
     changes = (
-        Change("bob", "pub", ("public.t",), (), ("src",)),
-        Change("eve", "pub", ("public.t",), (), ("s2",)),
-        Change("zed", "pub", ("public.t",), (), ("s3",)),
+        PublicationChange("bob", "pub", ("public.t",), (), ("src",)),
+        PublicationChange("eve", "pub", ("public.t",), (), ("s2",)),
+        PublicationChange("zed", "pub", ("public.t",), (), ("s3",)),
     )
     servers = {"dbname=bob": ok, "dbname=eve": refused, "dbname=zed": never}
     with pg.seam(by_dsn(servers)):
@@ -179,7 +179,7 @@ def test_alter_all_stops_at_the_first_failure_and_runs_nothing_after_it() -> Non
 
 def test_alter_all_reports_a_database_missing_from_the_project_as_that_changes_failure() -> None:
     with pg.seam(Server().connect):
-        (got,) = pubdb.alter_all(project(), plan_of(Change("bob", "pub", ("public.t",), (), ("src",))))
+        (got,) = pubdb.alter_all(project(), plan_of(PublicationChange("bob", "pub", ("public.t",), (), ("src",))))
     assert got == StepResult(
         "bob/pub", "publication", False, "database 'bob' is not in p.yaml (databases:): publication upkeep needs it"
     )

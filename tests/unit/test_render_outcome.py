@@ -9,7 +9,7 @@ import json
 from hephaestus.reconciler import render
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Unhealthy
-from hephaestus.reconciler.publications import Change
+from hephaestus.reconciler.publications import PublicationChange
 
 
 def styled(text: str, action: str) -> str:
@@ -57,7 +57,7 @@ def rolled_back() -> ClusterOutcome:
         health=(Unhealthy("x", "FAILED: boom"),),
         adopt=tuple(f"n{i}" for i in range(12)),
         warnings=("w",),
-        publications=(Change("bob", "pub", ("public.t",), (), ("src",)),),
+        publications=(PublicationChange("bob", "pub", ("public.t",), (), ("src",)),),
     )
     return ClusterOutcome(
         "c",
