@@ -26,7 +26,7 @@ Problems = dict[str, dict[str, tuple[str, ...]]]  # connector -> key -> messages
 
 
 @dataclass(frozen=True)
-class Source:
+class PublicationSource:
     """A source connector in git as its publication sees it."""
 
     connector: str
@@ -66,7 +66,7 @@ class PublicationChange:
         return f"publication {self.name}: {'; '.join(parts)} (for {', '.join(self.connectors)})"
 
 
-def sources(desired: Mapping[str, Desired], live: Mapping[str, Live]) -> list[Source]:
+def sources(desired: Mapping[str, Desired], live: Mapping[str, Live]) -> list[PublicationSource]:
     """Every PostgreSQL source in git, with what this run drops from its include list."""
     found = []
     for name, d in sorted(desired.items()):
@@ -75,16 +75,16 @@ def sources(desired: Mapping[str, Desired], live: Mapping[str, Live]) -> list[So
         ref = source_ref(name, d.config)
         tables = frozenset(captured(d.config))
         before = frozenset(captured(live[name].config)) if name in live else frozenset()
-        found.append(Source(name, ref.database, ref.publication, ref.signal_table, tables, before - tables))
+        found.append(PublicationSource(name, ref.database, ref.publication, ref.signal_table, tables, before - tables))
     return found
 
 
 def upkeep(
-    found: Iterable[Source], state: Mapping[tuple[str, str], Published]
+    found: Iterable[PublicationSource], state: Mapping[tuple[str, str], Published]
 ) -> tuple[tuple[PublicationChange, ...], Problems]:
     """The changes, and the problems that stop the cluster's apply; publications absent from
     `state` (not readable here) are left alone."""
-    groups: dict[tuple[str, str], list[Source]] = {}
+    groups: dict[tuple[str, str], list[PublicationSource]] = {}
     for s in found:
         groups.setdefault((s.database, s.publication), []).append(s)
     changes, problems = [], {}
@@ -96,7 +96,9 @@ def upkeep(
     return tuple(changes), problems
 
 
-def _one(key: tuple[str, str], group: list[Source], pub: Published) -> tuple[PublicationChange | None, Problems]:
+def _one(
+    key: tuple[str, str], group: list[PublicationSource], pub: Published
+) -> tuple[PublicationChange | None, Problems]:
     database, publication = key
     wanted = frozenset().union(*(s.tables for s in group))
     if not pub.exists:
@@ -122,7 +124,7 @@ def _them(names: Sequence[str]) -> str:
     return "them" if len(names) > 1 else "it"
 
 
-def _source_problems(s: Source, pub: Published) -> dict[str, tuple[str, ...]]:
+def _source_problems(s: PublicationSource, pub: Published) -> dict[str, tuple[str, ...]]:
     found: dict[str, tuple[str, ...]] = {}
     absent = sorted(s.tables & pub.absent)
     if absent:

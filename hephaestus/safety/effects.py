@@ -112,7 +112,7 @@ def of_offsets(
     return _sink_moves(current, wanted, again)
 
 
-def _source_offsets(s: views.Source, action: str) -> tuple[Effect, ...]:
+def _source_offsets(s: views.SourceView, action: str) -> tuple[Effect, ...]:
     if action == "reset":
         found = [Effect("offsets-reset", "the source forgets its position in the slot")]
         if views.snapshots_without_offsets(s):
@@ -181,25 +181,25 @@ def _again(config: Config, resolve: Resolver) -> Effect:
 # --- sources ----------------------------------------------------------------------------
 
 
-def _restart(b: views.Source, a: views.Source) -> list[Effect]:
+def _restart(b: views.SourceView, a: views.SourceView) -> list[Effect]:
     """A config write stops the tasks cleanly (old config) and starts them (new config)."""
     return [*_stop(b), *_start(a)]
 
 
-def _stop(s: views.Source) -> list[Effect]:
+def _stop(s: views.SourceView) -> list[Effect]:
     if s.drop_on_stop is False:
         return []
     value = "true" if s.drop_on_stop else "unknown here"
     return [Effect("slot-dropped", f"slot.drop.on.stop={value}: stopping the tasks drops the slot")]
 
 
-def _start(s: views.Source) -> list[Effect]:
+def _start(s: views.SourceView) -> list[Effect]:
     if views.snapshots_on_start(s):
         return [Effect("resnapshot", f"snapshot.mode={s.snapshot or 'unknown here'} reads every table on each start")]
     return []
 
 
-def _source_change(before: Config, after: Config, b: views.Source, a: views.Source) -> list[Effect]:
+def _source_change(before: Config, after: Config, b: views.SourceView, a: views.SourceView) -> list[Effect]:
     found = _slot(b, a) + _topics(before, after, b, a)
     found += _capture(b.capture, a.capture, b.exclude, a.exclude, "captured")
     found += _changed("keys-changed", "message.key.columns", same(b.key_columns, a.key_columns))
@@ -207,7 +207,7 @@ def _source_change(before: Config, after: Config, b: views.Source, a: views.Sour
     return found + _transforms(b.transforms, a.transforms, "topics-renamed")
 
 
-def _slot(b: views.Source, a: views.Source) -> list[Effect]:
+def _slot(b: views.SourceView, a: views.SourceView) -> list[Effect]:
     found = []
     if not all(same(x, y) for x, y in zip(b.server, a.server, strict=True)):
         found.append(Effect("slot-changed", "database.hostname/port/dbname: another server or database"))
@@ -220,7 +220,7 @@ def _slot(b: views.Source, a: views.Source) -> list[Effect]:
     return found
 
 
-def _topics(before: Config, after: Config, b: views.Source, a: views.Source) -> list[Effect]:
+def _topics(before: Config, after: Config, b: views.SourceView, a: views.SourceView) -> list[Effect]:
     if not same(b.prefix, a.prefix):
         found = [
             Effect("topics-renamed", "topic.prefix: every topic gets a new name"),
@@ -238,13 +238,13 @@ def _topics(before: Config, after: Config, b: views.Source, a: views.Source) -> 
     )
 
 
-def _skipped(b: views.Source, a: views.Source) -> list[Effect]:
+def _skipped(b: views.SourceView, a: views.SourceView) -> list[Effect]:
     if a.skipped is not None and b.skipped is not None and a.skipped <= b.skipped:
         return []
     return [Effect("records-filtered", "skipped.operations: more change types are skipped")]
 
 
-def _initial_only(b: views.Source, a: views.Source) -> list[Effect]:
+def _initial_only(b: views.SourceView, a: views.SourceView) -> list[Effect]:
     if a.snapshot == "initial_only" and b.snapshot != "initial_only":
         return [Effect("topics-stopped", "snapshot.mode=initial_only does not stream changes after its snapshot")]
     return []
@@ -253,7 +253,7 @@ def _initial_only(b: views.Source, a: views.Source) -> list[Effect]:
 # --- sinks ------------------------------------------------------------------------------
 
 
-def _sink_change(before: Config, after: Config, b: views.Sink, a: views.Sink) -> list[Effect]:
+def _sink_change(before: Config, after: Config, b: views.SinkView, a: views.SinkView) -> list[Effect]:
     keys = (b.pk_mode, b.pk_fields) == (a.pk_mode, a.pk_fields)
     writes = (b.deletes, b.truncates) == (a.deletes, a.truncates)
     dropping = a.drops_failures is False or b.drops_failures is not False
@@ -268,7 +268,7 @@ def _sink_change(before: Config, after: Config, b: views.Sink, a: views.Sink) ->
     return found + _transforms(b.transforms, a.transforms, "target-changed")
 
 
-def _tables(before: Config, after: Config, b: views.Sink, a: views.Sink) -> list[Effect]:
+def _tables(before: Config, after: Config, b: views.SinkView, a: views.SinkView) -> list[Effect]:
     old, new = views.tables(before, b), views.tables(after, a)
     moved = sorted(t for t in old.keys() & new.keys() if old[t] != new[t] or new[t] is None)
     if not moved and b.table_format == a.table_format and (b.regex is None or same(b.regex, a.regex)):
@@ -277,7 +277,7 @@ def _tables(before: Config, after: Config, b: views.Sink, a: views.Sink) -> list
     return [Effect("target-changed", f"another target table ({shown})")]
 
 
-def _read(b: views.Sink, a: views.Sink) -> list[Effect]:
+def _read(b: views.SinkView, a: views.SinkView) -> list[Effect]:
     if b.topics is None or a.topics is None:
         return [Effect("topics-stopped", "topics: not known here")] if b.topics != a.topics else []
     lost = sorted(b.topics - a.topics)

@@ -64,19 +64,19 @@ def after(before: Iterable[Member], changes: Sequence[FleetChange], kafka: Mappi
 
 
 @dataclass(frozen=True)
-class Source:
+class SourceClaim:
     slot: tuple[Value | None, ...]  # server parts, slot name
     namespace: str | None
 
 
 @dataclass(frozen=True)
-class Sink:
+class SinkClaim:
     database: Value | None
     semantics: tuple[object, ...]
     tables: Mapping[str, str | None] = field(hash=False)  # topic read -> table written
     regex: str | None
     config: Mapping[str, str] = field(hash=False)
-    view: views.Sink = field(hash=False)
+    view: views.SinkView = field(hash=False)
 
     def table_for(self, topic: str) -> str | None:
         if topic in self.tables:
@@ -86,21 +86,21 @@ class Sink:
         return None
 
 
-Claims = Source | Sink | None
+Claims = SourceClaim | SinkClaim | None
 
 
 def claims(config: Mapping[str, str], resolve: Resolver) -> Claims:
     if views.is_source(config):
         s = views.source(config, resolve)
-        return Source((*s.server, s.slot), views.namespace(config, s))
+        return SourceClaim((*s.server, s.slot), views.namespace(config, s))
     if views.is_sink(config):
         k = views.sink(config, resolve)
         regex = k.regex.text if isinstance(k.regex, Ref) else k.regex
-        return Sink(k.database, k.semantics(), views.tables(config, k), regex, config, k)
+        return SinkClaim(k.database, k.semantics(), views.tables(config, k), regex, config, k)
     return None
 
 
-def _reading(view: views.Sink, topic: str) -> views.Sink:
+def _reading(view: views.SinkView, topic: str) -> views.SinkView:
     return replace(view, topics=frozenset({topic}))
 
 
@@ -128,17 +128,17 @@ def judge(
 
 def _added(mine: Claims, old: Claims) -> Claims:
     """The claims a change adds: one it already held live is not judged again."""
-    if isinstance(mine, Source) and isinstance(old, Source):
+    if isinstance(mine, SourceClaim) and isinstance(old, SourceClaim):
         slot = mine.slot if not _same_slot(old.slot, mine.slot) else ()
-        return Source(slot, None if old.namespace == mine.namespace else mine.namespace)
+        return SourceClaim(slot, None if old.namespace == mine.namespace else mine.namespace)
     if (
-        isinstance(mine, Sink)
-        and isinstance(old, Sink)
+        isinstance(mine, SinkClaim)
+        and isinstance(old, SinkClaim)
         and (old.database, old.semantics) == (mine.database, mine.semantics)
     ):
         fresh = {t: x for t, x in mine.tables.items() if old.tables.get(t) != x}
         regex = None if old.regex == mine.regex else mine.regex
-        return Sink(mine.database, mine.semantics, fresh, regex, mine.config, mine.view)
+        return SinkClaim(mine.database, mine.semantics, fresh, regex, mine.config, mine.view)
     return mine
 
 
@@ -153,14 +153,14 @@ def _second_writers(m: Member, new: Claims, fleet: Sequence[Member], resolve: Re
             continue
         theirs = claims(other.config, resolve)
         where = f"{other.cluster}/{other.name}"
-        if isinstance(new, Source) and isinstance(theirs, Source):
+        if isinstance(new, SourceClaim) and isinstance(theirs, SourceClaim):
             found += _source_clash(new, theirs, where, _same_kafka(m, other))
-        elif isinstance(new, Sink) and isinstance(theirs, Sink):
+        elif isinstance(new, SinkClaim) and isinstance(theirs, SinkClaim):
             found += _table_clash(new, theirs, where)
     return found
 
 
-def _source_clash(new: Source, theirs: Source, where: str, same_kafka: bool) -> list[Effect]:
+def _source_clash(new: SourceClaim, theirs: SourceClaim, where: str, same_kafka: bool) -> list[Effect]:
     found = []
     if _same_slot(new.slot, theirs.slot):
         name = new.slot[-1]
@@ -178,7 +178,7 @@ def _writer(why: str) -> Effect:
     return Effect("second-writer", why, invariant=True)
 
 
-def _table_clash(new: Sink, theirs: Sink, where: str) -> list[Effect]:
+def _table_clash(new: SinkClaim, theirs: SinkClaim, where: str) -> list[Effect]:
     if not same(new.database, theirs.database):
         return []
     for topic, table in _pairs(new, theirs):
@@ -193,7 +193,7 @@ def _table_clash(new: Sink, theirs: Sink, where: str) -> list[Effect]:
     return []
 
 
-def _pairs(new: Sink, theirs: Sink) -> list[tuple[str, str | None]]:
+def _pairs(new: SinkClaim, theirs: SinkClaim) -> list[tuple[str, str | None]]:
     """(topic, table) the new claims write: its topics, and those of the other sink its regex reads."""
     found = sorted(new.tables.items())
     if new.regex is not None:
@@ -203,12 +203,12 @@ def _pairs(new: Sink, theirs: Sink) -> list[tuple[str, str | None]]:
 
 def _takeover(mine: Claims, gone: Sequence[Member], resolve: Resolver) -> list[Effect]:
     """A sink writing a table that a sink leaving in this plan wrote, with other key semantics."""
-    if not isinstance(mine, Sink):
+    if not isinstance(mine, SinkClaim):
         return []
     written = {x for x in mine.tables.values() if x is not None}
     for old in gone:
         theirs = claims(old.config, resolve)
-        if not isinstance(theirs, Sink) or not same(theirs.database, mine.database):
+        if not isinstance(theirs, SinkClaim) or not same(theirs.database, mine.database):
             continue
         if written & set(theirs.tables.values()) and theirs.semantics != mine.semantics:
             return [Effect("keys-changed", f"takes over the table {old.name} wrote, with other key semantics")]

@@ -53,7 +53,7 @@ EXCLUDE_LISTS = ("table.exclude.list", "schema.exclude.list", "column.exclude.li
 
 
 @dataclass(frozen=True)
-class Source:
+class SourceView:
     server: tuple[Value | None, ...]  # hostname, port, dbname
     slot: Value
     plugin: str | None
@@ -88,9 +88,9 @@ def _reader(config: Mapping[str, str], resolve: Resolver) -> Get:
     return get
 
 
-def source(config: Mapping[str, str], resolve: Resolver) -> Source:
+def source(config: Mapping[str, str], resolve: Resolver) -> SourceView:
     get = _reader(config, resolve)
-    return Source(
+    return SourceView(
         (get("database.hostname"), get("database.port", "5432"), get("database.dbname")),
         get("slot.name") or "debezium",
         trimmed_enum(get("plugin.name"), ("decoderbufs", "pgoutput"), "decoderbufs"),
@@ -115,7 +115,7 @@ def _skipped(raw: Value | None) -> frozenset[str] | None:
     return frozenset() if {s.lower() for s in found} == {"none"} else frozenset(s.lower() for s in found)
 
 
-def snapshots_on_start(s: Source) -> bool:
+def snapshots_on_start(s: SourceView) -> bool:
     """Reads every table again whenever its tasks start (a config write restarts them): `always`,
     `configuration_based` with snapshot data on, a `custom` snapshotter or a mode not known
     here (it could be any of them)."""
@@ -124,12 +124,12 @@ def snapshots_on_start(s: Source) -> bool:
     return s.snapshot in ("always", "custom", None, INVALID)
 
 
-def snapshots_without_offsets(s: Source) -> bool:
+def snapshots_without_offsets(s: SourceView) -> bool:
     """Reads every table when it starts with no stored offsets (a new topic prefix, a reset)."""
     return snapshots_on_start(s) or s.snapshot in SNAPSHOT_WITHOUT_OFFSETS
 
 
-def namespace(config: Mapping[str, str], s: Source) -> str | None:
+def namespace(config: Mapping[str, str], s: SourceView) -> str | None:
     """The topics a source writes, as one prefix: `topic.prefix` + the delimiter, through the
     chain's RegexRouters (a sample topic routed, its sample tail cut off); None when unknown."""
     prefix = known(s.prefix)
@@ -144,7 +144,7 @@ def namespace(config: Mapping[str, str], s: Source) -> str | None:
 
 
 @dataclass(frozen=True)
-class Sink:
+class SinkView:
     cls: str
     database: Value | None  # where it writes: host:port/db of the JDBC URL, or the URL as written
     topics: frozenset[str] | None
@@ -166,12 +166,12 @@ class Sink:
         return (self.pk_mode, self.pk_fields, self.insert_mode, self.deletes)
 
 
-def sink(config: Mapping[str, str], resolve: Resolver) -> Sink:
+def sink(config: Mapping[str, str], resolve: Resolver) -> SinkView:
     get = _reader(config, resolve)
     confluent = config.get("connector.class", "").strip() == CONFLUENT_SINK
     pk_mode, insert = _sink_enums(get, confluent)
     fields = ("fields.whitelist", "field.exclude.list") if confluent else ("field.include.list", "field.exclude.list")
-    return Sink(
+    return SinkView(
         config.get("connector.class", "").strip(),
         _database(get("connection.url")),
         listed(get("topics")),
@@ -247,7 +247,7 @@ def reads_topic(config: Mapping[str, str], topic: str) -> bool:
     return topic in (listed(config.get("topics")) or ()) or bool(pattern and regex_reads(pattern, topic))
 
 
-def tables(config: Mapping[str, str], s: Sink) -> dict[str, str | None]:
+def tables(config: Mapping[str, str], s: SinkView) -> dict[str, str | None]:
     """Per topic read, the table it lands in (lower case: PostgreSQL folds unquoted names);
     None when the table cannot be told here (a router that decides per record). A sink with no
     `connection.url` writes nowhere (Connect refuses it): no table."""
@@ -273,7 +273,7 @@ DEFAULT_NAMING = frozenset(
 )
 
 
-def _table(s: Sink, topic: str) -> str | None:
+def _table(s: SinkView, topic: str) -> str | None:
     if s.table_format is None or (s.cls != CONFLUENT_SINK and s.naming not in DEFAULT_NAMING):
         return None
     name = topic if s.cls == CONFLUENT_SINK else topic.replace(".", "_")

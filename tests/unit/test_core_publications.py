@@ -7,7 +7,7 @@ import pytest
 
 from hephaestus.fleet.sources import POSTGRES_SOURCE
 from hephaestus.reconciler.model import Desired, Live
-from hephaestus.reconciler.publications import PublicationChange, Published, Source, sources, upkeep
+from hephaestus.reconciler.publications import PublicationChange, PublicationSource, Published, sources, upkeep
 
 KEY = ("bob", "pub")
 
@@ -23,8 +23,8 @@ def src(name: str, tables: str, **extra: str) -> dict[str, str]:
     }
 
 
-def source(name: str, *tables: str, dropped: tuple[str, ...] = ()) -> Source:
-    return Source(name, "bob", "pub", "public.sig", frozenset(tables), frozenset(dropped))
+def source(name: str, *tables: str, dropped: tuple[str, ...] = ()) -> PublicationSource:
+    return PublicationSource(name, "bob", "pub", "public.sig", frozenset(tables), frozenset(dropped))
 
 
 def test_sources_read_git_and_what_this_run_drops_from_each_include_list() -> None:
@@ -35,7 +35,7 @@ def test_sources_read_git_and_what_this_run_drops_from_each_include_list() -> No
     }
     live = {"a": Live("a", src("a", "users,locations"))}
     assert sources(desired, live) == [
-        Source(
+        PublicationSource(
             "a",
             "bob",
             "pub",
@@ -43,7 +43,7 @@ def test_sources_read_git_and_what_this_run_drops_from_each_include_list() -> No
             frozenset({"public.users", "public.students"}),
             frozenset({"public.locations"}),
         ),
-        Source("b", "bob", "pub", "public.sig", frozenset({"public.users"})),
+        PublicationSource("b", "bob", "pub", "public.sig", frozenset({"public.users"})),
     ]
 
 
@@ -106,7 +106,7 @@ def test_a_publication_that_could_not_be_read_is_left_alone() -> None:
 
 
 def test_each_publication_is_its_own_change_for_the_sources_that_need_it() -> None:
-    other = Source("c", "eureka", "pub", "public.sig", frozenset({"public.x"}))
+    other = PublicationSource("c", "eureka", "pub", "public.sig", frozenset({"public.x"}))
     state = {
         KEY: Published(True, frozenset({"public.sig"})),
         ("eureka", "pub"): Published(True, frozenset({"public.sig"})),
