@@ -29,7 +29,7 @@ import psycopg
 from psycopg import sql
 
 from hephaestus.accuracy import run
-from hephaestus.accuracy.model import Report
+from hephaestus.accuracy.model import AccuracyReport
 from hephaestus.accuracy.run import AccuracyOptions, run_accuracy
 from hephaestus.generator.definitions import load_definitions
 from hephaestus.project import load_project
@@ -123,7 +123,7 @@ def project(root: Path, src: str, dst: str) -> None:
     )
 
 
-def accuracy(root: Path, deep: bool) -> Report:
+def accuracy(root: Path, deep: bool) -> AccuracyReport:
     report = run_accuracy(
         load_project(root / "hephaestus.yaml"), load_definitions(root / "defs"), AccuracyOptions(deep=deep)
     )

@@ -91,7 +91,7 @@ class _Found:
 
 
 @dataclass(frozen=True)
-class _Run:
+class _Bisection:
     source: Side
     sink: Side
     options: DeepOptions
@@ -103,7 +103,7 @@ def deep_diff(
     source: Side, sink: Side, options: DeepOptions = DeepOptions(), both: Both = one_then_other
 ) -> tuple[Counts, KeyDiff]:
     """The counts of both sides and the keys that differ."""
-    run = _Run(source, sink, options, both, _Found(options.limit))
+    run = _Bisection(source, sink, options, both, _Found(options.limit))
     # No whole-table checksum first: --deep mostly runs where counts already told of a
     # difference, and going straight to per-range checksums saves a full hashing pass there.
     n_source, n_sink = both(source.count, sink.count)
@@ -113,7 +113,7 @@ def deep_diff(
     return Counts(n_source, n_sink), KeyDiff(missing, extra, different, queries, run.found.uncompared)
 
 
-def _resolve(run: _Run, rng: Range, n_source: int, n_sink: int, depth: int) -> None:
+def _resolve(run: _Bisection, rng: Range, n_source: int, n_sink: int, depth: int) -> None:
     """A range whose checksums differ (or, for the whole table, are not known yet)."""
     if n_source == 0 and n_sink == 0:
         return
@@ -128,7 +128,7 @@ def _resolve(run: _Run, rng: Range, n_source: int, n_sink: int, depth: int) -> N
         _bisect(run, rng, n_source, n_sink, depth)
 
 
-def _bisect(run: _Run, rng: Range, n_source: int, n_sink: int, depth: int) -> None:
+def _bisect(run: _Bisection, rng: Range, n_source: int, n_sink: int, depth: int) -> None:
     # Cut on the side with more rows: its parts are then all small, whatever the other holds.
     # The whole table is cut at sampled keys (a pass over every key costs a third of a checksum
     # pass); ranges below, and uneven parts the sample left, are cut exactly.
@@ -146,14 +146,14 @@ def parts(rng: Range, cuts: Sequence[Key]) -> list[Range]:
     return list(zip(bounds, bounds[1:], strict=False))
 
 
-def _in_memory(run: _Run, rng: Range) -> None:
+def _in_memory(run: _Bisection, rng: Range) -> None:
     a, b = run.both(lambda: run.source.row_hashes(rng), lambda: run.sink.row_hashes(rng))
     run.found.add("missing", ordered(a.keys() - b.keys()))
     run.found.add("extra", ordered(b.keys() - a.keys()))
     run.found.add("different", ordered(k for k in a.keys() & b.keys() if a[k] != b[k]))
 
 
-def _one_sided(run: _Run, rng: Range, n_source: int, n_sink: int) -> None:
+def _one_sided(run: _Bisection, rng: Range, n_source: int, n_sink: int) -> None:
     kind, side, total = ("missing", run.source, n_source) if n_sink == 0 else ("extra", run.sink, n_sink)
     room = run.found.room(kind)
     run.found.add(kind, side.first_keys(rng, room) if room > 0 and total else [], total=total)

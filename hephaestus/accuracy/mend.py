@@ -26,12 +26,12 @@ from hephaestus import pg
 from hephaestus.accuracy import repair as rp
 from hephaestus.accuracy import sinkdb
 from hephaestus.accuracy.db import Connection
-from hephaestus.accuracy.model import Key, Report, TableResult
+from hephaestus.accuracy.model import AccuracyReport, Key, TableResult
 from hephaestus.accuracy.queries import TableQuery, keyed_hashes
 from hephaestus.accuracy.run import (
     AccuracyOptions,
     Job,
-    Prepared,
+    PreparedPair,
     connections,
     plan_jobs,
     prepare,
@@ -78,7 +78,7 @@ class TablePlan:
 
     intent: rp.TableIntent
     job: Job
-    prepared: Prepared | None = None  # None when the table cannot be repaired
+    prepared: PreparedPair | None = None  # None when the table cannot be repaired
     cleared: Cleared | None = None  # the gate's pass for the delete; None: nothing deleted
 
 
@@ -87,7 +87,7 @@ class RepairPlan:
     """Everything a repair does, computed before anything is written: `preview` shows it,
     `execute` does it (one plan, two executors)."""
 
-    before: Report
+    before: AccuracyReport
     tables: tuple[TablePlan, ...]
     defs: tuple[Definition, ...]
     again: AccuracyOptions  # the compare after the repair: the tables repaired
@@ -137,7 +137,7 @@ def _plan_table(job: Job, result: TableResult, how: RepairOptions, shared: Share
     return TablePlan(intent, job, prepared, cleared)
 
 
-def _intend(job: Job, result: TableResult, how: RepairOptions) -> tuple[rp.TableIntent, Prepared]:
+def _intend(job: Job, result: TableResult, how: RepairOptions) -> tuple[rp.TableIntent, PreparedPair]:
     if job.pair.source.query:
         raise HephaestusError("an expectation's rows come from ksqlDB: a source snapshot cannot repair them")
     connector = rp.source_connector(result)
@@ -177,7 +177,7 @@ def _execute_table(project: Project, t: TablePlan, how: RepairOptions, signal: S
 def _mend(
     project: Project,
     t: TablePlan,
-    p: Prepared,
+    p: PreparedPair,
     how: RepairOptions,
     signal: Signaller,
     progress: _Progress,
@@ -192,7 +192,7 @@ def _mend(
         progress.deleted = sinkdb.remove_rows(project, t.job.pair.sink, p.sink.key, gone, t.cleared) if gone else 0
 
 
-def _still_gone(source: Connection, p: Prepared, keys: Sequence[Key]) -> tuple[Key, ...]:
+def _still_gone(source: Connection, p: PreparedPair, keys: Sequence[Key]) -> tuple[Key, ...]:
     """The extras the source still lacks, read again just before the delete: a row written
     there since the compare is on its way to the sink, not extra."""
     source.rollback()  # a new snapshot
@@ -210,7 +210,7 @@ def _text(exc: BaseException) -> str:
 
 
 def _wait(
-    conns: tuple[Connection, Connection], p: Prepared, keys: Sequence[Key], how: RepairOptions, signal_id: str
+    conns: tuple[Connection, Connection], p: PreparedPair, keys: Sequence[Key], how: RepairOptions, signal_id: str
 ) -> None:
     def matched() -> bool | None:
         return True if not pending(conns, p, keys) else None
@@ -223,7 +223,7 @@ def _wait(
         )
 
 
-def pending(conns: tuple[Connection, Connection], p: Prepared, keys: Sequence[Key]) -> set[Key]:
+def pending(conns: tuple[Connection, Connection], p: PreparedPair, keys: Sequence[Key]) -> set[Key]:
     """Keys whose row at the sink is not yet the source's, filters aside (a stale copy leaves
     the compared rows once it arrives; gone at the source: nothing to wait for)."""
     source, sink = conns

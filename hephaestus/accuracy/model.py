@@ -93,7 +93,7 @@ class TableResult:
 
 
 @dataclass(frozen=True)
-class Report:
+class AccuracyReport:
     results: tuple[TableResult, ...]
     deep: bool
     seconds: float

@@ -6,7 +6,7 @@ import logging
 import time
 from pathlib import Path
 
-from hephaestus.accuracy.model import Report, TableResult
+from hephaestus.accuracy.model import AccuracyReport, TableResult
 from hephaestus.accuracy.render import slack_text
 from hephaestus.errors import HephaestusError
 from hephaestus.notify import slack
@@ -19,7 +19,7 @@ LABELS = ("source_database", "source_table", "sink_database", "sink_table")
 PUSH_JOB = "hephaestus_dwh_accuracy"
 
 
-def notify(project: Project, report: Report) -> bool:
+def notify(project: Project, report: AccuracyReport) -> bool:
     """Post mismatches and errors when a webhook is configured; never fails the run."""
     message = slack_text(report)
     if message is None or project.slack_webhook is None:
@@ -32,7 +32,7 @@ def notify(project: Project, report: Report) -> bool:
     return slack.post(url, message)
 
 
-def metrics_of(report: Report, now: float | None = None) -> Metrics:
+def metrics_of(report: AccuracyReport, now: float | None = None) -> Metrics:
     metrics = Metrics()
     for r in report.results:
         _table(metrics, r)
@@ -71,7 +71,7 @@ def _table(metrics: Metrics, r: TableResult) -> None:
             )
 
 
-def publish_metrics(report: Report, textfile: Path | None, pushgateway: str | None) -> None:
+def publish_metrics(report: AccuracyReport, textfile: Path | None, pushgateway: str | None) -> None:
     if textfile is None and not pushgateway:
         return
     metrics_of(report).publish(textfile, pushgateway, PUSH_JOB)

@@ -6,7 +6,7 @@ import io
 import json
 from typing import Any
 
-from hephaestus.accuracy.model import Endpoint, Key, KeyList, Report, TableResult, Verdict
+from hephaestus.accuracy.model import AccuracyReport, Endpoint, Key, KeyList, TableResult, Verdict
 from hephaestus.accuracy.repair import RepairPreview, RepairReport, TableIntent, TableRepair, outcome
 from hephaestus.terminal import printable
 
@@ -29,7 +29,7 @@ _STYLES = {
 _VERDICTS: tuple[Verdict, ...] = ("match", "within_tolerance", "mismatch", "partial", "error")
 
 
-def text(report: Report, width: int | None = None, colour: bool = False) -> str:
+def text(report: AccuracyReport, width: int | None = None, colour: bool = False) -> str:
     """The table (rich), each table's details on the rows under it, in the VERDICT column, then
     the summary. `width`: the terminal's; None (a pipe, a log) never folds a line."""
     from rich.console import Console
@@ -52,7 +52,7 @@ def text(report: Report, width: int | None = None, colour: bool = False) -> str:
     return "\n".join([*lines, summary(report)]) + "\n"
 
 
-def _table(report: Report, rows: list[tuple[str, ...]], widths: list[int], colour: bool) -> Any:
+def _table(report: AccuracyReport, rows: list[tuple[str, ...]], widths: list[int], colour: bool) -> Any:
     from rich.table import Table
     from rich.text import Text
 
@@ -105,7 +105,7 @@ def _keys_line(kind: str, meaning: str, found: KeyList) -> str:
     return f"    {kind} ({meaning}): {found.total}{more}{': ' + shown if shown else ''}"
 
 
-def summary(report: Report) -> str:
+def summary(report: AccuracyReport) -> str:
     counts = [f"{report.count(v)} {v.replace('_', ' ')}" for v in _VERDICTS if report.count(v)]
     mode = "deep (checksums)" if report.deep else "counts"
     n = len(report.results)
@@ -127,11 +127,11 @@ def key_text(key: Key) -> str:
     return str(key[0]) if len(key) == 1 else "(" + ", ".join(map(str, key)) + ")"
 
 
-def as_json(report: Report) -> str:
+def as_json(report: AccuracyReport) -> str:
     return json.dumps(json_doc(report), indent=2, default=str) + "\n"
 
 
-def json_doc(report: Report) -> dict[str, Any]:
+def json_doc(report: AccuracyReport) -> dict[str, Any]:
     return {
         "tables": [_json_row(r) for r in report.results],
         "deep": report.deep,
@@ -176,7 +176,7 @@ def _json_key(key: Key) -> object:
     return key[0] if len(key) == 1 else list(key)
 
 
-def slack_text(report: Report) -> str | None:
+def slack_text(report: AccuracyReport) -> str | None:
     """Mismatches and errors, counts only: keys stay out of chat (rows may be personal data)."""
     bad = [r for r in report.results if r.verdict in ("mismatch", "error")]
     if not bad:

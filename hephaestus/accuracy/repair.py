@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from hephaestus.accuracy.model import Key, Report, TableResult
+from hephaestus.accuracy.model import AccuracyReport, Key, TableResult
 from hephaestus.errors import HephaestusError
 
 SIGNAL_DATA_MAX = 2048  # the signal table's `data VARCHAR(2048)` (fleet.sources.SIGNAL_TABLE_DDL)
@@ -116,7 +116,7 @@ def wanted(result: TableResult) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
     return (*diff.missing.keys, *diff.different.keys), diff.extra.keys
 
 
-def check_size(report: Report, max_keys: int, delete_extra: bool) -> int:
+def check_size(report: AccuracyReport, max_keys: int, delete_extra: bool) -> int:
     """The keys a repair would act on, refused (TooManyKeys) above `max_keys`, before anything is sent."""
     counts = [(r.pair.name, _size(r, delete_extra)) for r in report.results]
     total = sum(n for _, n in counts)
@@ -164,7 +164,7 @@ def intend(
 class RepairPreview:
     """`--repair --dry-run`: the compare, and what the repair would do; nothing written."""
 
-    before: Report
+    before: AccuracyReport
     tables: tuple[TableIntent, ...]
 
     @property
@@ -198,15 +198,17 @@ class TableRepair:
 
 @dataclass(frozen=True)
 class RepairReport:
-    before: Report
+    before: AccuracyReport
     tables: tuple[TableRepair, ...]
-    after: Report | None  # None when nothing was repaired
+    after: AccuracyReport | None  # None when nothing was repaired
 
-    def final(self) -> Report:
+    def final(self) -> AccuracyReport:
         """Every table as it stands: verified again after the repair, else as first compared."""
         again = {r.pair: r for r in (self.after.results if self.after else ())}
         results = tuple(again.get(r.pair, r) for r in self.before.results)
-        return Report(results, self.before.deep, self.before.seconds + (self.after.seconds if self.after else 0))
+        return AccuracyReport(
+            results, self.before.deep, self.before.seconds + (self.after.seconds if self.after else 0)
+        )
 
     @property
     def exit_code(self) -> int:

@@ -18,7 +18,7 @@ from hephaestus import pg
 from hephaestus.accuracy import db, pairs
 from hephaestus.accuracy.bisect import DeepOptions, deep_diff
 from hephaestus.accuracy.db import Connection, PgSide, TableInfo
-from hephaestus.accuracy.model import Counts, Filters, KeyDiff, Report, TablePair, TableResult, judge
+from hephaestus.accuracy.model import AccuracyReport, Counts, Filters, KeyDiff, TablePair, TableResult, judge
 from hephaestus.accuracy.queries import NATIVE_TYPES, TableQuery
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.generator.model import Definition
@@ -52,12 +52,12 @@ class Job:
 
 def run_accuracy(
     project: Project, defs: Sequence[Definition], options: AccuracyOptions, clock: Callable[[], float] = time.monotonic
-) -> Report:
+) -> AccuracyReport:
     start = clock()
     jobs = plan_jobs(project, defs, budgeted(options, start, clock))
     with ThreadPoolExecutor(max(1, options.concurrency), thread_name_prefix="accuracy") as pool:
         results = tuple(pool.map(compare, jobs))
-    return Report(results, options.deep, clock() - start)
+    return AccuracyReport(results, options.deep, clock() - start)
 
 
 def budgeted(options: AccuracyOptions, start: float, clock: Callable[[], float]) -> AccuracyOptions:
@@ -153,7 +153,7 @@ def _outcome(call: Callable[[], T]) -> T | BaseException:
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedPair:
     """A pair ready to compare: its slot and lag, filters, and each side's query."""
 
     slot: str | None
@@ -171,7 +171,7 @@ def _compare(job: Job, source: Connection, sink: Connection) -> TableResult:
     return TableResult(job.pair, verdict, counts, p.filters, p.slot, lag, allowed, diff)
 
 
-def prepare(job: Job, source: Connection, sink: Connection) -> Prepared:
+def prepare(job: Job, source: Connection, sink: Connection) -> PreparedPair:
     """Both tables inspected (and the hash both servers agree on): what each side reads."""
     pair, deep = job.pair, job.options.deep
 
@@ -193,7 +193,7 @@ def prepare(job: Job, source: Connection, sink: Connection) -> Prepared:
     filters = pairs.filters(pair, src.columns, dst.columns)
     md5, record = _hashes(src_probe, dst_probe) if src_probe and dst_probe else (False, False)
     a, b = table_queries(pair, src, dst, filters, deep, md5, record)
-    return Prepared(slot, lag_before, filters, a, b)
+    return PreparedPair(slot, lag_before, filters, a, b)
 
 
 def keyed_expectation(pair: TablePair, src: TableInfo, dst: TableInfo) -> TableInfo:

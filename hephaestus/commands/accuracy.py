@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from hephaestus.accuracy.mend import RepairOptions
-    from hephaestus.accuracy.model import Report
+    from hephaestus.accuracy.model import AccuracyReport
     from hephaestus.accuracy.repair import RepairReport
     from hephaestus.accuracy.run import AccuracyOptions
     from hephaestus.generator.model import Definition
@@ -233,7 +233,7 @@ def _repair_text(report: RepairReport) -> str:
     return render.repair_text(report, shutil.get_terminal_size().columns if tty else None, tty and colour_wanted())
 
 
-def _text(report: Report) -> str:
+def _text(report: AccuracyReport) -> str:
     """The table at the terminal's width and in colour on a terminal (NO_COLOR honoured);
     whole lines, no colour, in a pipe or a log (cron, a Helm hook)."""
     from hephaestus.accuracy import render

@@ -32,7 +32,14 @@ from hephaestus.commands.common import (
 
 if TYPE_CHECKING:  # the workflow's modules load only when the command runs
     from hephaestus.project import Project
-    from hephaestus.reconciler.workflow import ClusterOutcome, Prepared, Progress, RolloutHooks, RunOptions, StepResult
+    from hephaestus.reconciler.workflow import (
+        ClusterOutcome,
+        PreparedRun,
+        Progress,
+        RolloutHooks,
+        RunOptions,
+        StepResult,
+    )
     from hephaestus.snapshot.hooks import SnapshotHooks
 
 
@@ -207,14 +214,14 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def _save(out: Path, project: Project, outcomes: Sequence[ClusterOutcome], prepared: Prepared) -> None:
+def _save(out: Path, project: Project, outcomes: Sequence[ClusterOutcome], prepared: PreparedRun) -> None:
     from hephaestus.reconciler.workflow import save
 
     sealed = save(out, project, outcomes, prepared)
     click.echo(f"\nPlan `{sealed.id}` sealed into {out}: apply it with `hephaestus reconcile --plan {out}`.")
 
 
-def _hooks(project: Project, prepared: Prepared) -> RolloutHooks:
+def _hooks(project: Project, prepared: PreparedRun) -> RolloutHooks:
     """An apply's hooks: the rollout's checks before a cluster's first write, then the
     incremental snapshots': the plan's back-fills always, newly captured tables when asked for."""
     from hephaestus.reconciler.workflow import hooks_of
@@ -228,7 +235,9 @@ def _snapshot_hooks(project: Project, new_tables: bool) -> SnapshotHooks:
     return SnapshotHooks(project, new_tables=new_tables)
 
 
-def _run(project: Project, prepared: Prepared, options: RunOptions, hooks: RolloutHooks | None) -> list[ClusterOutcome]:
+def _run(
+    project: Project, prepared: PreparedRun, options: RunOptions, hooks: RolloutHooks | None
+) -> list[ClusterOutcome]:
     from hephaestus.dlq.run import replay_parked  # a rollback replays what its sinks parked
     from hephaestus.reconciler.workflow import reconcile as run_reconcile
 

@@ -97,7 +97,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Report:
+class DriftReport:
     findings: tuple[Finding, ...] = ()
     pipelines: tuple[str, ...] = ()  # every pipeline compared (a gauge of 0 for each in step)
     unchecked: tuple[str, ...] = ()  # databases the project does not name: said, not compared

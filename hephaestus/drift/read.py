@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hephaestus import pg
 from hephaestus.drift import pipelines, rules
-from hephaestus.drift.model import UNKNOWN, Capture, Finding, LiveColumn, LiveTable, Pair, Report
+from hephaestus.drift.model import UNKNOWN, Capture, Finding, LiveColumn, LiveTable, Pair, DriftReport
 from hephaestus.drift.pipelines import Runs
 from hephaestus.errors import HephaestusError
 from hephaestus.project import Project
@@ -52,16 +52,16 @@ class Shapes:
     publications: dict[str, frozenset[str] | None] = field(default_factory=dict, hash=False)  # None: all tables
 
 
-def schema_report(project: Project, runs: Runs) -> Report:
+def schema_report(project: Project, runs: Runs) -> DriftReport:
     """Every pipeline the selected clusters run, compared; no definitions (beside the project
     file or in the working directory): nothing to compare (connectors not generated here)."""
     folder = _home(project)
     if folder is None:
-        return Report()
+        return DriftReport()
     try:
         pairs, unknown = _pairs(project, folder, runs)
     except HephaestusError as exc:  # a definition or catalog that does not parse: named, unknown
-        return Report((Finding(UNKNOWN, "*", "definitions", f"cannot compare schemas: {exc}"),))
+        return DriftReport((Finding(UNKNOWN, "*", "definitions", f"cannot compare schemas: {exc}"),))
     named = [p for p in pairs if {p.source_db, p.sink_db} <= set(project.databases)]
     skipped = sorted({db for p in pairs for db in (p.source_db, p.sink_db)} - set(project.databases))
     found = compared(named, _read_all(project, named), unknown)
@@ -91,7 +91,7 @@ def _pairs(project: Project, folder: Path, runs: Runs) -> tuple[list[Pair], list
     return pipelines.pairs(defs, load_catalogs(catalogs), runs)
 
 
-def compared(pairs: Sequence[Pair], shapes: dict[str, Shapes | str], unknown: Iterable[Finding] = ()) -> Report:
+def compared(pairs: Sequence[Pair], shapes: dict[str, Shapes | str], unknown: Iterable[Finding] = ()) -> DriftReport:
     """The findings of every pair (pure); a pair whose database could not be read is unknown."""
     found = list(unknown)
     read: set[str] = set()
@@ -112,7 +112,7 @@ def compared(pairs: Sequence[Pair], shapes: dict[str, Shapes | str], unknown: It
             continue
         found += rules.compare(p, src.tables.get(str(p.source)), dst.tables.get(str(p.sink)), _capture(p, src))
         read.update((*p.sinks, *p.sources))
-    return Report(tuple(found), tuple(p.name for p in pairs), compared=frozenset(read))
+    return DriftReport(tuple(found), tuple(p.name for p in pairs), compared=frozenset(read))
 
 
 def _capture(p: Pair, shapes: Shapes) -> Capture:

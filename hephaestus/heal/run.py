@@ -12,7 +12,7 @@ from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.connect.ready import ReadyOptions, Target, root_cause, wait_ready
 from hephaestus.connect.redact import sensitive_values
-from hephaestus.drift.model import Finding, Report
+from hephaestus.drift.model import DriftReport, Finding
 from hephaestus.drift.read import schema_report
 from hephaestus.heal import schema
 from hephaestus.heal.policy import Decision, HealConfig, Observed, decide
@@ -40,7 +40,7 @@ class HealOptions:
     restart_wait_s: float = HealSettings().restart_wait_s
     allow: Allow = Allow()  # --allow-destructive: a restart's destructive effects (a re-snapshot) may go
     resolve: Resolver = field(default=NO_RESOLVER, compare=False)
-    schema: Report = field(default=Report(), compare=False)  # the sources' schema drift (heal.schema)
+    schema: DriftReport = field(default=DriftReport(), compare=False)  # the sources' schema drift (heal.schema)
 
     @property
     def ready(self) -> ReadyOptions:

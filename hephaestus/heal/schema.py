@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hephaestus.connect import LiveConnector
-from hephaestus.drift.model import BREAKS_SINK, Finding, Report
+from hephaestus.drift.model import BREAKS_SINK, DriftReport, Finding
 
 HELD = "held"  # heal's verdict for such a sink: failing, and not restarted
 
 
-def broken(report: Report, fleet: Mapping[str, LiveConnector]) -> dict[str, Finding]:
+def broken(report: DriftReport, fleet: Mapping[str, LiveConnector]) -> dict[str, Finding]:
     """Each listed sink's first breaking finding (the policy's `ignore` does not apply: a
     breaking change is never ignored)."""
     found: dict[str, Finding] = {}

@@ -34,7 +34,7 @@ _log = logging.getLogger("hephaestus.ksql")
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedCluster:
     cluster: KsqlDB
     scan: Scan
     compiled: Mapping[int, CompiledMigration]
@@ -48,7 +48,7 @@ def prepare(
     parse: bool = True,
     defer_failures: bool = False,
     undo: bool | None = None,
-) -> list[Prepared]:
+) -> list[PreparedCluster]:
     """Every cluster's files, compiled (for apply) or only listed and checksummed (info, validate).
     A file that does not parse raises its ParseFailure, unless `defer_failures` (ksql apply):
     then it is kept, for apply to record when it comes to that file. `undo` compiles the undo
@@ -58,7 +58,7 @@ def prepare(
     return [_prepare(c, defines, parse, defer_failures, with_undo) for c in clusters]
 
 
-def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool, defer: bool, with_undo: bool) -> Prepared:
+def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool, defer: bool, with_undo: bool) -> PreparedCluster:
     found = scan(cluster.migrations)
     for name in found.skipped:
         _log.warning(
@@ -72,7 +72,7 @@ def _prepare(cluster: KsqlDB, defines: Mapping[str, str], parse: bool, defer: bo
     undo = {u.version: compile_file(u, defines) for u in undo_files}
     if broken := [c.failure for c in undo.values() if c.failure is not None]:
         raise broken[0]
-    return Prepared(cluster, found, compiled, undo)
+    return PreparedCluster(cluster, found, compiled, undo)
 
 
 def locked(
@@ -98,7 +98,7 @@ def init(
 
 def apply(
     project: Project,
-    prepared: list[Prepared],
+    prepared: list[PreparedCluster],
     options: applying.Options,
     lock_timeout_s: float | None = None,
     client_factory: KsqlFactory = open_client,
@@ -117,7 +117,7 @@ def apply(
 
 def undo(
     project: Project,
-    prepared: list[Prepared],
+    prepared: list[PreparedCluster],
     options: undoing.UndoOptions,
     lock_timeout_s: float | None = None,
     client_factory: KsqlFactory = open_client,
@@ -167,14 +167,14 @@ class Unreachable(HephaestusError):
     """The server a dry run must read did not answer."""
 
 
-def info(prepared: list[Prepared], client_factory: KsqlFactory = open_client) -> Iterator[operations.InfoResult]:
+def info(prepared: list[PreparedCluster], client_factory: KsqlFactory = open_client) -> Iterator[operations.InfoResult]:
     for p in prepared:
         with client_factory(p.cluster) as client:
             yield operations.info(client, names_of(p.cluster), p.scan)
 
 
 def validate(
-    prepared: list[Prepared], client_factory: KsqlFactory = open_client
+    prepared: list[PreparedCluster], client_factory: KsqlFactory = open_client
 ) -> Iterator[operations.ValidateResult]:
     for p in prepared:
         with client_factory(p.cluster) as client:

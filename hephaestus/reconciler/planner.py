@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from hephaestus.drift.model import BREAKS_SINK, Report
+from hephaestus.drift.model import BREAKS_SINK, DriftReport
 from hephaestus.reconciler import backfill, publications, rotation, sinktopics
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
@@ -62,7 +62,7 @@ class Seen:
     health: tuple[Unhealthy, ...] = ()  # of the managed connectors the plan does not write
     publications: Publications = Publications()
     topics: Topics | None = None  # None: no sink starts to read topics
-    schema: Report = Report()  # the sources' schema drift (hephaestus.drift)
+    schema: DriftReport = DriftReport()  # the sources' schema drift (hephaestus.drift)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from hephaestus import kafka
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
-from hephaestus.drift.model import Report
+from hephaestus.drift.model import DriftReport
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Cluster, Project, normalised_url
@@ -158,11 +158,11 @@ def _needed(
         health=_health(client, need, wanted, mine),
         publications=pubs,
         topics=_topics(r.cluster, need),
-        schema=Report() if wanted.drift_only else _schema(project, r.cluster, wanted),
+        schema=DriftReport() if wanted.drift_only else _schema(project, r.cluster, wanted),
     )
 
 
-def _schema(project: Project, cluster: Cluster, wanted: Wanted) -> Report:
+def _schema(project: Project, cluster: Cluster, wanted: Wanted) -> DriftReport:
     """The schema drift of the pipelines git's connectors of this cluster run (hephaestus.drift):
     what their policies report, unknowns included (never read as fine). --drift-only leaves it
     out with the health: it asks whether git and Connect agree, not whether the data flows."""

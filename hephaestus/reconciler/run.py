@@ -133,7 +133,7 @@ def reconcile(
             reads = {r.cluster.name: r for r in pool.map(lambda c: planning.read(clients, c, store, project), clusters)}
             desired, held, unloaded = inputs.result()
             check_targets(options.targets, clusters, reads, desired)
-            run = _Run(project, options, policy, run_id, store, hooks, give_back)
+            run = _Reconcile(project, options, policy, run_id, store, hooks, give_back)
             outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
             others = [c for c in every if c.name not in reads] if _claims(outs) else []
             glances = _clients(stack, others, client_factory)
@@ -187,7 +187,7 @@ class _Pass:
 
 
 @dataclass(frozen=True)
-class _Run:
+class _Reconcile:
     project: Project
     options: RunOptions
     policy: Policy

@@ -45,7 +45,7 @@ __all__ = [
     "ClusterOutcome",
     "GiveBack",
     "Options",
-    "Prepared",
+    "PreparedRun",
     "Progress",
     "Request",
     "RolloutHooks",
@@ -103,7 +103,7 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedRun:
     """A run ready to go: the options that rule (a sealed plan's, else the given), the clusters."""
 
     scope: sealed.Options
@@ -118,7 +118,7 @@ class Prepared:
 
 def prepare(
     project: Project, request: Request, progress: apply.Progress | None, note: Callable[[str], None]
-) -> Prepared:
+) -> PreparedRun:
     """Check the request (nothing is read from Connect until it holds) and build the run."""
     allow_of(request.given.allow_destructive)  # an unknown effect is an error before anything is read
     seal = _sealed_plan(project, request, note)
@@ -126,7 +126,7 @@ def prepare(
     clusters = project.select(scope.clusters)
     if request.out:
         check_out(request.out, project, request.dry_run)
-    return Prepared(scope, clusters, options_of(project, request, scope, seal, progress), seal)
+    return PreparedRun(scope, clusters, options_of(project, request, scope, seal, progress), seal)
 
 
 def _sealed_plan(project: Project, request: Request, note: Callable[[str], None]) -> sealed.Sealed | None:
@@ -202,7 +202,7 @@ class Approval:
 
 def approve(
     project: Project,
-    prepared: Prepared,
+    prepared: PreparedRun,
     preview: Callable[[RunOptions], Outcomes],
     ask: Callable[[Outcomes], str] | None,
 ) -> Approval:
@@ -250,7 +250,7 @@ def exit_code(outcomes: Outcomes, dry_run: bool, drift_exit: bool) -> int:
 
 def reconcile(
     project: Project,
-    prepared: Prepared,
+    prepared: PreparedRun,
     options: RunOptions,
     hooks: RolloutHooks | None,
     give_back: GiveBack | None,
@@ -259,12 +259,12 @@ def reconcile(
     return run.reconcile(project, prepared.clusters, options, hooks=hooks, give_back=give_back)
 
 
-def hooks_of(project: Project, prepared: Prepared, inner: checks.Around | None) -> RolloutHooks:
+def hooks_of(project: Project, prepared: PreparedRun, inner: checks.Around | None) -> RolloutHooks:
     """An apply's hooks: the rollout's checks before a cluster's first write, then `inner`'s."""
     return RolloutHooks(project, prepared.options.rollout, inner)
 
 
-def save(out: Path, project: Project, outcomes: Outcomes, prepared: Prepared) -> sealed.Sealed:
+def save(out: Path, project: Project, outcomes: Outcomes, prepared: PreparedRun) -> sealed.Sealed:
     """--out: the dry run's plan sealed into `out` (checked by prepare), for --plan."""
     plan = sealed.build(project, outcomes, prepared.scope, prepared.clusters, prepared.options.rollout)
     sealed.write(out, plan)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hephaestus.connect.models import LiveConnector
-from hephaestus.drift.model import Report
+from hephaestus.drift.model import DriftReport
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet.read import Read, SlotReport, configs_of, listings, read_all, report
@@ -52,7 +52,7 @@ class Checked:
     listed: Listed | None = None
     slots: SlotReport | None = None
     read: Read | None = None
-    schema: Report | None = None  # schema drift, read in the databases' loop
+    schema: DriftReport | None = None  # schema drift, read in the databases' loop
 
 
 class Exporter:
@@ -80,7 +80,7 @@ class Exporter:
         listed = listings([cluster], glance=True)[cluster.name]
         slots = self._fresh().get(SLOTS)
         read: Read = slots.read if slots and slots.read else ({}, [])
-        schema = slots.schema if slots and slots.schema else Report()
+        schema = slots.schema if slots and slots.schema else DriftReport()
         (view,) = fleet_status(self.project, [cluster], {cluster.name: listed}, read, schema)
         self._store(cluster.name, Checked(self.clock(), time.time(), self.clock() - start, view, listed))
 

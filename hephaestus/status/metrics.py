@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from hephaestus.drift.model import CODES, UNKNOWN, Report
+from hephaestus.drift.model import CODES, UNKNOWN, DriftReport
 from hephaestus.fleet.read import SlotReport
 from hephaestus.notify.metrics import Metrics
 from hephaestus.status.model import ClusterView, ConnectorView
@@ -34,7 +34,7 @@ def slot_metrics(found: SlotReport, into: Metrics | None = None) -> Metrics:
     return m
 
 
-def schema_metrics(found: Report, into: Metrics | None = None) -> Metrics:
+def schema_metrics(found: DriftReport, into: Metrics | None = None) -> Metrics:
     """`schema_drift{pipeline, effect}`: 1 while a source's schema change has that effect on the
     pipeline's data (0 for each pipeline in step, so an alert resolves); `unknown` when its
     databases could not be read."""

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from hephaestus import kafka
 from hephaestus.connect.models import LiveConnector
-from hephaestus.drift.model import UNKNOWN, Finding, Report
+from hephaestus.drift.model import UNKNOWN, DriftReport, Finding
 from hephaestus.drift.pipelines import Runs
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError, InputErrors
@@ -34,7 +34,7 @@ def fleet_status(
     clusters: Sequence[Cluster],
     listed: Listings | None = None,
     read: Read | None = None,
-    schema: Report | None = None,
+    schema: DriftReport | None = None,
 ) -> list[ClusterView]:
     listed = listings(clusters) if listed is None else listed
     by_database, errors = read_all(project) if read is None else read
@@ -53,7 +53,7 @@ def runs_of(clusters: Sequence[Cluster], listed: Listings) -> Runs:
     return runs
 
 
-def _with_schema(view: ClusterView, schema: Report) -> ClusterView:
+def _with_schema(view: ClusterView, schema: DriftReport) -> ClusterView:
     """Each connector's schema problems (what its policy does not ignore); a database that could
     not be read is the cluster's error: unknown, never healthy."""
     shown = [f for f in schema.shown if f.code != UNKNOWN]

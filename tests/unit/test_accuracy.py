@@ -10,12 +10,12 @@ import pytest
 
 from hephaestus.accuracy import pairs, publish, render
 from hephaestus.accuracy.model import (
+    AccuracyReport,
     Counts,
     Endpoint,
     Filters,
     KeyDiff,
     KeyList,
-    Report,
     TablePair,
     TableResult,
     judge,
@@ -146,15 +146,15 @@ def result(verdict: str, counts: Counts | None = Counts(3, 2), **kw: object) -> 
 
 
 def test_exit_code_error_beats_mismatch_beats_match() -> None:
-    assert Report((result("match"),), False, 0).exit_code == 0
-    assert Report((result("match"), result("within_tolerance")), False, 0).exit_code == 0
-    assert Report((result("mismatch"), result("match")), False, 0).exit_code == 2
-    assert Report((result("mismatch"), result("error", None)), False, 0).exit_code == 1
-    assert Report((), False, 0).exit_code == 0
+    assert AccuracyReport((result("match"),), False, 0).exit_code == 0
+    assert AccuracyReport((result("match"), result("within_tolerance")), False, 0).exit_code == 0
+    assert AccuracyReport((result("mismatch"), result("match")), False, 0).exit_code == 2
+    assert AccuracyReport((result("mismatch"), result("error", None)), False, 0).exit_code == 1
+    assert AccuracyReport((), False, 0).exit_code == 0
 
 
 def test_text_report_names_table_delta_and_keys() -> None:
-    report = Report((result("mismatch", diff=diff(missing=2)),), True, 0.5)
+    report = AccuracyReport((result("mismatch", diff=diff(missing=2)),), True, 0.5)
     out = render.text(report)
     assert out.splitlines()[0].split() == ["TABLE", "SOURCE", "SINK", "DELTA", "LAG", "VERDICT"]
     assert "bob.public.users → auth.public.users" in out and " -1 " in out and "MISMATCH" in out
@@ -163,7 +163,7 @@ def test_text_report_names_table_delta_and_keys() -> None:
 
 
 def test_json_report_carries_filters_lag_and_keys() -> None:
-    doc = json.loads(render.as_json(Report((result("mismatch", diff=diff(missing=1)),), True, 0.5)))
+    doc = json.loads(render.as_json(AccuracyReport((result("mismatch", diff=diff(missing=1)),), True, 0.5)))
     (row,) = doc["tables"]
     assert row["source"] == {"database": "bob", "table": "public.users", "filter": "deleted_at IS NULL", "rows": 3}
     assert row["delta"] == -1 and row["lag_bytes"] == 0 and row["slot"] == "local_manabie_bob"
@@ -181,7 +181,7 @@ def test_slack_gets_mismatches_and_errors_without_keys(monkeypatch: pytest.Monke
     (tmp_path / "hephaestus.yaml").write_text("clusters: {c: {connectors: c}}\nslack: {webhook_env: HOOK}\n")
     project = load_project(tmp_path / "hephaestus.yaml")
     assert project.slack_webhook == SecretRef(env="HOOK")
-    bad = Report(
+    bad = AccuracyReport(
         (result("mismatch", diff=diff(missing=2)), result("error", None, error="boom"), result("match", Counts(2, 2))),
         True,
         0,
@@ -189,7 +189,7 @@ def test_slack_gets_mismatches_and_errors_without_keys(monkeypatch: pytest.Monke
     with slack_receiver() as slack:
         monkeypatch.setenv("HOOK", slack.url)
         assert publish.notify(project, bad)
-        assert not publish.notify(project, Report((result("match", Counts(1, 1)),), False, 0))
+        assert not publish.notify(project, AccuracyReport((result("match", Counts(1, 1)),), False, 0))
     (text,) = slack.texts()
     assert "1 mismatch, 1 error of 3 tables" in text and "delta -1" in text and "2 missing" in text
     assert "boom" in text and "m0" not in text
@@ -308,7 +308,7 @@ def test_a_bad_tolerance_is_named_with_its_line(project: Project) -> None:
 def test_the_text_table_folds_only_the_verdict_column_and_prints_names_as_text() -> None:
     """rich draws it: at a terminal's width only the VERDICT column (and the details under a
     row) wraps; colour only when asked; a name or error with markup or escapes is plain text."""
-    report = Report(
+    report = AccuracyReport(
         (result("mismatch", diff=diff(missing=2)), result("error", None, error="boom [bold]x[/] \x1b[31mred")),
         True,
         0.5,

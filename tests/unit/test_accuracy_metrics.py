@@ -9,7 +9,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from hephaestus.accuracy.model import Counts, Endpoint, Filters, KeyDiff, KeyList, Report, TablePair, TableResult
+from hephaestus.accuracy.model import (
+    AccuracyReport,
+    Counts,
+    Endpoint,
+    Filters,
+    KeyDiff,
+    KeyList,
+    TablePair,
+    TableResult,
+)
 from hephaestus.accuracy.publish import PUSH_JOB, metrics_of, publish_metrics
 from hephaestus.generator.model import AccuracySpec, TableRef
 from hephaestus.notify.metrics import Metrics
@@ -74,7 +83,7 @@ def test_publishing_failures_never_raise(tmp_path: Path) -> None:
     assert not metrics.write_textfile(blocker / "sub" / "x.prom")
 
 
-def report() -> Report:
+def report() -> AccuracyReport:
     users = TablePair(
         Endpoint("bob", TableRef("public", "users")),
         Endpoint("auth", TableRef("public", "users")),
@@ -84,7 +93,7 @@ def report() -> Report:
         "bob.yaml",
     )
     found = KeyDiff(KeyList(2, ()), KeyList(0, ()), KeyList(1, ()), 5)
-    return Report(
+    return AccuracyReport(
         (
             TableResult(users, "mismatch", Counts(10, 8), Filters("", ""), "s", 0, 0, found),
             TableResult(users, "error", error="boom"),

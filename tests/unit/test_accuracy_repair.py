@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from hephaestus.accuracy import render, repair, run, sinkdb
 from hephaestus.accuracy.bisect import DeepOptions, deep_diff
-from hephaestus.accuracy.model import Counts, Filters, Key, KeyDiff, KeyList, Report, TableResult, judge
+from hephaestus.accuracy.model import AccuracyReport, Counts, Filters, Key, KeyDiff, KeyList, TableResult, judge
 from hephaestus.accuracy.repair import Batch, RepairReport, TableRepair, TooManyKeys
 from hephaestus.errors import HephaestusError
 from hephaestus.generator.model import AccuracySpec
@@ -139,7 +139,7 @@ def test_the_keys_to_snapshot_are_the_missing_and_different_ones() -> None:
 
 
 def test_more_keys_than_max_keys_is_refused_with_the_count_and_exit_2() -> None:
-    report = Report((result(found=diff(missing=3, different=2, extra=4)), result("match", diff())), True, 1)
+    report = AccuracyReport((result(found=diff(missing=3, different=2, extra=4)), result("match", diff())), True, 1)
     assert repair.check_size(report, 5, delete_extra=False) == 5
     with pytest.raises(TooManyKeys, match=r"9 keys differ, more than --max-keys 5 \(.*users: 9\): nothing sent") as e:
         repair.check_size(report, 5, delete_extra=True)
@@ -190,7 +190,7 @@ def test_a_budget_cut_with_nothing_found_is_partial_not_match() -> None:
     assert cut.total == 0 and cut.uncompared == 200
     verdict = judge(AccuracySpec(), Counts(200, 200), cut, 0)[0]
     assert verdict == "partial"
-    report = Report((result(verdict, cut),), True, 1)
+    report = AccuracyReport((result(verdict, cut),), True, 1)
     assert report.exit_code == 2
     assert "partial: 200 rows not compared" in render.text(report)
     assert json.loads(render.as_json(report))["tables"][0]["deep"]["uncompared_rows"] == 200
@@ -203,7 +203,7 @@ def test_a_table_whose_turn_comes_after_the_budget_is_not_compared() -> None:
     job = run.Job(pair(), "dsn that is never opened", "dsn", (), options)
     found = run.compare(job)
     assert (found.verdict, found.counts, found.error) == ("partial", None, None)
-    assert "not compared: the time budget" in render.text(Report((found,), True, 5))
+    assert "not compared: the time budget" in render.text(AccuracyReport((found,), True, 5))
 
 
 def repaired_report(still: KeyDiff, error: str | None = None) -> RepairReport:
@@ -212,7 +212,7 @@ def repaired_report(still: KeyDiff, error: str | None = None) -> RepairReport:
     fix = TableRepair(
         before.pair.name, "it_x_bob_source_connector", (("m0",), ("m1",), ("d0",)), ("s1", "s2"), (("x0",),), 0, error
     )
-    return RepairReport(Report((before,), True, 1), (fix,), Report((again,), True, 1))
+    return RepairReport(AccuracyReport((before,), True, 1), (fix,), AccuracyReport((again,), True, 1))
 
 
 def test_a_repair_that_leaves_an_extra_row_exits_2_and_reports_before_and_after() -> None:
@@ -242,7 +242,7 @@ def test_a_repair_that_leaves_an_extra_row_exits_2_and_reports_before_and_after(
 def test_a_full_repair_exits_0_and_a_failed_one_1() -> None:
     assert repaired_report(diff()).exit_code == 0
     assert repaired_report(diff(), error="signal refused").exit_code == 1
-    unchanged = RepairReport(Report((result("match", diff()),), True, 1), (), None)
+    unchanged = RepairReport(AccuracyReport((result("match", diff()),), True, 1), (), None)
     assert unchanged.exit_code == 0 and render.repair_text(unchanged).endswith("repair: nothing to repair\n")
 
 

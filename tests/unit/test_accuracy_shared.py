@@ -19,7 +19,7 @@ import pytest
 
 from hephaestus import pg
 from hephaestus.accuracy import mend, render, sinkdb
-from hephaestus.accuracy.model import Endpoint, Report
+from hephaestus.accuracy.model import AccuracyReport, Endpoint
 from hephaestus.accuracy.run import AccuracyOptions
 from hephaestus.cli import run
 from hephaestus.generator.definitions import load_definitions
@@ -399,7 +399,7 @@ def test_a_key_with_control_characters_is_shown_escaped_by_the_dry_run() -> None
     from hephaestus.accuracy.repair import RepairPreview, TableIntent
 
     intent = TableIntent("a.public.users → auth.public.users", "c", (), (), (("\x1b[2Jx",),), True)
-    shown = render.preview_text(RepairPreview(Report((), True, 0), (intent,)))
+    shown = render.preview_text(RepairPreview(AccuracyReport((), True, 0), (intent,)))
     assert "\x1b" not in shown and "delete: \\x1b[2Jx" in shown
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from hephaestus.drift.model import Capture, Finding, LiveColumn, LiveTable, Pair, Report
+from hephaestus.drift.model import Capture, Finding, LiveColumn, LiveTable, Pair, DriftReport
 from hephaestus.drift.read import Shapes, compared
 from hephaestus.drift.rules import compare, fits
 from hephaestus.generator.model import Column, TableRef, TableSchema
@@ -153,7 +153,7 @@ def test_ignore_is_left_out_of_what_is_shown() -> None:
     pair = replace(PAIR, policy=(("added", "ignore"), ("breaking", "report")))
     phone = LiveColumn("phone", "text")
     found = compare(pair, live(*BASE, phone), live(*BASE, phone), OK)
-    assert Report(found).shown == () and Report(found).of("s1") == found
+    assert DriftReport(found).shown == () and DriftReport(found).of("s1") == found
 
 
 # --- the policy, as a definition and its pipelines say it -----------------------------------
@@ -328,6 +328,6 @@ def test_a_column_the_sink_writes_that_its_table_lost_fails_the_sink() -> None:
 
 
 def test_in_step_means_compared_and_not_broken() -> None:
-    report = Report(compare(PAIR, live(*BASE), live(*BASE[:2]), OK), compared=frozenset({"s1", "src"}))
+    report = DriftReport(compare(PAIR, live(*BASE), live(*BASE[:2]), OK), compared=frozenset({"s1", "src"}))
     assert not report.in_step("s1") and report.in_step("src") and not report.in_step("elsewhere")
-    assert Report(compared=frozenset({"s1"})).in_step("s1")
+    assert DriftReport(compared=frozenset({"s1"})).in_step("s1")

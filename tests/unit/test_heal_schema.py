@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from hephaestus.connect import ConnectClient, RetryPolicy
-from hephaestus.drift.model import Finding, Report
+from hephaestus.drift.model import DriftReport, Finding
 from hephaestus.heal.run import HealOptions, heal_cluster
 from hephaestus.project import Cluster
 from hephaestus.state.heal import HealFile
@@ -19,12 +19,12 @@ from tests.connect_double import ConnectDouble
 SINK = {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", "topics": "t"}
 
 
-def broken(*sinks: str, action: str = "pause", code: str = "sink-write-fails") -> Report:
-    return Report((Finding(code, "p", "users.email", "NOT NULL and gone", sinks=sinks, action=action),))
+def broken(*sinks: str, action: str = "pause", code: str = "sink-write-fails") -> DriftReport:
+    return DriftReport((Finding(code, "p", "users.email", "NOT NULL and gone", sinks=sinks, action=action),))
 
 
 def run(
-    tmp_path: Path, double: ConnectDouble, schema: Report, dry_run: bool = False
+    tmp_path: Path, double: ConnectDouble, schema: DriftReport, dry_run: bool = False
 ) -> tuple[list[tuple[str, str]], list[str]]:
     cluster = Cluster("c", "http://c.test", tmp_path)
     client = ConnectClient(cluster.url, transport=httpx.MockTransport(double), retry=RetryPolicy.immediate(1))
@@ -67,7 +67,7 @@ def test_a_dry_run_pauses_nothing_and_a_paused_sink_is_not_paused_again(tmp_path
 def test_other_effects_and_other_clusters_sinks_change_nothing(tmp_path: Path) -> None:
     double = ConnectDouble()
     double.add("s", SINK)
-    schema = Report((*broken("elsewhere").findings, *broken("s", code="column-not-replicated").findings))
+    schema = DriftReport((*broken("elsewhere").findings, *broken("s", code="column-not-replicated").findings))
     assert run(tmp_path, double, schema)[0] == [("s", "healthy")] and double.writes() == []
 
 

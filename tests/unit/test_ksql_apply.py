@@ -71,7 +71,7 @@ def cluster(stub: KsqlStub, migrations: Path) -> KsqlDB:
     return KsqlDB("lmsdwh", stub.url, migrations)
 
 
-def initialised(stub: KsqlStub, migrations: Path) -> list[run.Prepared]:
+def initialised(stub: KsqlStub, migrations: Path) -> list[run.PreparedCluster]:
     c = cluster(stub, migrations)
     list(run.init(project_at(migrations.parent), [c], None, FAST))
     return run.prepare([c], {})

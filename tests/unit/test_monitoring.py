@@ -570,11 +570,11 @@ def _slots() -> Any:
 
 def _schema() -> Any:
     """A schema drift report: one pipeline a dropped column breaks, one in step."""
-    from hephaestus.drift.model import Finding, Report
+    from hephaestus.drift.model import DriftReport, Finding
 
     broken, fine = "bob.public.users->lmsdwh.public.users", "bob.public.courses->lmsdwh.public.courses"
     dropped = Finding("sink-write-fails", broken, "users.email", "dropped at the source", sinks=("s",))
-    return Report((dropped,), (broken, fine))
+    return DriftReport((dropped,), (broken, fine))
 
 
 def _exporter_page(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Metrics:
@@ -596,7 +596,16 @@ def _exporter_page(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Metrics:
 def _job_metrics() -> list[Metrics]:
     """What the jobs push to the Pushgateway: heal, dwh_accuracy, reconcile."""
     from hephaestus.accuracy import publish
-    from hephaestus.accuracy.model import Counts, Endpoint, Filters, KeyDiff, KeyList, Report, TablePair, TableResult
+    from hephaestus.accuracy.model import (
+        AccuracyReport,
+        Counts,
+        Endpoint,
+        Filters,
+        KeyDiff,
+        KeyList,
+        TablePair,
+        TableResult,
+    )
     from hephaestus.generator.model import AccuracySpec, TableRef
     from hephaestus.heal import metrics as heal
     from hephaestus.heal.run import ClusterHeal, Item
@@ -613,7 +622,7 @@ def _job_metrics() -> list[Metrics]:
     outcome = ClusterOutcome("p", "http://p", plan, applied=True, writes=1, results=(StepResult("a", "create", True),))
     return [
         heal.metrics_of([ClusterHeal("p", "http://p", items), ClusterHeal("q", "http://q", error="down")], now=1.0),
-        publish.metrics_of(Report((result, TableResult(pair, "error", error="boom")), True, 1.0), now=1.0),
+        publish.metrics_of(AccuracyReport((result, TableResult(pair, "error", error="boom")), True, 1.0), now=1.0),
         reconcile.metrics_of([outcome, ClusterOutcome("q", "http://q", None, error="down")], False, now=1.0),
     ]
 

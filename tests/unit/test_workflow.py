@@ -46,7 +46,7 @@ def test_the_exit_policy(outcome: Outcome, dry_run: bool, drift_exit: bool, code
     assert workflow.exit_code([Outcome(), outcome], dry_run, drift_exit) == code  # type: ignore[list-item]
 
 
-def prepared(tmp_path: Path) -> workflow.Prepared:
+def prepared(tmp_path: Path) -> workflow.PreparedRun:
     project = Project(str(tmp_path / "p.yaml"), {}, {}, base=tmp_path)
     return workflow.prepare(project, workflow.Request(given=Options()), None, lambda line: None)
 
