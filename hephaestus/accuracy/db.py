@@ -126,7 +126,7 @@ def _opt(value: object) -> str | None:
 
 
 @dataclass(frozen=True)
-class Probe:
+class HashProbe:
     """This server's fast hash of a fixed text, and its record hash of one value of each type
     hashed natively (None for what it lacks: PostgreSQL < 11, < 14)."""
 
@@ -134,8 +134,8 @@ class Probe:
     record: int | None
 
 
-def hash_probe(conn: Connection) -> Probe:
-    return Probe(_probe(conn, queries.HASH_PROBE), _probe(conn, queries.RECORD_PROBE))
+def hash_probe(conn: Connection) -> HashProbe:
+    return HashProbe(_probe(conn, queries.HASH_PROBE), _probe(conn, queries.RECORD_PROBE))
 
 
 def _probe(conn: Connection, query: str) -> int | None:

@@ -175,7 +175,7 @@ def prepare(job: Job, source: Connection, sink: Connection) -> PreparedPair:
     """Both tables inspected (and the hash both servers agree on): what each side reads."""
     pair, deep = job.pair, job.options.deep
 
-    def source_side() -> tuple[str | None, int | None, TableInfo, db.Probe | None]:
+    def source_side() -> tuple[str | None, int | None, TableInfo, db.HashProbe | None]:
         slot = pairs.pick_slot(pair.source.database, job.slots, db.slots(source))
         info = (
             db.inspect_expectation(source, pair.source.database, pair.source.query)
@@ -184,7 +184,7 @@ def prepare(job: Job, source: Connection, sink: Connection) -> PreparedPair:
         )
         return slot, db.slot_lag(source, slot) if slot else None, info, db.hash_probe(source) if deep else None
 
-    def sink_side() -> tuple[TableInfo, db.Probe | None]:
+    def sink_side() -> tuple[TableInfo, db.HashProbe | None]:
         return db.inspect(sink, pair.sink.database, pair.sink.table), db.hash_probe(sink) if deep else None
 
     (slot, lag_before, src, src_probe), (dst, dst_probe) = concurrently(source_side, sink_side)
@@ -218,7 +218,7 @@ def _worst(before: int | None, after: int | None) -> int | None:
     return max(known) if known else None
 
 
-def _hashes(source: db.Probe, sink: db.Probe) -> tuple[bool, bool]:
+def _hashes(source: db.HashProbe, sink: db.HashProbe) -> tuple[bool, bool]:
     """(md5, record): the portable hash unless both servers' fast hashes agree, and values
     hashed natively only where their record hashes agree too."""
     fast = source.text is not None and source.text == sink.text

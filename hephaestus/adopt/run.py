@@ -155,7 +155,9 @@ def write(result: ClusterImport, cleared: Cleared) -> None:
                 raise HephaestusError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def record(store: ownership.Store, project: Project, cluster: Cluster, result: ClusterImport, run_id: str) -> None:
+def record(
+    store: ownership.OwnershipStore, project: Project, cluster: Cluster, result: ClusterImport, run_id: str
+) -> None:
     names = [i.name for i in result.items if i.how != "owned already" and not i.owned]
     store.claim(
         project.name, cluster.name, ownership.claims_of(names, ownership.scope_of(cluster.select), "imported", run_id)
@@ -189,7 +191,9 @@ def import_project(
     return results
 
 
-def _apply(project: Project, store: ownership.Store, cluster: Cluster, result: ClusterImport, run_id: str) -> None:
+def _apply(
+    project: Project, store: ownership.OwnershipStore, cluster: Cluster, result: ClusterImport, run_id: str
+) -> None:
     """Through the gate (an import writes git and the ownership record, nothing to Connect: its
     items have no effect on data), audited before and after."""
     items = [Item(cluster.name, i.name, "import") for i in result.items]

@@ -10,7 +10,7 @@ import click
 from hephaestus.commands.common import cluster_option, project_option
 
 if TYPE_CHECKING:
-    from hephaestus.graph.model import Statement
+    from hephaestus.graph.model import KsqlStatement
     from hephaestus.project import KsqlDB
 
 
@@ -58,10 +58,10 @@ def graph(project_file: Path, output: Path, live: bool, clusters: tuple[str, ...
     )
 
 
-def _statements(clusters: list[KsqlDB]) -> tuple[list[Statement], list[str]]:
+def _statements(clusters: list[KsqlDB]) -> tuple[list[KsqlStatement], list[str]]:
     """Each ksqlDB cluster's migrations compiled as `ksql apply` runs them (DEFINEs resolved);
     a file that does not parse is left out with a note (`hephaestus validate` names its line)."""
-    from hephaestus.graph.model import Statement
+    from hephaestus.graph.model import KsqlStatement
     from hephaestus.ksql.run import prepare
 
     statements, warnings = [], []
@@ -71,7 +71,7 @@ def _statements(clusters: list[KsqlDB]) -> tuple[list[Statement], list[str]]:
             if compiled.failure is not None:
                 warnings.append(f"ksqlDB {p.cluster.name}: {compiled.failure} (left out of the graph)")
             origin = str(compiled.file.path)
-            statements += [Statement(p.cluster.name, s.text, f"{origin}:{s.line}") for s in compiled.statements]
+            statements += [KsqlStatement(p.cluster.name, s.text, f"{origin}:{s.line}") for s in compiled.statements]
     return statements, warnings
 
 

@@ -23,7 +23,7 @@ from hephaestus import kafka
 from hephaestus.classes import POSTGRES_SOURCE
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.errors import HephaestusError
-from hephaestus.fleet.lag import Health, lag, lag_age, waiting
+from hephaestus.fleet.lag import HealthSample, lag, lag_age, waiting
 from hephaestus.fleet.slots import Slot
 from hephaestus.fleet.sources import source_ref
 from hephaestus.fleet.topics import DLQ_KEY, topics_of
@@ -32,7 +32,7 @@ SlotReader = Callable[[str], Sequence[Slot]]  # a database's logical slots
 
 
 @dataclass(frozen=True)
-class Probe:
+class HealthProbe:
     """Where health is read from: Connect (the client given), Kafka when the cluster names
     its bootstrap, the source databases the project has a DSN for."""
 
@@ -41,12 +41,14 @@ class Probe:
     clock: Callable[[], float] = time.time
 
 
-def sample(client: ConnectClient, probe: Probe, configs: Mapping[str, Mapping[str, str]]) -> dict[str, Health]:
+def sample(
+    client: ConnectClient, probe: HealthProbe, configs: Mapping[str, Mapping[str, str]]
+) -> dict[str, HealthSample]:
     """The health of each connector named in `configs` (its config as written by this run)."""
     try:
         listed = client.statuses()
     except ConnectError as exc:
-        return {n: Health(n, error=f"Connect: {exc}") for n in configs}
+        return {n: HealthSample(n, error=f"Connect: {exc}") for n in configs}
     found = {n: _state(n, listed.get(n)) for n in configs}
     sinks = {n: c for n, c in configs.items() if c.get("connector.class") != POSTGRES_SOURCE and _is_sink(c)}
     if sinks and probe.bootstrap:
@@ -61,15 +63,15 @@ def _is_sink(config: Mapping[str, str]) -> bool:
     return bool(config.get("topics") or config.get("topics.regex"))
 
 
-def _state(name: str, st: object) -> Health:
+def _state(name: str, st: object) -> HealthSample:
     if st is None:
-        return Health(name)
-    return Health(name, getattr(st, "state", ""), tuple(t.state for t in getattr(st, "tasks", ())))
+        return HealthSample(name)
+    return HealthSample(name, getattr(st, "state", ""), tuple(t.state for t in getattr(st, "tasks", ())))
 
 
 def _with_kafka(
-    found: dict[str, Health], bootstrap: str, sinks: Mapping[str, Mapping[str, str]], clock: Callable[[], float]
-) -> dict[str, Health]:
+    found: dict[str, HealthSample], bootstrap: str, sinks: Mapping[str, Mapping[str, str]], clock: Callable[[], float]
+) -> dict[str, HealthSample]:
     try:
         groups = kafka.committed(bootstrap, [f"connect-{n}" for n in sinks])
         committed = {n: groups.get(f"connect-{n}", {}) for n in sinks}
@@ -89,8 +91,8 @@ def _with_kafka(
 
 
 def _with_slots(
-    found: dict[str, Health], read: SlotReader, sources: Mapping[str, Mapping[str, str]]
-) -> dict[str, Health]:
+    found: dict[str, HealthSample], read: SlotReader, sources: Mapping[str, Mapping[str, str]]
+) -> dict[str, HealthSample]:
     for name, config in sources.items():
         try:
             ref = source_ref(name, config)

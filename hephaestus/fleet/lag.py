@@ -11,7 +11,7 @@ from hephaestus.kafka import Span
 
 
 @dataclass(frozen=True)
-class Health:
+class HealthSample:
     name: str
     state: str = ""  # "" when Connect did not list it
     tasks: tuple[str, ...] = ()

@@ -15,7 +15,7 @@ from hephaestus.generator.model import Definition, TableRef
 
 
 @dataclass(frozen=True)
-class Writer:
+class TableWriter:
     """One sink of one definition: what it copies into which table, and where it is declared."""
 
     database: str
@@ -31,28 +31,28 @@ class Writer:
 class SharedTable:
     database: str
     table: TableRef
-    writers: tuple[Writer, ...]
+    writers: tuple[TableWriter, ...]
 
     def describe(self) -> str:
         listed = "; ".join(map(str, self.writers))
         return f"{self.database}.{self.table} is written by {len(self.writers)} pipelines: {listed}"
 
 
-def writers(defs: Sequence[Definition]) -> list[Writer]:
+def writers(defs: Sequence[Definition]) -> list[TableWriter]:
     """Every sink of every definition (pipelines' and topic sinks'), in definition order."""
     return [w for d in defs for w in (*_pipeline_writers(d), *_topic_writers(d))]
 
 
-def _pipeline_writers(d: Definition) -> list[Writer]:
+def _pipeline_writers(d: Definition) -> list[TableWriter]:
     return [
-        Writer(s.database, s.table, f"{d.database}.{p.source_table}", origin(d, s.path))
+        TableWriter(s.database, s.table, f"{d.database}.{p.source_table}", origin(d, s.path))
         for p in d.pipelines
         for s in p.sinks
     ]
 
 
-def _topic_writers(d: Definition) -> list[Writer]:
-    return [Writer(s.database, s.table, f"topic {t.topic}", origin(d, s.path)) for t in d.topics for s in t.sinks]
+def _topic_writers(d: Definition) -> list[TableWriter]:
+    return [TableWriter(s.database, s.table, f"topic {t.topic}", origin(d, s.path)) for t in d.topics for s in t.sinks]
 
 
 def origin(d: Definition, path: str) -> str:
@@ -63,11 +63,11 @@ def origin(d: Definition, path: str) -> str:
 Place = Callable[[str], object]  # a database name -> what identifies the database it names
 
 
-def shared(found: Sequence[Writer], place: Place = str.casefold) -> list[SharedTable]:
+def shared(found: Sequence[TableWriter], place: Place = str.casefold) -> list[SharedTable]:
     """The tables more than one writer fills, in order of their first writer. Names compare
     case-insensitively: a sink that does not quote identifiers writes `Users` into `users`,
     and a table wrongly called shared costs a warning where one missed costs rows."""
-    groups: dict[object, list[Writer]] = {}
+    groups: dict[object, list[TableWriter]] = {}
     for w in found:
         groups.setdefault(table_key(w.database, w.table, place), []).append(w)
     return [SharedTable(g[0].database, g[0].table, tuple(g)) for g in groups.values() if len(g) > 1]

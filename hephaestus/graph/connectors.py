@@ -3,7 +3,7 @@ topics it writes them to, a sink's topics and the tables it writes them into.
 
 A source's topic for a table is its `topic.prefix`, the table, the delimiter between, through
 its RegexRouters (`safety.transforms.routed`, as Kafka routes); a `table.include.list` entry
-that is a pattern writes the known topics it matches (`reconciler.sinktopics.Writer`, as
+that is a pattern writes the known topics it matches (`reconciler.sinktopics.TopicWriter`, as
 `reconcile` checks a sink's topics). A sink reads its `topics`, or the known topics its
 `topics.regex` matches whole, and writes each into the table `safety.views.tables` says
 (its `collection.name.format`, routers included). Databases are named as the project file
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from hephaestus.fleet.sources import qualified
-from hephaestus.graph.model import Connector, Edge, Kind, Node
-from hephaestus.reconciler.sinktopics import Writer
+from hephaestus.graph.model import DeclaredConnector, Edge, Kind, Node
+from hephaestus.reconciler.sinktopics import TopicWriter
 from hephaestus.safety import transforms, views
 from hephaestus.safety.values import Ref, Resolver, Value, known
 from hephaestus.secrets import mask_config
@@ -36,7 +36,7 @@ class Role:
     node: Node
     tables: tuple[Node, ...] = ()  # a source's tables
     writes: Mapping[str, str] | None = None  # a source's topic → the table node it comes from
-    writer: Writer | None = None  # a source's namespace, for topics known elsewhere
+    writer: TopicWriter | None = None  # a source's namespace, for topics known elsewhere
     topics: tuple[str, ...] = ()  # a sink's topics, as listed
     regex: str = ""  # a sink's topics.regex
 
@@ -69,7 +69,7 @@ def kind_of(config: Mapping[str, str]) -> Kind:
     return "sink" if "topics" in config or "topics.regex" in config else "source"
 
 
-def role(c: Connector, resolve: Resolver, dbs: Mapping[DbKey, str]) -> Role:
+def role(c: DeclaredConnector, resolve: Resolver, dbs: Mapping[DbKey, str]) -> Role:
     kind = kind_of(c.config)
     node = Node(
         connector_id(c.cluster, c.name),
@@ -104,7 +104,7 @@ def _source(node: Node, config: Mapping[str, str], resolve: Resolver, dbs: Mappi
                 writes[topic] = nodes[t].id
     namespace = views.namespace(config, views.source(config, resolve)) if postgres else None
     patterns = tuple(t for t in tables if t != "*")
-    writer = Writer(node.id, namespace, config, delimiter, patterns) if namespace else None
+    writer = TopicWriter(node.id, namespace, config, delimiter, patterns) if namespace else None
     return Role(replace(node, database=database), tuple(nodes.values()), writes, writer)
 
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hephaestus.graph.model import Connector, Statement
+from hephaestus.graph.model import DeclaredConnector, KsqlStatement
 
 _NAME = r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)"
 _FLAGS = re.IGNORECASE | re.DOTALL
@@ -59,14 +59,14 @@ class Flow:
 
     relations: dict[tuple[str, str], Relation] = field(default_factory=dict)
     inserts: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # cluster, into, reads
-    connectors: dict[tuple[str, str], Connector] = field(default_factory=dict)
+    connectors: dict[tuple[str, str], DeclaredConnector] = field(default_factory=dict)
 
 
 def cluster_label(ksqldb: str) -> str:
     return f"ksqldb {ksqldb}"
 
 
-def flow(statements: Iterable[Statement]) -> Flow:
+def flow(statements: Iterable[KsqlStatement]) -> Flow:
     found = Flow()
     for s in statements:
         _read(found, s)
@@ -75,12 +75,12 @@ def flow(statements: Iterable[Statement]) -> Flow:
     return found
 
 
-def _read(found: Flow, s: Statement) -> None:
+def _read(found: Flow, s: KsqlStatement) -> None:
     text = s.text
     if m := _CONNECTOR.match(text):
         name = ident(m.group(2))
         config = {unquote(k): unquote(v) for k, v in _PROPERTY.findall(m.group(3))}
-        found.connectors[(s.cluster, name)] = Connector(cluster_label(s.cluster), name, config, s.origin)
+        found.connectors[(s.cluster, name)] = DeclaredConnector(cluster_label(s.cluster), name, config, s.origin)
     elif m := _CREATE.match(text):
         found.relations[(s.cluster, ident(m.group(2)))] = _relation(s, m.group(1).upper(), ident(m.group(2)))
     elif m := _INSERT.match(text):
@@ -90,7 +90,7 @@ def _read(found: Flow, s: Statement) -> None:
         (found.connectors if what == "CONNECTOR" else found.relations).pop((s.cluster, name), None)
 
 
-def _relation(s: Statement, what: str, name: str) -> Relation:
+def _relation(s: KsqlStatement, what: str, name: str) -> Relation:
     head, *query = _AS_SELECT.split(s.text, maxsplit=1)
     topic = _TOPIC.search(head)
     reads = _sources(query[0]) if query else ()

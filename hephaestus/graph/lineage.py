@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from hephaestus.graph import connectors as conn
 from hephaestus.graph.connectors import DbKey, Role, table_id, topic_id
 from hephaestus.graph.ksqlflow import Flow, Relation, cluster_label, flow
-from hephaestus.graph.model import Connector, Edge, Lineage, Node, Statement
+from hephaestus.graph.model import DeclaredConnector, Edge, KsqlStatement, Lineage, Node
 from hephaestus.safety.values import NO_RESOLVER, Resolver
 
 
@@ -36,8 +36,8 @@ class _Graph:
 
 
 def build(
-    connectors: Sequence[Connector],
-    statements: Sequence[Statement] = (),
+    connectors: Sequence[DeclaredConnector],
+    statements: Sequence[KsqlStatement] = (),
     resolve: Resolver = NO_RESOLVER,
     dbs: Mapping[DbKey, str] | None = None,
 ) -> Lineage:
@@ -61,7 +61,7 @@ def build(
     return Lineage(nodes, edges, tuple(g.warnings))
 
 
-def _known_topics(roles: Sequence[tuple[Connector, Role]], ksql: Flow) -> frozenset[str]:
+def _known_topics(roles: Sequence[tuple[DeclaredConnector, Role]], ksql: Flow) -> frozenset[str]:
     found = {t for _, r in roles for t in (*(r.writes or {}), *r.topics)}
     found |= {r.topic for r in ksql.relations.values()}
     return frozenset(found)
@@ -75,7 +75,9 @@ def _source(g: _Graph, r: Role, known: frozenset[str]) -> None:
         g.link(r.node.id, g.add(_topic(topic)), table)
 
 
-def _sink(g: _Graph, c: Connector, r: Role, known: frozenset[str], resolve: Resolver, dbs: Mapping[DbKey, str]) -> None:
+def _sink(
+    g: _Graph, c: DeclaredConnector, r: Role, known: frozenset[str], resolve: Resolver, dbs: Mapping[DbKey, str]
+) -> None:
     topics = conn.reads(r, known)
     node, out = conn.targets(r, c.config, topics, resolve, dbs)
     g.add(node)
@@ -89,7 +91,7 @@ def _sink(g: _Graph, c: Connector, r: Role, known: frozenset[str], resolve: Reso
         g.link(e.source, g.add(table), e.via)
 
 
-def _read_topics(roles: Sequence[tuple[Connector, Role]], ksql: Flow, known: frozenset[str]) -> frozenset[str]:
+def _read_topics(roles: Sequence[tuple[DeclaredConnector, Role]], ksql: Flow, known: frozenset[str]) -> frozenset[str]:
     """Topics something reads: a sink, or a ksqlDB stream or table declared over one."""
     sinks = {t for _, r in roles if r.node.kind == "sink" for t in conn.reads(r, known)}
     return frozenset(sinks | {r.topic for r in ksql.relations.values() if not r.reads})

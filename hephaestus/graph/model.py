@@ -22,7 +22,7 @@ CONNECTORS: frozenset[Kind] = frozenset({"source", "sink"})
 
 
 @dataclass(frozen=True)
-class Connector:
+class DeclaredConnector:
     """A connector as git declares it: a Connect cluster's file, or a ksqlDB migration's
     CREATE … CONNECTOR (`cluster` is then `ksqldb <name>`)."""
 
@@ -34,7 +34,7 @@ class Connector:
 
 
 @dataclass(frozen=True)
-class Statement:
+class KsqlStatement:
     """One statement of a ksqlDB migration, its variables substituted (ksql.compiler's text)."""
 
     cluster: str  # the ksqlDB cluster's name in the project file

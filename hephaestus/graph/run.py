@@ -20,7 +20,7 @@ from hephaestus.fleet.desired import load_desired
 from hephaestus.graph import journal, live, render
 from hephaestus.graph.connectors import DbKey
 from hephaestus.graph.lineage import build
-from hephaestus.graph.model import Connector, Lineage, Overlay, Statement
+from hephaestus.graph.model import DeclaredConnector, KsqlStatement, Lineage, Overlay
 from hephaestus.project import Cluster, KsqlDB, Project
 from hephaestus.secrets import REDACTOR
 
@@ -44,7 +44,7 @@ def select(project: Project, names: tuple[str, ...]) -> tuple[list[Cluster], lis
     return connect, ksqldb
 
 
-def connectors_of(clusters: Sequence[Cluster]) -> list[Connector]:
+def connectors_of(clusters: Sequence[Cluster]) -> list[DeclaredConnector]:
     """Every connector file each cluster `select`s, custom ones included; a bad file stops the
     graph naming its file and field (InputErrors), as `validate` would."""
     found = []
@@ -53,11 +53,11 @@ def connectors_of(clusters: Sequence[Cluster]) -> list[Connector]:
             REDACTOR.learn_file(cluster.secrets_file)
         for name, d in sorted(load_desired(cluster, include_custom=True).items()):
             REDACTOR.learn_config(d.config)
-            found.append(Connector(cluster.name, name, d.config, d.origin, d.state))
+            found.append(DeclaredConnector(cluster.name, name, d.config, d.origin, d.state))
     return found
 
 
-def lineage_of(project: Project, clusters: Sequence[Cluster], statements: Sequence[Statement]) -> Lineage:
+def lineage_of(project: Project, clusters: Sequence[Cluster], statements: Sequence[KsqlStatement]) -> Lineage:
     return build(connectors_of(clusters), statements, project.resolver(), databases(project))
 
 
@@ -89,7 +89,7 @@ def overlay_of(
 def draw(
     project: Project,
     clusters: Sequence[Cluster],
-    statements: Sequence[Statement],
+    statements: Sequence[KsqlStatement],
     output: Path,
     views: Sequence[live.ClusterLike] | None = None,
     warnings: Sequence[str] = (),

@@ -42,7 +42,7 @@ def planned(p: Plan, live: Mapping[str, Live], every: Mapping[str, Live], resolv
 
 
 def _effects(
-    b: Backfill, w: sinktopics.Writer | None, p: Plan, every: Mapping[str, Live], resolve: Resolver
+    b: Backfill, w: sinktopics.TopicWriter | None, p: Plan, every: Mapping[str, Live], resolve: Resolver
 ) -> tuple[Effect, ...]:
     """Every sink (as this plan leaves it) that reads a back-filled table's topic receives its rows again."""
     if w is None:
@@ -66,7 +66,7 @@ def _gaps(p: Plan, live: Mapping[str, Live]) -> Iterator[Backfill]:
                 break  # one signal reaches every source of the database
 
 
-def _widened(p: Plan, every: Mapping[str, Live], writers: list[sinktopics.Writer]) -> Iterator[Backfill]:
+def _widened(p: Plan, every: Mapping[str, Live], writers: list[sinktopics.TopicWriter]) -> Iterator[Backfill]:
     """A sink update whose field list gains columns: rows written before carry them only once
     re-read, through the source that writes the sink's topics."""
     for step in p.of("update"):

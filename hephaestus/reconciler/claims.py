@@ -19,7 +19,7 @@ class Claims:
     """apply.Claims over the ownership store."""
 
     def __init__(
-        self, store: ownership.Store, project: Project, cluster: Cluster, run_id: str, live: Mapping[str, Live]
+        self, store: ownership.OwnershipStore, project: Project, cluster: Cluster, run_id: str, live: Mapping[str, Live]
     ) -> None:
         self.store, self.project, self.cluster, self.run_id, self.live = store, project, cluster, run_id, live
         self.scope = ownership.scope_of(cluster.select)

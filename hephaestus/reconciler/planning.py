@@ -46,7 +46,9 @@ class Read:
     error: str = ""
 
 
-def read(clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownership.Store, project: Project) -> Read:
+def read(
+    clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownership.OwnershipStore, project: Project
+) -> Read:
     """A selected cluster: its listing (waiting for a starting worker, retrying what is
     transient), its Kafka identity, what this deployment owns there."""
     client = clients.get(cluster.name)

@@ -192,7 +192,7 @@ class _Reconcile:
     options: RunOptions
     policy: Policy
     run_id: str
-    store: ownership.Store
+    store: ownership.OwnershipStore
     hooks: Hooks | None
     give_back: executor.GiveBack | None = None
 

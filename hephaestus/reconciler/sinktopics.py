@@ -27,7 +27,7 @@ STARTS: tuple[Action, ...] = ("create", "update", "rename")
 
 
 @dataclass(frozen=True)
-class Writer:
+class TopicWriter:
     name: str
     namespace: str
     config: Mapping[str, str]
@@ -68,7 +68,7 @@ def regexes(p: Plan) -> dict[str, str]:
     return {s.name: r for s in p.of(*STARTS) if views.is_sink(s.config) and (r := s.config.get("topics.regex", ""))}
 
 
-def writers(p: Plan, live: Mapping[str, Live], resolve: Resolver) -> list[Writer]:
+def writers(p: Plan, live: Mapping[str, Live], resolve: Resolver) -> list[TopicWriter]:
     """The plan's sources (as they will be) and the cluster's live ones, with their namespaces."""
     planned = {s.name: s.config for s in p.of(*STARTS) if views.is_source(s.config)}
     running = {n: lv.config for n, lv in live.items() if views.is_source(lv.config) and n not in planned}
@@ -77,7 +77,7 @@ def writers(p: Plan, live: Mapping[str, Live], resolve: Resolver) -> list[Writer
         source = views.source(config, resolve)
         namespace = views.namespace(config, source)
         if namespace:
-            found.append(Writer(name, namespace, config, source.naming[0], tuple(captured(config))))
+            found.append(TopicWriter(name, namespace, config, source.naming[0], tuple(captured(config))))
     return found
 
 
@@ -97,7 +97,7 @@ def checked(p: Plan, live: Mapping[str, Live], existing: frozenset[str], resolve
     return replace(p, needs=tuple(needs), refusals=(*p.refusals, *refusals), warnings=(*p.warnings, *warnings))
 
 
-def _needs(sink: str, found: Mapping[str, Writer | None]) -> list[Need]:
+def _needs(sink: str, found: Mapping[str, TopicWriter | None]) -> list[Need]:
     by: dict[str, list[str]] = {}
     for topic, w in found.items():
         if w is not None:

@@ -22,7 +22,7 @@ from hephaestus.state import prints
 from hephaestus.state.audit import Journal
 from hephaestus.state.heal import HealFile, HealStore, HealTable
 from hephaestus.state.lock import FileLock, Holder, Lock, PgLock, hold, new_run_id, resource_key
-from hephaestus.state.ownership import OwnershipFile, OwnershipTable, Store
+from hephaestus.state.ownership import OwnershipFile, OwnershipStore, OwnershipTable
 
 DEFAULT_TIMEOUT_S = LockSettings().timeout_s
 _LABELS: dict[Part, str] = {
@@ -35,8 +35,8 @@ _LABELS: dict[Part, str] = {
 
 class Backend(Protocol):
     def lock(self, key: str) -> Lock: ...
-    def ownership(self) -> Store: ...
-    def prints(self) -> prints.Store: ...
+    def ownership(self) -> OwnershipStore: ...
+    def prints(self) -> prints.PrintsStore: ...
     def heal(self, file: Path) -> HealStore: ...
     def journal(self, run_id: str, cluster: str) -> Journal: ...
 
@@ -51,10 +51,10 @@ class FileBackend:
     def lock(self, key: str) -> Lock:
         return FileLock(self.folder / "locks", key)
 
-    def ownership(self) -> Store:
+    def ownership(self) -> OwnershipStore:
         return OwnershipFile(self.folder / "ownership.json")
 
-    def prints(self) -> prints.Store:
+    def prints(self) -> prints.PrintsStore:
         return prints.PrintsFile(self.folder / "prints.json")
 
     def heal(self, file: Path) -> HealStore:
@@ -73,10 +73,10 @@ class PgBackend:
     def lock(self, key: str) -> Lock:
         return PgLock(self.dsn, key)
 
-    def ownership(self) -> Store:
+    def ownership(self) -> OwnershipStore:
         return OwnershipTable(self.dsn)
 
-    def prints(self) -> prints.Store:
+    def prints(self) -> prints.PrintsStore:
         return prints.PrintsTable(self.dsn)
 
     def heal(self, file: Path) -> HealStore:
@@ -115,12 +115,12 @@ def connect_lock(
     return urls_lock(project, "connect", [c.url for c in clusters], command, timeout_s, run_id)
 
 
-def ownership_store(project: Project) -> Store:
+def ownership_store(project: Project) -> OwnershipStore:
     """The ownership record, where the cluster lock is."""
     return backend_for(project, "ownership").ownership()
 
 
-def prints_store(project: Project) -> prints.Store:
+def prints_store(project: Project) -> prints.PrintsStore:
     """The secrets' fingerprints (state.prints), kept where the ownership record is."""
     return backend_for(project, "ownership").prints()
 

@@ -34,7 +34,7 @@ class PrintsUnavailable(HephaestusError):
     """The fingerprint record cannot be read or written (its file, its database)."""
 
 
-class Store(Protocol):
+class PrintsStore(Protocol):
     def read(self, project: str, cluster: str) -> tuple[str, Prints]: ...
     def write(self, project: str, cluster: str, found: Prints, salt: str) -> None: ...
 

@@ -159,7 +159,7 @@ def test_an_expectation_returning_a_column_twice_is_refused_naming_it() -> None:
 
 def test_the_probes_read_each_servers_hash_of_the_fixed_values() -> None:
     server = Recorder({queries.HASH_PROBE: [(Decimal("-42"),)], queries.RECORD_PROBE: [(7,)]})
-    assert db.hash_probe(conn_of(server)) == db.Probe(-42, 7)
+    assert db.hash_probe(conn_of(server)) == db.HashProbe(-42, 7)
 
 
 def test_a_server_without_the_record_hash_probes_none_for_it_and_keeps_its_snapshot() -> None:
@@ -171,12 +171,14 @@ def test_a_server_without_the_record_hash_probes_none_for_it_and_keeps_its_snaps
         return [(5,)]
 
     conn = conn_of(Server(handlers=[older]))
-    assert db.hash_probe(conn) == db.Probe(5, None)
+    assert db.hash_probe(conn) == db.HashProbe(5, None)
     assert not conn.closed
 
 
 def test_a_probe_with_no_row_is_none() -> None:
-    assert db.hash_probe(conn_of(Recorder({queries.HASH_PROBE: [], queries.RECORD_PROBE: []}))) == db.Probe(None, None)
+    assert db.hash_probe(conn_of(Recorder({queries.HASH_PROBE: [], queries.RECORD_PROBE: []}))) == db.HashProbe(
+        None, None
+    )
 
 
 def test_slots_are_the_current_databases() -> None:

@@ -405,10 +405,10 @@ def test_a_key_with_control_characters_is_shown_escaped_by_the_dry_run() -> None
 
 @pytest.mark.parametrize("spelling", ["users", "public.users", "PUBLIC.Users"])
 def test_spellings_of_one_table_are_one_table(spelling: str) -> None:
-    from hephaestus.generator.writers import Writer, shared
+    from hephaestus.generator.writers import TableWriter, shared
 
-    one = Writer("auth", TableRef.parse("public.users"), "a.public.users", "a.yaml:1")
-    other = Writer("Auth", TableRef.parse(spelling), "b.public.users", "b.yaml:1")
+    one = TableWriter("auth", TableRef.parse("public.users"), "a.public.users", "a.yaml:1")
+    other = TableWriter("Auth", TableRef.parse(spelling), "b.public.users", "b.yaml:1")
     (table,) = shared([one, other])
     assert table.writers == (one, other) and shared([one]) == []
 

@@ -127,7 +127,7 @@ def broker() -> Iterator[Cluster]:
 
 
 def rollout(bootstrap: str | None = "b:9092", give: Any = None, **settings: Any) -> executor._Rollout:
-    watch = executor.Watch(RolloutSettings(**settings), health.Probe(bootstrap), give_back=give)
+    watch = executor.Watch(RolloutSettings(**settings), health.HealthProbe(bootstrap), give_back=give)
     return executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
 
 

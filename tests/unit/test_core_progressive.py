@@ -19,7 +19,7 @@ from hephaestus.classes import POSTGRES_SOURCE
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
-from hephaestus.fleet.health import Probe
+from hephaestus.fleet.health import HealthProbe
 from hephaestus.reconciler.apply import ApplyOptions
 from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import Live
@@ -106,7 +106,7 @@ class World:
     ) -> executor.Rolled:
         r = RolloutSettings(**{"canary": 1, "waves": (100,), "analysis_s": 0, "interval_s": 1, **settings})
         bootstrap = "b:9092" if self.broker is not None else None
-        watch = executor.Watch(r, Probe(bootstrap), self.clock.sleep, self.clock, give)
+        watch = executor.Watch(r, HealthProbe(bootstrap), self.clock.sleep, self.clock, give)
         journal = StepJournal(Journal(log, "run", "c"), {n: lv.config for n, lv in self.before.items()})
         return executor.execute(
             self.client,
@@ -305,7 +305,7 @@ def test_the_rollback_goes_in_one_batch_unpaced_unreported_and_past_a_failure(wo
     )
     p = plan(Step("create", "n", cfg("3"), connector_class=SINK), update("s0", "3"), update("s1"))
     watch = executor.Watch(
-        RolloutSettings(canary=1, waves=(100,), analysis_s=0), Probe(), world.clock.sleep, world.clock
+        RolloutSettings(canary=1, waves=(100,), analysis_s=0), HealthProbe(), world.clock.sleep, world.clock
     )
     journal = StepJournal(Journal(None, "run", "c"), {})
     got = executor.execute(world.client, p, options, journal, cleared(p), watch, world.before, passing)

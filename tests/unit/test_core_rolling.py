@@ -16,8 +16,8 @@ import pytest
 
 from hephaestus import pg
 from hephaestus.errors import HephaestusError, InputError
-from hephaestus.fleet.health import Probe
-from hephaestus.fleet.lag import Health
+from hephaestus.fleet.health import HealthProbe
+from hephaestus.fleet.lag import HealthSample
 from hephaestus.project import Cluster, Database, Project
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
@@ -169,10 +169,10 @@ def sampled(monkeypatch: pytest.MonkeyPatch, samples: Sequence[dict[str, Any]]) 
 
     taken: list[int] = []
 
-    def sample(client: object, probe: object, configs: dict[str, Any]) -> dict[str, Health]:
+    def sample(client: object, probe: object, configs: dict[str, Any]) -> dict[str, HealthSample]:
         taken.append(1)
         got = {"state": "RUNNING", "tasks": ("RUNNING",), **samples[min(len(taken), len(samples)) - 1]}
-        return {n: Health(n, **got) for n in configs}
+        return {n: HealthSample(n, **got) for n in configs}
 
     monkeypatch.setattr(health, "sample", sample)
     return taken
@@ -194,7 +194,7 @@ def test_the_judgement_is_a_stages_analysis_window(
 ) -> None:
     counted = sampled(monkeypatch, samples)
     clock = Clock()
-    watch = executor.Watch(RolloutSettings(analysis_s=3, interval_s=1), Probe(), clock.sleep, clock)
+    watch = executor.Watch(RolloutSettings(analysis_s=3, interval_s=1), HealthProbe(), clock.sleep, clock)
     got = checks.judged(None, watch, {"s": {"topics": "t"}}, {"s": "RUNNING"})  # type: ignore[arg-type]
     assert [(f.name, f.why, f.hard) for f in got] == [("s", why, hard) for why, hard in found]
     assert len(counted) == taken
@@ -203,7 +203,7 @@ def test_the_judgement_is_a_stages_analysis_window(
 def test_without_a_window_one_sample_and_only_what_failed_for_sure(monkeypatch: pytest.MonkeyPatch) -> None:
     counted = sampled(monkeypatch, [{"lag_age_s": 900.0}])
     clock = Clock()
-    watch = executor.Watch(RolloutSettings(analysis_s=0), Probe(), clock.sleep, clock)
+    watch = executor.Watch(RolloutSettings(analysis_s=0), HealthProbe(), clock.sleep, clock)
     assert checks.judged(None, watch, {"s": {}}, {"s": "RUNNING"}) == []  # type: ignore[arg-type]
     assert (len(counted), clock.now) == (2, 0.0)
 

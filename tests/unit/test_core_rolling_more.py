@@ -17,7 +17,7 @@ import pytest
 from hephaestus import pg
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.errors import HephaestusError
-from hephaestus.fleet.health import Probe
+from hephaestus.fleet.health import HealthProbe
 from hephaestus.project import Cluster, Database, Project
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.rollout import checks, executor
@@ -151,7 +151,7 @@ def test_the_window_is_sampled_every_interval_the_last_wait_cut_to_its_end(doubl
         slept.append(s)
         clock.sleep(s)
 
-    watch = executor.Watch(RolloutSettings(analysis_s=2.5, interval_s=1), Probe(), sleep, clock)
+    watch = executor.Watch(RolloutSettings(analysis_s=2.5, interval_s=1), HealthProbe(), sleep, clock)
     got = checks.judged(client, watch, {"s": CFG}, {"s": "RUNNING"})
     assert got == [Failure("s", "RUNNING, tasks ['UNASSIGNED']", False)]
     assert slept == [1, 1, 0.5]

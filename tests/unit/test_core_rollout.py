@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from hephaestus.fleet.lag import Health
+from hephaestus.fleet.lag import HealthSample
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step
@@ -61,12 +61,12 @@ def test_a_count_canary_never_puts_a_sink_before_the_source_it_reads() -> None:
     ]
 
 
-def h(name: str = "s", **kw: object) -> Health:
-    return Health(name, **{"state": "RUNNING", "tasks": ("RUNNING",), **kw})  # type: ignore[arg-type]
+def h(name: str = "s", **kw: object) -> HealthSample:
+    return HealthSample(name, **{"state": "RUNNING", "tasks": ("RUNNING",), **kw})  # type: ignore[arg-type]
 
 
 def whys(
-    before: dict[str, Health], now: dict[str, Health], want: str = "RUNNING", r: RolloutSettings = R
+    before: dict[str, HealthSample], now: dict[str, HealthSample], want: str = "RUNNING", r: RolloutSettings = R
 ) -> list[tuple[str, bool]]:
     return [(f.why, f.hard) for f in failures(r, before, now, {n: want for n in now})]
 
@@ -83,7 +83,7 @@ def test_a_healthy_sample_passes_every_gate() -> None:
         (h(dlq_end=8), "its DLQ grew by 3 records (allowed 0)"),
     ],
 )
-def test_hard_failures(now: Health, why: str) -> None:
+def test_hard_failures(now: HealthSample, why: str) -> None:
     assert whys({"s": h(dlq_end=5)}, {"s": now}) == [(why, True)]
 
 
@@ -93,10 +93,10 @@ def test_hard_failures(now: Health, why: str) -> None:
         (h(tasks=("UNASSIGNED",)), "RUNNING, tasks ['UNASSIGNED']"),  # a rebalance passing by
         (h(state="UNASSIGNED", tasks=()), "UNASSIGNED (wanted RUNNING)"),
         (h(tasks=()), "RUNNING, tasks []"),
-        (Health("s"), "not listed by Connect"),
+        (HealthSample("s"), "not listed by Connect"),
     ],
 )
-def test_a_connector_not_yet_running_fails_only_at_the_windows_end(now: Health, why: str) -> None:
+def test_a_connector_not_yet_running_fails_only_at_the_windows_end(now: HealthSample, why: str) -> None:
     assert whys({}, {"s": now}) == [(why, False)]
 
 

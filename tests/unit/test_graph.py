@@ -19,7 +19,7 @@ from hephaestus.graph import journal, render
 from hephaestus.graph.connectors import kind_of
 from hephaestus.graph.lineage import build
 from hephaestus.graph.live import ABSENT, UNREADABLE, change_of, overlay
-from hephaestus.graph.model import Connector, Edge, Lineage, RecordedChange, Statement
+from hephaestus.graph.model import DeclaredConnector, Edge, KsqlStatement, Lineage, RecordedChange
 from hephaestus.state import auditread
 from tests.connect_double import ConnectDouble, error, serve
 from tests.unit.conftest import REPO
@@ -30,14 +30,16 @@ JDBC_SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 
-def source(name: str, tables: str, prefix: str = "bob", cluster: str = "platforms", **extra: str) -> Connector:
+def source(name: str, tables: str, prefix: str = "bob", cluster: str = "platforms", **extra: str) -> DeclaredConnector:
     config = {"connector.class": PG_SOURCE, "database.dbname": prefix, "topic.prefix": prefix}
-    return Connector(cluster, name, {**config, "table.include.list": tables, **extra}, state="RUNNING")
+    return DeclaredConnector(cluster, name, {**config, "table.include.list": tables, **extra}, state="RUNNING")
 
 
-def sink(name: str, cluster: str = "platforms", url: str = "jdbc:postgresql://wh:5432/dwh", **extra: str) -> Connector:
+def sink(
+    name: str, cluster: str = "platforms", url: str = "jdbc:postgresql://wh:5432/dwh", **extra: str
+) -> DeclaredConnector:
     config = {"connector.class": JDBC_SINK, "connection.url": url, **extra}
-    return Connector(cluster, name, config, state="RUNNING")
+    return DeclaredConnector(cluster, name, config, state="RUNNING")
 
 
 def edges(lineage: Lineage) -> set[tuple[str, str, str]]:
@@ -134,7 +136,7 @@ KSQL = [
 
 
 def test_ksql_streams_and_tables_sit_between_a_source_topic_and_a_sink() -> None:
-    statements = [Statement("lmsdwh", text, f"V000001__x.sql:{i}") for i, text in enumerate(KSQL, 1)]
+    statements = [KsqlStatement("lmsdwh", text, f"V000001__x.sql:{i}") for i, text in enumerate(KSQL, 1)]
     lineage = build([source("bob_source", "public.users")], statements)
     ksql_sink = "connector:ksqldb lmsdwh/DIM_USER_SINK"
     assert {
@@ -174,7 +176,7 @@ def test_other_plugins_are_sources_or_sinks_by_their_class_then_by_reading_topic
     assert kind_of({"connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "a"}) == "sink"
     assert kind_of({"connector.class": "com.example.Thing", "topics.regex": "a.*"}) == "sink"
     assert kind_of({"connector.class": "com.example.Thing"}) == "source"
-    s3 = Connector(
+    s3 = DeclaredConnector(
         "c", "s3", {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": "bob.public.users"}
     )
     lineage = build([source("bob_source", "public.users"), s3])

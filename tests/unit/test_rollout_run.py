@@ -266,7 +266,7 @@ def test_the_analysis_window(
     samples: list[dict[str, Any]], found: list[tuple[str, bool]], samples_taken: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hephaestus.fleet import health
-    from hephaestus.fleet.lag import Health
+    from hephaestus.fleet.lag import HealthSample
     from hephaestus.reconciler import apply
     from hephaestus.reconciler.plan import Step
     from hephaestus.reconciler.rollout import executor
@@ -274,14 +274,14 @@ def test_the_analysis_window(
 
     taken: list[int] = []
 
-    def sample(client: object, probe: object, configs: dict[str, Any]) -> dict[str, Health]:
+    def sample(client: object, probe: object, configs: dict[str, Any]) -> dict[str, HealthSample]:
         taken.append(1)
         got = {"state": "RUNNING", "tasks": ("RUNNING",), **samples[min(len(taken), len(samples)) - 1]}
-        return {"s": Health("s", **got)}
+        return {"s": HealthSample("s", **got)}
 
     monkeypatch.setattr(health, "sample", sample)
     clock = Clock()
-    watch = executor.Watch(RolloutSettings(analysis_s=3, interval_s=1), health.Probe(), clock.sleep, clock)
+    watch = executor.Watch(RolloutSettings(analysis_s=3, interval_s=1), health.HealthProbe(), clock.sleep, clock)
     rollout = executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
     got = rollout.analysed([Step("update", "s", {"topics": "t"})], {})
     assert [(f.why, f.hard) for f in got] == found
@@ -290,16 +290,16 @@ def test_the_analysis_window(
 
 def test_without_an_analysis_window_one_sample_and_only_what_failed_for_sure(monkeypatch: pytest.MonkeyPatch) -> None:
     from hephaestus.fleet import health
-    from hephaestus.fleet.lag import Health
+    from hephaestus.fleet.lag import HealthSample
     from hephaestus.reconciler import apply
     from hephaestus.reconciler.plan import Step
     from hephaestus.reconciler.rollout import executor
     from hephaestus.settings import RolloutSettings
 
     state: dict[str, Any] = {"state": "RUNNING", "tasks": ("UNASSIGNED",), "lag_age_s": 900.0}
-    monkeypatch.setattr(health, "sample", lambda client, probe, configs: {"s": Health("s", **state)})
+    monkeypatch.setattr(health, "sample", lambda client, probe, configs: {"s": HealthSample("s", **state)})
     clock = Clock()
-    watch = executor.Watch(RolloutSettings(analysis_s=0), health.Probe(), clock.sleep, clock)
+    watch = executor.Watch(RolloutSettings(analysis_s=0), health.HealthProbe(), clock.sleep, clock)
     rollout = executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
     assert rollout.analysed([Step("update", "s", {"topics": "t"})], {}) == []
     state["tasks"] = ("FAILED",)
@@ -322,11 +322,11 @@ def test_a_sources_health_is_its_slot_read_from_its_database(world: Rollout) -> 
         read.append(database)
         return [slot, Slot("bob", "other", "pgoutput", True, 10**12, 0, None)]
 
-    got = health.sample(client(world.double), health.Probe(None, slots), {"src": SRC})["src"]
+    got = health.sample(client(world.double), health.HealthProbe(None, slots), {"src": SRC})["src"]
     assert (got.state, got.slot_wal, got.confirmed_lsn, got.error, read) == ("RUNNING", 5000, 42, "", ["bob"])
 
     def down(database: str) -> list[Slot]:
         raise HephaestusError("database bob: connection refused")
 
-    got = health.sample(client(world.double), health.Probe(None, down), {"src": SRC})["src"]
+    got = health.sample(client(world.double), health.HealthProbe(None, down), {"src": SRC})["src"]
     assert got.error == "slot: database bob: connection refused"

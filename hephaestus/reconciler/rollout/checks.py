@@ -1,5 +1,5 @@
 """What a progressive rollout needs from the project around it (edge): where its health is
-read (`fleet.health.Probe`), and the gate its rollback passes, judged on the cluster as it is
+read (`fleet.health.HealthProbe`), and the gate its rollback passes, judged on the cluster as it is
 when the rollback starts, with no allowance (a destructive rollback is never automatic) and
 the delete policy waived only for what the rollback deletes (the sinks this run created).
 
@@ -30,7 +30,7 @@ from hephaestus.clients import connect_client
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.fleet import health
-from hephaestus.fleet.health import Probe
+from hephaestus.fleet.health import HealthProbe
 from hephaestus.fleet.read import read_slots
 from hephaestus.fleet.slots import Slot
 from hephaestus.project import Cluster, Project
@@ -46,13 +46,13 @@ from hephaestus.state.backend import FileBackend, PgBackend, backend_for, journa
 from hephaestus.state.lock import new_run_id
 
 
-def probe_of(project: Project, cluster: Cluster) -> Probe:
+def probe_of(project: Project, cluster: Cluster) -> HealthProbe:
     def slots(database: str) -> Sequence[Slot]:
         if database not in project.databases:
             return []  # a source whose database this project has no DSN for: its slot is not gated
         return read_slots(project.dsn(database, "rollout health"), database)
 
-    return Probe(cluster.kafka_bootstrap, slots)
+    return HealthProbe(cluster.kafka_bootstrap, slots)
 
 
 def shown(rollout: RolloutSettings, cluster: Cluster, p: Plan) -> tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]:

@@ -25,7 +25,7 @@ from hephaestus.classes import POSTGRES_SOURCE as SOURCE
 from hephaestus.connect import ConnectClient
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet import health
-from hephaestus.fleet.lag import Health
+from hephaestus.fleet.lag import HealthSample
 from hephaestus.fleet.topics import DLQ_KEY
 from hephaestus.reconciler import apply
 from hephaestus.reconciler.journal import StepJournal as Journal
@@ -80,7 +80,7 @@ GiveBack = Callable[[Parked, AuditJournal], int]
 @dataclass(frozen=True)
 class Watch:
     settings: RolloutSettings
-    probe: health.Probe
+    probe: health.HealthProbe
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     give_back: GiveBack | None = None  # None: what the rollback's sinks parked is only named
@@ -150,7 +150,7 @@ class _Rollout:
             return bad
         return self.analysed([s for s in watched if s.name in got], baseline)
 
-    def analysed(self, steps: Sequence[Step], baseline: Mapping[str, Health]) -> list[Failure]:
+    def analysed(self, steps: Sequence[Step], baseline: Mapping[str, HealthSample]) -> list[Failure]:
         """Samples every interval for the analysis window: a hard failure at once, a soft one
         when still there at the window's end (without a window, one sample: hard ones only)."""
         r, w = self.watch.settings, self.watch
@@ -178,7 +178,7 @@ class _Rollout:
                 return f"pacing: the lag of the sinks written so far is {total}, over the budget {r.lag_budget}"
             w.sleep(r.interval_s)
 
-    def _sample(self, steps: Sequence[Step]) -> dict[str, Health]:
+    def _sample(self, steps: Sequence[Step]) -> dict[str, HealthSample]:
         return health.sample(self.client, self.watch.probe, {s.name: s.config for s in steps})
 
     def mark(self, steps: Sequence[Step]) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from hephaestus.classes import POSTGRES_SOURCE as SOURCE
-from hephaestus.fleet.lag import Health
+from hephaestus.fleet.lag import HealthSample
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import TARGET_STATES, Action, Step, diff
@@ -88,14 +88,16 @@ def _cut(rest: list[Step], shares: Sequence[int]) -> list[tuple[Step, ...]]:
 
 
 def failures(
-    r: RolloutSettings, before: Mapping[str, Health], now: Mapping[str, Health], wanted: Mapping[str, str]
+    r: RolloutSettings, before: Mapping[str, HealthSample], now: Mapping[str, HealthSample], wanted: Mapping[str, str]
 ) -> list[Failure]:
     """What the gates find wrong in `now` (`before`: sampled before the stage's writes;
     `wanted`: the state each step leaves its connector in)."""
-    return [f for name, want in wanted.items() for f in _judge(r, before.get(name), now.get(name, Health(name)), want)]
+    return [
+        f for name, want in wanted.items() for f in _judge(r, before.get(name), now.get(name, HealthSample(name)), want)
+    ]
 
 
-def _judge(r: RolloutSettings, before: Health | None, h: Health, want: str) -> list[Failure]:
+def _judge(r: RolloutSettings, before: HealthSample | None, h: HealthSample, want: str) -> list[Failure]:
     if h.error:  # inconclusive, not failed: only when still so at the window's end
         return [Failure(h.name, f"not measured: {h.error}", False)]
     state = _state(h, want)
@@ -122,7 +124,7 @@ def _judge(r: RolloutSettings, before: Health | None, h: Health, want: str) -> l
     return found
 
 
-def _state(h: Health, want: str) -> str:
+def _state(h: HealthSample, want: str) -> str:
     """Why the connector is not in the state wanted ("" when it is)."""
     if not h.state:
         return "not listed by Connect"
@@ -134,7 +136,7 @@ def _state(h: Health, want: str) -> str:
     return ""
 
 
-def total_lag(now: Mapping[str, Health], names: Sequence[str]) -> int:
+def total_lag(now: Mapping[str, HealthSample], names: Sequence[str]) -> int:
     """The summed lag of these sinks (what pacing holds under the budget)."""
     return sum(now[n].lag or 0 for n in names if n in now)
 
