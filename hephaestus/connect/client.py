@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from hephaestus.connect import parse
-from hephaestus.connect.edge import Edge, Expect, Request, Seen
+from hephaestus.connect.edge import ConnectEdge, Expect, Request, Seen
 from hephaestus.connect.errors import (
     ConnectConflict,
     ConnectError,
@@ -91,7 +91,7 @@ class ConnectClient:
             headers={"Accept": "application/json"},
             hooks={"response": [self._on_response]},
         )
-        self._edge = Edge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
+        self._edge = ConnectEdge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
         self._http.event_hooks["request"] = [self._edge.on_request]
         self._secret_keys: dict[str, frozenset[str]] = {}
         self._started = False

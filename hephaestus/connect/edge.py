@@ -110,7 +110,7 @@ def is_write(request: httpx.Request) -> bool:
     return request.method != "GET" and not validate
 
 
-class Edge:
+class ConnectEdge:
     """Sends `Request`s to one cluster with the rules above; counts requests and writes."""
 
     def __init__(

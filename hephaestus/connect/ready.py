@@ -53,13 +53,13 @@ class ReadyOptions:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ReadyVerdict:
     name: str
     ok: bool
     detail: str  # the state reached, or why not (masked)
 
 
-OnVerdict = Callable[[Verdict], object]
+OnVerdict = Callable[[ReadyVerdict], object]
 
 
 def root_cause(trace: str | None, masked: Sequence[str] = (), causes: int = 1, sep: str = " | ") -> str:
@@ -111,7 +111,7 @@ class _Watch:
 
     def see(
         self, st: ConnectorStatus | None, now: float, client: ConnectClient, options: ReadyOptions
-    ) -> Verdict | None:
+    ) -> ReadyVerdict | None:
         if st is None:
             self.since, self.last = None, "not listed yet"
             return None
@@ -121,10 +121,10 @@ class _Watch:
             self.last = f"{why} (maybe from before the write)"
             return None
         if why:
-            return Verdict(st.name, False, why)
+            return ReadyVerdict(st.name, False, why)
         self.fresh = True
         if st.state in self.target.states and st.state != RUNNING:
-            return Verdict(st.name, True, st.state)
+            return ReadyVerdict(st.name, True, st.state)
         if RUNNING not in self.target.states or not st.healthy:
             self.since, self.last = None, f"{st.state}, tasks {[t.state for t in st.tasks]}"
             return None
@@ -133,7 +133,7 @@ class _Watch:
             return None
         self.since = now if self.since is None else self.since
         if now - self.since >= options.stable_s:
-            return Verdict(st.name, True, RUNNING)
+            return ReadyVerdict(st.name, True, RUNNING)
         self.last = f"RUNNING for {now - self.since:.0f}s of the {options.stable_s:.0f}s stability window"
         return None
 
@@ -172,14 +172,14 @@ def wait_ready(
     options: ReadyOptions,
     on_verdict: OnVerdict | None = None,
     clock: Callable[[], float] = time.monotonic,
-) -> dict[str, Verdict]:
+) -> dict[str, ReadyVerdict]:
     """A verdict for every target: ready, FAILED, timed out, or unknown (cluster unreachable)."""
     watches = {t.name: _Watch(t) for t in targets}
-    verdicts: dict[str, Verdict] = {}
+    verdicts: dict[str, ReadyVerdict] = {}
     deadline = clock() + options.timeout_s
     pause = min(options.first_poll_s, options.poll_s)
 
-    def settle(verdict: Verdict) -> None:
+    def settle(verdict: ReadyVerdict) -> None:
         verdicts[verdict.name] = verdict
         del watches[verdict.name]
         if on_verdict:
@@ -190,14 +190,14 @@ def wait_ready(
             listed = client.statuses()  # retried within the client's budget, then given up
         except ConnectError as exc:
             for name in list(watches):
-                settle(Verdict(name, False, f"{UNREACHABLE} ({exc.server_message or type(exc).__name__})"))
+                settle(ReadyVerdict(name, False, f"{UNREACHABLE} ({exc.server_message or type(exc).__name__})"))
             break
         now = clock()
         _fetch(client, [w for n, w in watches.items() if w.wants_config(listed.get(n))])
         for name, watch in list(watches.items()):
             verdict = watch.see(listed.get(name), now, client, options)
             if verdict is None and now >= deadline:
-                verdict = Verdict(name, False, f"not ready after {options.timeout_s:.0f}s ({watch.last})")
+                verdict = ReadyVerdict(name, False, f"not ready after {options.timeout_s:.0f}s ({watch.last})")
             if verdict is not None:
                 settle(verdict)
         if watches:

@@ -42,7 +42,7 @@ _NOT_QUERYABLE = re.compile(r"not available yet|cannot determine which host|(?:i
 
 
 @dataclass(frozen=True)
-class RetryPolicy(http.RetryPolicy):
+class KsqlRetryPolicy(http.RetryPolicy):
     """The edge's retry policy (waits about 0.5, 1, 2, 4 s: a ksqlDB restart or a slow command
     queue settles, a dead server fails a run quickly), and the longer waits a real server needs."""
 
@@ -53,7 +53,7 @@ class RetryPolicy(http.RetryPolicy):
     clock: Callable[[], float] = time.monotonic
 
     @classmethod
-    def immediate(cls, attempts: int = 5) -> RetryPolicy:
+    def immediate(cls, attempts: int = 5) -> KsqlRetryPolicy:
         return cls(
             attempts=attempts,
             initial_wait=0.0,
@@ -122,7 +122,7 @@ class KsqlClient:
         verify: bool | str = True,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: KsqlRetryPolicy = KsqlRetryPolicy(),
     ) -> None:
         self.name, self._retry, self._timeout = name, retry, timeout
         self.last_sequence: int | None = None

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import httpx
 
-from hephaestus.ksql.client import KsqlClient, RetryPolicy
+from hephaestus.ksql.client import KsqlClient, KsqlRetryPolicy
 from hephaestus.ksql.metadata import Names
 from hephaestus.project import KsqlDB
 
@@ -21,7 +21,7 @@ KsqlFactory = Callable[[KsqlDB], KsqlClient]
 
 
 def open_client(
-    cluster: KsqlDB, *, transport: httpx.BaseTransport | None = None, retry: RetryPolicy = RetryPolicy()
+    cluster: KsqlDB, *, transport: httpx.BaseTransport | None = None, retry: KsqlRetryPolicy = KsqlRetryPolicy()
 ) -> KsqlClient:
     return KsqlClient(
         cluster.url,
@@ -38,4 +38,4 @@ def open_reader(cluster: KsqlDB) -> KsqlClient:
     """The client of a dry run: each request is sent once. A dry run writes nothing, so a rerun
     costs nothing, and a server that does not answer fails it at once instead of after the
     backoff (about 8 s); a server still starting (503, error 50302) is waited for as always."""
-    return open_client(cluster, retry=RetryPolicy(attempts=1))
+    return open_client(cluster, retry=KsqlRetryPolicy(attempts=1))

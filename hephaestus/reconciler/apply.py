@@ -17,7 +17,7 @@ from typing import Protocol
 from hephaestus.classes import POSTGRES_SOURCE as SOURCE
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.errors import ClusterUnreachable, OutcomeUnknown
-from hephaestus.connect.ready import UNREACHABLE, ReadyOptions, Target, Verdict, wait_ready
+from hephaestus.connect.ready import UNREACHABLE, ReadyOptions, ReadyVerdict, Target, wait_ready
 from hephaestus.errors import HephaestusError
 from hephaestus.reconciler import moves
 from hephaestus.reconciler.journal import StepJournal as Journal
@@ -233,7 +233,7 @@ def _target(step: Step, options: ApplyOptions) -> Target:
     )
 
 
-def _ready(step: Step, verdict: Verdict, written: str) -> StepResult:
+def _ready(step: Step, verdict: ReadyVerdict, written: str) -> StepResult:
     # A rename's own account (offsets carried) is kept before the state it reached.
     detail = f"{written}; {verdict.detail}" if step.action == "rename" else verdict.detail
     return StepResult(step.name, step.action, verdict.ok, detail, wrote=True)

@@ -1,4 +1,4 @@
-"""The Connect edge itself (connect.edge), driven through `Edge` with a scripted transport:
+"""The Connect edge itself (connect.edge), driven through `ConnectEdge` with a scripted transport:
 what counts as Connect's answer, the breaker, watching an ambiguous write before any resend,
 and what is counted (mutation-tested core)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hephaestus.connect.edge import Breaker, Edge, Expect, Request, Seen, is_write
+from hephaestus.connect.edge import Breaker, ConnectEdge, Expect, Request, Seen, is_write
 from hephaestus.connect.errors import (
     Call,
     ClusterUnreachable,
@@ -56,10 +56,10 @@ def edge(
     poll_s: float = 0.0,
     budget_s: float = 1000.0,
     clock: Clock | None = None,
-) -> Edge:
+) -> ConnectEdge:
     """An edge whose breaker runs on a fake clock (it opens only when a test moves it on)."""
     http = httpx.Client(base_url=SERVER, transport=httpx.MockTransport(script))
-    e = Edge(http, "dwh", SERVER, RetryPolicy.immediate(attempts), settle_s, poll_s)
+    e = ConnectEdge(http, "dwh", SERVER, RetryPolicy.immediate(attempts), settle_s, poll_s)
     http.event_hooks["request"] = [e.on_request]
     e.breaker = Breaker(budget_s, clock=clock or Clock())
     return e
@@ -151,7 +151,7 @@ def test_an_open_breaker_fails_at_once_without_a_request() -> None:
 def test_the_breaker_budget_is_the_retry_budget() -> None:
     http = httpx.Client(base_url=SERVER, transport=httpx.MockTransport(Script()))
     policy = RetryPolicy(attempts=3, initial_wait=1.0, max_wait=10.0, jitter=0.0)
-    breaker = Edge(http, "dwh", SERVER, policy, 0.0).breaker
+    breaker = ConnectEdge(http, "dwh", SERVER, policy, 0.0).breaker
     assert (breaker.budget_s, breaker.failures) == (3.0, 3)
 
 

@@ -16,8 +16,8 @@ from hephaestus.connect.models import ConnectorStatus, TaskState
 from hephaestus.connect.ready import (
     UNREACHABLE,
     ReadyOptions,
+    ReadyVerdict,
     Target,
-    Verdict,
     failure,
     root_cause,
     runs_config,
@@ -93,8 +93,8 @@ class Fake:
 
 
 def wait(
-    fake: Fake, targets: Sequence[Target], options: ReadyOptions, seen: list[Verdict] | None = None
-) -> dict[str, Verdict]:
+    fake: Fake, targets: Sequence[Target], options: ReadyOptions, seen: list[ReadyVerdict] | None = None
+) -> dict[str, ReadyVerdict]:
     on = seen.append if seen is not None else None
     return wait_ready(cast(ConnectClient, fake), targets, options, on, clock=fake.clock)
 
@@ -178,7 +178,7 @@ def test_ready_after_the_stability_window_with_one_listing_per_poll(monkeypatch:
     monkeypatch.setattr(time, "sleep", sleeps.append)
     clock = Clock()
     fake = Fake(clock, {"a": status("a"), "b": status("b", "PAUSED", ("PAUSED",))})
-    seen: list[Verdict] = []
+    seen: list[ReadyVerdict] = []
     verdicts = wait(
         fake,
         [Target("a"), Target("b", frozenset({"PAUSED"}))],
@@ -186,8 +186,8 @@ def test_ready_after_the_stability_window_with_one_listing_per_poll(monkeypatch:
         seen,
     )
     # a: RUNNING from poll 1 (t=1), stable for 2 s at poll 3; b: PAUSED as asked at poll 1.
-    assert verdicts == {"a": Verdict("a", True, "RUNNING"), "b": Verdict("b", True, "PAUSED")}
-    assert seen == [Verdict("b", True, "PAUSED"), Verdict("a", True, "RUNNING")]
+    assert verdicts == {"a": ReadyVerdict("a", True, "RUNNING"), "b": ReadyVerdict("b", True, "PAUSED")}
+    assert seen == [ReadyVerdict("b", True, "PAUSED"), ReadyVerdict("a", True, "RUNNING")]
     assert fake.polls == 3 and sleeps == [0.1, 0.2]
 
 
@@ -211,25 +211,25 @@ def test_timeout_says_what_was_last_seen() -> None:
     clock = Clock()
     fake = Fake(clock, {"a": status("a")})
     verdicts = wait(fake, [Target("a")], opts(timeout_s=3, stable_s=5))
-    assert verdicts == {"a": Verdict("a", False, "not ready after 3s (RUNNING for 2s of the 5s stability window)")}
+    assert verdicts == {"a": ReadyVerdict("a", False, "not ready after 3s (RUNNING for 2s of the 5s stability window)")}
     assert fake.polls == 3
 
 
 def test_timeout_of_a_connector_never_listed() -> None:
     fake = Fake(Clock(), {})
     assert wait(fake, [Target("a")], opts(timeout_s=2)) == {
-        "a": Verdict("a", False, "not ready after 2s (not listed yet)")
+        "a": ReadyVerdict("a", False, "not ready after 2s (not listed yet)")
     }
 
 
 def test_a_state_other_than_the_target_is_not_ready() -> None:
     fake = Fake(Clock(), {"a": status("a", "RUNNING", ("RUNNING", "UNASSIGNED"))})
     assert wait(fake, [Target("a")], opts(timeout_s=1)) == {
-        "a": Verdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING', 'UNASSIGNED'])")
+        "a": ReadyVerdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING', 'UNASSIGNED'])")
     }
     fake = Fake(Clock(), {"a": status("a")})
     assert wait(fake, [Target("a", frozenset({"STOPPED"}))], opts(timeout_s=1)) == {
-        "a": Verdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING'])")
+        "a": ReadyVerdict("a", False, "not ready after 1s (RUNNING, tasks ['RUNNING'])")
     }
     fake = Fake(Clock(), {"a": status("a", "PAUSED", ("PAUSED",))})
     assert wait(fake, [Target("a")], opts(timeout_s=1))["a"].ok is False
@@ -238,7 +238,7 @@ def test_a_state_other_than_the_target_is_not_ready() -> None:
 def test_running_counts_for_a_target_of_several_states_only_when_stable() -> None:
     fake = Fake(Clock(), {"a": status("a")})
     verdicts = wait(fake, [Target("a", frozenset({"RUNNING", "PAUSED"}))], opts(stable_s=1))
-    assert verdicts == {"a": Verdict("a", True, "RUNNING")} and fake.polls == 2
+    assert verdicts == {"a": ReadyVerdict("a", True, "RUNNING")} and fake.polls == 2
 
 
 @pytest.mark.parametrize("gap", [None, status("a", "RUNNING", ("UNASSIGNED",))])
@@ -247,7 +247,7 @@ def test_the_stability_window_restarts_after_a_gap(gap: ConnectorStatus | None) 
     down = {} if gap is None else {"a": gap}
     fake = Fake(Clock(), up, down, up, up)
     # Up at t=1, gap at t=2, up again from t=3: stable for 1 s only at t=4.
-    assert wait(fake, [Target("a")], opts(stable_s=1)) == {"a": Verdict("a", True, "RUNNING")}
+    assert wait(fake, [Target("a")], opts(stable_s=1)) == {"a": ReadyVerdict("a", True, "RUNNING")}
     assert fake.polls == 4
 
 
@@ -255,28 +255,32 @@ def test_failed_ends_the_wait_with_the_masked_root_cause() -> None:
     config = {"connector.class": SINK, "connection.password": "hunter2"}
     st = status("a", "RUNNING", ("FAILED",), task_traces={0: "login hunter2 refused"})
     fake = Fake(Clock(), {"a": st}, tasks={"a": [[config]]})
-    seen: list[Verdict] = []
+    seen: list[ReadyVerdict] = []
     assert wait(fake, [Target("a", config=config)], opts(), seen) == {
-        "a": Verdict("a", False, "FAILED (task 0): login **** refused")
+        "a": ReadyVerdict("a", False, "FAILED (task 0): login **** refused")
     }
-    assert seen == [Verdict("a", False, "FAILED (task 0): login **** refused")]
+    assert seen == [ReadyVerdict("a", False, "FAILED (task 0): login **** refused")]
     assert fake.polls == 1 and fake.task_calls == []
 
 
 def test_failed_after_a_while_running() -> None:
     fake = Fake(Clock(), {"a": status("a")}, {"a": status("a", "FAILED", (), trace="dead")})
-    assert wait(fake, [Target("a")], opts(stable_s=5)) == {"a": Verdict("a", False, "FAILED (connector): dead")}
+    assert wait(fake, [Target("a")], opts(stable_s=5)) == {"a": ReadyVerdict("a", False, "FAILED (connector): dead")}
 
 
 def test_a_failed_right_after_the_write_may_be_stale_and_counts_after_stale_s() -> None:
     dead = {"a": status("a", "FAILED", (), trace="old failure")}
     fake = Fake(Clock(), dead)
     # Listed FAILED from t=1: the state of before the write until t=1+3.
-    assert wait(fake, [Target("a")], opts(stale_s=3)) == {"a": Verdict("a", False, "FAILED (connector): old failure")}
+    assert wait(fake, [Target("a")], opts(stale_s=3)) == {
+        "a": ReadyVerdict("a", False, "FAILED (connector): old failure")
+    }
     assert fake.polls == 4
     fake = Fake(Clock(), dead)
     assert wait(fake, [Target("a")], opts(timeout_s=2, stale_s=3)) == {
-        "a": Verdict("a", False, "not ready after 2s (FAILED (connector): old failure (maybe from before the write))")
+        "a": ReadyVerdict(
+            "a", False, "not ready after 2s (FAILED (connector): old failure (maybe from before the write))"
+        )
     }
 
 
@@ -284,7 +288,9 @@ def test_a_failed_after_another_state_was_seen_counts_at_once() -> None:
     fake = Fake(
         Clock(), {"a": status("a", "RUNNING", ("UNASSIGNED",))}, {"a": status("a", "FAILED", (), trace="new failure")}
     )
-    assert wait(fake, [Target("a")], opts(stale_s=30)) == {"a": Verdict("a", False, "FAILED (connector): new failure")}
+    assert wait(fake, [Target("a")], opts(stale_s=30)) == {
+        "a": ReadyVerdict("a", False, "FAILED (connector): new failure")
+    }
     assert fake.polls == 2
     # Not listed at all is not "another state": the stale window still applies after it.
     fake = Fake(Clock(), {}, {"a": status("a", "FAILED", (), trace="x")})
@@ -295,7 +301,7 @@ def test_ready_waits_for_the_tasks_to_run_the_new_config() -> None:
     new = {"connector.class": SINK, "tasks.max": "2"}
     old = {**new, "tasks.max": "1"}
     fake = Fake(Clock(), {"a": status("a")}, tasks={"a": [[old], [old], [new]]})
-    assert wait(fake, [Target("a", config=new)], opts(stable_s=1)) == {"a": Verdict("a", True, "RUNNING")}
+    assert wait(fake, [Target("a", config=new)], opts(stable_s=1)) == {"a": ReadyVerdict("a", True, "RUNNING")}
     # Old config at t=1 and t=2, new at t=3 (the window starts), stable at t=4; once seen,
     # the task configs are not read again.
     assert fake.polls == 4 and fake.task_calls == ["a", "a", "a"]
@@ -305,7 +311,7 @@ def test_tasks_never_on_the_new_config_time_out_saying_so() -> None:
     new = {"connector.class": SINK, "tasks.max": "2"}
     fake = Fake(Clock(), {"a": status("a")}, tasks={"a": [[{**new, "tasks.max": "1"}]]})
     assert wait(fake, [Target("a", config=new)], opts(timeout_s=2)) == {
-        "a": Verdict("a", False, "not ready after 2s (RUNNING, tasks not yet on the new config)")
+        "a": ReadyVerdict("a", False, "not ready after 2s (RUNNING, tasks not yet on the new config)")
     }
 
 
@@ -313,7 +319,7 @@ def test_unreadable_task_configs_are_not_ready_yet() -> None:
     new = {"connector.class": SINK}
     fake = Fake(Clock(), {"a": status("a")}, tasks={"a": [ConnectUnavailable("down", CALL, 503)]})
     assert wait(fake, [Target("a", config=new)], opts(timeout_s=1)) == {
-        "a": Verdict("a", False, "not ready after 1s (not reported yet)")
+        "a": ReadyVerdict("a", False, "not ready after 1s (not reported yet)")
     }
     fake = Fake(Clock(), {"a": status("a")}, tasks={"a": [ConnectUnavailable("down", CALL, 503), [new]]})
     assert wait(fake, [Target("a", config=new)], opts())["a"].ok and fake.task_calls == ["a", "a"]
@@ -328,8 +334,8 @@ def test_unreadable_task_configs_are_not_ready_yet() -> None:
 )
 def test_an_unreachable_cluster_ends_every_wait_at_once(exc: ConnectError, why: str) -> None:
     fake = Fake(Clock(), {"a": status("a")}, exc)
-    seen: list[Verdict] = []
+    seen: list[ReadyVerdict] = []
     verdicts = wait(fake, [Target("a"), Target("b")], opts(stable_s=10), seen)
-    expected = {n: Verdict(n, False, f"{UNREACHABLE} ({why})") for n in ("a", "b")}
+    expected = {n: ReadyVerdict(n, False, f"{UNREACHABLE} ({why})") for n in ("a", "b")}
     assert verdicts == expected and seen == list(expected.values())
     assert fake.polls == 2

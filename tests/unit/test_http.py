@@ -71,7 +71,7 @@ def test_tls_off_is_an_unverifying_context_and_a_bad_bundle_names_the_server(tmp
 
 def test_the_ksql_client_retries_with_the_same_policy_as_connect() -> None:
     from hephaestus.connect import RetryPolicy as ConnectPolicy
-    from hephaestus.ksql.client import RetryPolicy as KsqlPolicy
+    from hephaestus.ksql.client import KsqlRetryPolicy as KsqlPolicy
 
     assert ConnectPolicy is http.RetryPolicy and issubclass(KsqlPolicy, http.RetryPolicy)
     assert KsqlPolicy().attempts == 5 and KsqlPolicy().budget_s == 0.5 + 1 + 2 + 4

@@ -12,7 +12,7 @@ import pytest
 from hephaestus.errors import HephaestusError
 from hephaestus.ksql import operations, run
 from hephaestus.ksql.apply import KsqlTarget, MigrationFailed, Options, select
-from hephaestus.ksql.client import RetryPolicy
+from hephaestus.ksql.client import KsqlRetryPolicy
 from hephaestus.ksql.files import scan
 from hephaestus.ksql.metadata import NONE_VERSION, Names
 from hephaestus.ksql.session import open_client
@@ -20,7 +20,7 @@ from hephaestus.ksql.store import BrokenChain
 from hephaestus.project import KsqlDB, Project
 from tests.ksqldb_stub import KsqlStub, ksqldb_stub
 
-FAST = partial(open_client, retry=RetryPolicy.immediate())
+FAST = partial(open_client, retry=KsqlRetryPolicy.immediate())
 
 
 def folder(tmp_path: Path, *versions: int) -> Path:
@@ -116,7 +116,7 @@ def test_when_even_the_error_cannot_be_recorded_the_statement_failure_is_still_r
 def test_a_broken_chain_is_reported(stub: KsqlStub, tmp_path: Path) -> None:
     prepared = initialised(stub, folder(tmp_path, 1, 2))
     names = Names()
-    with open_client(prepared[0].cluster, retry=RetryPolicy.immediate()) as client:
+    with open_client(prepared[0].cluster, retry=KsqlRetryPolicy.immediate()) as client:
         for key, state, previous in (("1", "ERROR", "<none>"), ("2", "ERROR", "1"), ("CURRENT", "ERROR", "1")):
             client.execute(
                 f"INSERT INTO {names.stream} (VERSION_KEY, VERSION, NAME, STATE, CHECKSUM, STARTED_ON, "

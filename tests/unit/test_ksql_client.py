@@ -14,7 +14,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from hephaestus.ksql.client import KSQL_JSON, KsqlClient, RetryPolicy
+from hephaestus.ksql.client import KSQL_JSON, KsqlClient, KsqlRetryPolicy
 from hephaestus.ksql.errors import KsqlError, KsqlStatementError
 from tests.ksqldb_stub import KsqlStub, ksqldb_stub
 
@@ -28,7 +28,7 @@ def stub() -> Iterator[KsqlStub]:
 
 
 def client(url: str, attempts: int = 4, **kw: object) -> KsqlClient:
-    return KsqlClient(url, name="lmsdwh", retry=RetryPolicy.immediate(attempts), **kw)  # type: ignore[arg-type]
+    return KsqlClient(url, name="lmsdwh", retry=KsqlRetryPolicy.immediate(attempts), **kw)  # type: ignore[arg-type]
 
 
 def test_info_and_healthcheck(stub: KsqlStub) -> None:
@@ -149,8 +149,8 @@ class FakeTime:
         self.now += seconds
 
 
-def timed(t: FakeTime, **bounds: float) -> RetryPolicy:
-    return replace(RetryPolicy.immediate(3), clock=t.clock, sleep=t.sleep, **bounds)  # type: ignore[arg-type]
+def timed(t: FakeTime, **bounds: float) -> KsqlRetryPolicy:
+    return replace(KsqlRetryPolicy.immediate(3), clock=t.clock, sleep=t.sleep, **bounds)  # type: ignore[arg-type]
 
 
 NOT_READY = "KSQL is not yet ready to serve requests."  # ServerState's message with 503 / 50302
@@ -299,7 +299,7 @@ def test_an_assert_that_times_out_is_the_statements_failure_and_its_wait_extends
         name="lmsdwh",
         timeout=30,
         transport=httpx.MockTransport(handler),
-        retry=RetryPolicy.immediate(),
+        retry=KsqlRetryPolicy.immediate(),
     ) as c:
         with pytest.raises(KsqlStatementError, match="Topic t does not exist"):
             c.execute("ASSERT TOPIC t TIMEOUT 2 MINUTES;", waits_s=120)
