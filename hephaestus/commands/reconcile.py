@@ -154,7 +154,7 @@ def reconcile(
 
     project = load_project(project_file)
     check_textfile(project, metrics_textfile)
-    given = workflow.Options(
+    given = workflow.PlanScope(
         clusters=clusters,
         targets=targets,
         force=force,
@@ -163,7 +163,7 @@ def reconcile(
         send_snapshot=send_snapshot,
     )
     flags = _rollout_flags(canary, on_failure, analysis_window, lag_budget)
-    request = workflow.Request(
+    request = workflow.RunRequest(
         given=given,
         dry_run=dry_run,
         drift_exit=exit_code,

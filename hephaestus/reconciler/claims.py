@@ -15,7 +15,7 @@ from hephaestus.reconciler.model import Live, config_hash
 from hephaestus.state import ownership
 
 
-class Claims:
+class OwnershipClaims:
     """apply.Claims over the ownership store."""
 
     def __init__(

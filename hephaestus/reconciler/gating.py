@@ -17,7 +17,7 @@ from hephaestus.safety.effects import Effect
 
 
 @dataclass(frozen=True)
-class Cluster:
+class GatedCluster:
     """What the gate knows of one cluster: its live listing (all of it: another deployment's
     connectors are second writers too), git's connectors in its select, what this deployment
     owns there, the Kafka cluster behind it, and its plan when this run planned it."""
@@ -30,7 +30,7 @@ class Cluster:
     plan: Plan | None = None
 
 
-def judged(clusters: Sequence[Cluster], policy: Policy) -> tuple[dict[str, Plan], gate.Verdict]:
+def judged(clusters: Sequence[GatedCluster], policy: Policy) -> tuple[dict[str, Plan], gate.Verdict]:
     """The plans with the fleet's effects added and the gate's refusals set, and the verdict."""
     changes = [c for v in clusters if v.plan for c in _changes(v.name, v.plan)]
     members = _members(clusters, {c.key for c in changes})
@@ -55,7 +55,7 @@ def _changes(cluster: str, p: Plan) -> list[fleet.FleetChange]:
     ]
 
 
-def _members(clusters: Sequence[Cluster], changed: set[fleet.Key]) -> list[fleet.Member]:
+def _members(clusters: Sequence[GatedCluster], changed: set[fleet.Key]) -> list[fleet.Member]:
     """The fleet before the run: every live connector, and every connector git declares that
     does not run yet (planned), except those this run writes."""
     live = [fleet.Member(v.name, n, c, v.kafka) for v in clusters for n, c in sorted(v.live.items())]
@@ -99,7 +99,7 @@ def _allow_of(desired: Mapping[str, Desired], name: str) -> gate.Allow:
     return d.allow if d is not None else gate.Allow()
 
 
-def _deletes(p: Plan, v: Cluster) -> gate.Deletes:
+def _deletes(p: Plan, v: GatedCluster) -> gate.Deletes:
     owned_sinks = sum(1 for n in v.owned if n in v.live and views.is_sink(v.live[n]))
     return gate.Deletes(
         p.cluster, len(p.of("delete")), owned_sinks, any(views.is_sink(d.config) for d in v.desired.values())

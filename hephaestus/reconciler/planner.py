@@ -32,7 +32,7 @@ class Wanted:
 
 
 @dataclass(frozen=True)
-class Topics:
+class KafkaTopics:
     """What Kafka was asked for the plan's sinks (only when one starts to read topics)."""
 
     names: frozenset[str] = frozenset()
@@ -61,7 +61,7 @@ class Seen:
     masked: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)  # keys Connect masks
     health: tuple[Unhealthy, ...] = ()  # of the managed connectors the plan does not write
     publications: Publications = Publications()
-    topics: Topics | None = None  # None: no sink starts to read topics
+    topics: KafkaTopics | None = None  # None: no sink starts to read topics
     schema: DriftReport = DriftReport()  # the sources' schema drift (hephaestus.drift)
 
 

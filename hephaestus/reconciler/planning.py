@@ -21,7 +21,7 @@ from hephaestus.reconciler import health, pubdb, rotation, sealed
 from hephaestus.reconciler.model import Desired, Live, config_hash
 from hephaestus.reconciler.outcome import Basis, Secrets, StepResult
 from hephaestus.reconciler.plan import Plan, Policy, Step, Unhealthy
-from hephaestus.reconciler.planner import Needs, Seal, Seen, Topics, Wanted, needs
+from hephaestus.reconciler.planner import KafkaTopics, Needs, Seal, Seen, Wanted, needs
 from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety.seal import new_salt
 from hephaestus.secrets import REDACTOR, is_sensitive
@@ -197,16 +197,16 @@ def _health(
     return health.findings(kept, statuses, wanted.unassigned_grace_s)
 
 
-def _topics(cluster: Cluster, need: Needs) -> Topics | None:
+def _topics(cluster: Cluster, need: Needs) -> KafkaTopics | None:
     """The topics Kafka has, listed once and only when a sink starts to read topics."""
     if not need.topics:
         return None
     if not cluster.kafka_bootstrap:
-        return Topics(unchecked="no kafka_bootstrap")
+        return KafkaTopics(unchecked="no kafka_bootstrap")
     try:
-        return Topics(kafka.topic_names(cluster.kafka_bootstrap))
+        return KafkaTopics(kafka.topic_names(cluster.kafka_bootstrap))
     except HephaestusError as exc:
-        return Topics(error=str(exc))
+        return KafkaTopics(error=str(exc))
 
 
 def _secrets(r: Read, wanted: Wanted, policy: Policy, typed: Mapping[str, frozenset[str]]) -> Secrets | None:

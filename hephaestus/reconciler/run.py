@@ -36,7 +36,7 @@ from hephaestus.reconciler import (
     sealed,
     topicwrite,
 )
-from hephaestus.reconciler.claims import Claims
+from hephaestus.reconciler.claims import OwnershipClaims
 from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
@@ -288,7 +288,7 @@ class _Reconcile:
             prepared = pubdb.alter_all(self.project, p)
             if not all(r.ok for r in prepared):
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
-            marks = Claims(self.store, self.project, cluster, self.run_id, live)
+            marks = OwnershipClaims(self.store, self.project, cluster, self.run_id, live)
             options = replace(self.options.apply, claims=marks, topics=topicwrite.maker(cluster, p, journal))
             rolled = self._executed(client, cluster, base, p, options, journal, go)
             results = rolled.results
@@ -368,10 +368,12 @@ class _Reconcile:
         return [(n, "kept") for n in sorted(marks & basis.owned - deleting)]
 
 
-def _view(read: Read, desired: Mapping[str, Desired], out: ClusterOutcome | None) -> gating.Cluster:
+def _view(read: Read, desired: Mapping[str, Desired], out: ClusterOutcome | None) -> gating.GatedCluster:
     live = {n: c.config for n, c in (read.fleet or {}).items()}
     owned = out.basis.owned if out is not None and out.basis is not None else frozenset()
-    return gating.Cluster(read.cluster.name, live, desired, owned, read.kafka, out.plan if out is not None else None)
+    return gating.GatedCluster(
+        read.cluster.name, live, desired, owned, read.kafka, out.plan if out is not None else None
+    )
 
 
 def _judged(o: ClusterOutcome, p: Plan | None, blind: list[str], seal: sealed.Sealed | None) -> ClusterOutcome:

@@ -50,7 +50,7 @@ FORMAT = 3  # 3: the rollout sealed
 
 
 @dataclass(frozen=True, kw_only=True)  # keywords only: three bools side by side
-class Options:
+class PlanScope:
     """The options that decide what a plan covers: bound by the seal."""
 
     clusters: tuple[str, ...] = ()
@@ -78,9 +78,9 @@ class Sealed:
     fingerprints: Fingerprints = field(hash=False, compare=False)
 
     @property
-    def options(self) -> Options:
+    def options(self) -> PlanScope:
         o = self.body["options"]
-        return Options(
+        return PlanScope(
             clusters=tuple(o["clusters"]),
             targets=tuple(o["targets"]),
             force=o["force"],
@@ -111,7 +111,7 @@ class StalePlan(HephaestusError):
 def build(
     project: Project,
     outcomes: Sequence[ClusterOutcome],
-    options: Options,
+    options: PlanScope,
     clusters: Sequence[Cluster],
     flags: Mapping[str, Any] = MappingProxyType({}),
 ) -> Sealed:

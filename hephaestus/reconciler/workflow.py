@@ -1,6 +1,6 @@
 """Reconcile's workflow: plan, review, approve, apply (Terraform's, for Connect).
 
-The CLI parses flags into a `Request`, calls `prepare` and `approve`, and prints; every
+The CLI parses flags into a `RunRequest`, calls `prepare` and `approve`, and prints; every
 decision is made here: which sealed plan rules, whether `--out` may be written, the options
 of the run, whether a plan shown on a terminal may apply, and the exit code.
 
@@ -36,7 +36,7 @@ from hephaestus.reconciler.rollout import checks
 from hephaestus.reconciler.rollout.checks import RolloutHooks
 from hephaestus.reconciler.rollout.executor import GiveBack
 from hephaestus.reconciler.run import RunOptions, apply_options_of
-from hephaestus.reconciler.sealed import Options
+from hephaestus.reconciler.sealed import PlanScope
 from hephaestus.safety.gate import allow_of
 from hephaestus.state.backend import timeout_of
 
@@ -44,12 +44,12 @@ __all__ = [
     "Approval",
     "ClusterOutcome",
     "GiveBack",
-    "Options",
+    "PlanScope",
     "PreparedRun",
     "Progress",
-    "Request",
     "RolloutHooks",
     "RunOptions",
+    "RunRequest",
     "StepResult",
     "approve",
     "check_canaries",
@@ -86,10 +86,10 @@ _ROLLOUT = {
 
 
 @dataclass(frozen=True, kw_only=True)  # keywords only: its flags are bools and numbers side by side
-class Request:
+class RunRequest:
     """What the user asked for, parsed: the flags that are not the plan's scope."""
 
-    given: sealed.Options
+    given: sealed.PlanScope
     dry_run: bool = False
     drift_exit: bool = False  # --exit-code
     drift_only: bool = False
@@ -106,7 +106,7 @@ class Request:
 class PreparedRun:
     """A run ready to go: the options that rule (a sealed plan's, else the given), the clusters."""
 
-    scope: sealed.Options
+    scope: sealed.PlanScope
     clusters: list[Cluster]
     options: RunOptions
     seal: sealed.Sealed | None
@@ -117,7 +117,7 @@ class PreparedRun:
 
 
 def prepare(
-    project: Project, request: Request, progress: apply.Progress | None, note: Callable[[str], None]
+    project: Project, request: RunRequest, progress: apply.Progress | None, note: Callable[[str], None]
 ) -> PreparedRun:
     """Check the request (nothing is read from Connect until it holds) and build the run."""
     allow_of(request.given.allow_destructive)  # an unknown effect is an error before anything is read
@@ -129,7 +129,7 @@ def prepare(
     return PreparedRun(scope, clusters, options_of(project, request, scope, seal, progress), seal)
 
 
-def _sealed_plan(project: Project, request: Request, note: Callable[[str], None]) -> sealed.Sealed | None:
+def _sealed_plan(project: Project, request: RunRequest, note: Callable[[str], None]) -> sealed.Sealed | None:
     """The sealed plan of --plan, checked (seal, signature, shape, files); its options rule."""
     if not request.plan_file:
         return None
@@ -157,8 +157,8 @@ def check_out(out: Path, project: Project, dry_run: bool) -> None:
 
 def options_of(
     project: Project,
-    request: Request,
-    scope: sealed.Options,
+    request: RunRequest,
+    scope: sealed.PlanScope,
     seal: sealed.Sealed | None,
     progress: apply.Progress | None,
 ) -> RunOptions:

@@ -122,5 +122,5 @@ def gated(
 
     scope = scope or Scope()
     p = plan(cluster, desired, live, policy, scope)
-    view = gating.Cluster(cluster, {n: lv.config for n, lv in live.items()}, desired, scope.owned, None, p)
+    view = gating.GatedCluster(cluster, {n: lv.config for n, lv in live.items()}, desired, scope.owned, None, p)
     return gating.judged([view], policy)[0][cluster]

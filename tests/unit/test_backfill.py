@@ -89,7 +89,7 @@ def test_each_sink_reading_a_back_filled_table_states_what_it_receives_again() -
 
 
 def test_a_back_fill_into_an_insert_mode_sink_is_held_by_the_gate_unless_allowed() -> None:
-    from hephaestus.reconciler.gating import Cluster, judged
+    from hephaestus.reconciler.gating import GatedCluster, judged
     from hephaestus.reconciler.plan import Policy
     from hephaestus.safety.gate import Allow
 
@@ -97,7 +97,7 @@ def test_a_back_fill_into_an_insert_mode_sink_is_held_by_the_gate_unless_allowed
     change = PublicationChange("bob", "pub", add=("public.users",), connectors=("a_src",))
     p = _plan(pubs=(change,))
     p = Plan("c", (), publications=(change,), backfills=planned(p, live, live, NO_RESOLVER))
-    view = Cluster("c", {n: lv.config for n, lv in live.items()}, {}, plan=p)
+    view = GatedCluster("c", {n: lv.config for n, lv in live.items()}, {}, plan=p)
     plans, _ = judged([view], Policy())
     assert (
         plans["c"].refusals and "back-fill a_src" in plans["c"].refusals[0] and "duplicates" in plans["c"].refusals[0]

@@ -38,11 +38,11 @@ def view(
     owned: frozenset[str] = frozenset(),
     kafka: str | None = "k",
     planned: bool = True,
-) -> gating.Cluster:
+) -> gating.GatedCluster:
     kind = {n: "source" if c.get("connector.class") == POSTGRES_SOURCE else "sink" for n, c in live.items()}
     lv = {n: Live(n, c, kind[n], "RUNNING") for n, c in live.items()}
     p = plan(name, desired, lv, Policy(), Scope(owned)) if planned else None
-    return gating.Cluster(name, live, desired, owned, kafka, p)
+    return gating.GatedCluster(name, live, desired, owned, kafka, p)
 
 
 def test_a_second_source_on_another_cluster_is_refused_there_only() -> None:

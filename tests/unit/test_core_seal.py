@@ -61,7 +61,7 @@ BASIS = Basis("http://c:8083", "kafka-1", LIVE, frozenset({"a"}), {"bob/pub": {"
 
 def made(project: Project, outcome: ClusterOutcome | None = None) -> sealed.Sealed:
     outcome = outcome or ClusterOutcome("c", URL, PLAN, basis=BASIS)
-    return sealed.build(project, [outcome], sealed.Options(clusters=("c",)), [project.clusters["c"]])
+    return sealed.build(project, [outcome], sealed.PlanScope(clusters=("c",)), [project.clusters["c"]])
 
 
 def written(project: Project, s: sealed.Sealed) -> Path:
@@ -94,7 +94,7 @@ def test_the_file_holds_the_steps_and_preconditions_and_reveals_no_secret(projec
     ]
     assert c["adopt"] == ["z"] and len(body["git"]) == 7 and body["options"]["clusters"] == ["c"]
     loaded = sealed.load(path, project)
-    assert loaded.id == s.id and loaded.options == sealed.Options(clusters=("c",))
+    assert loaded.id == s.id and loaded.options == sealed.PlanScope(clusters=("c",))
 
 
 def test_no_plan_is_sealed_when_a_cluster_could_not_be_planned(project: Project) -> None:

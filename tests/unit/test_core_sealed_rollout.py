@@ -35,7 +35,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
 
 def made(project: Project, flags: dict[str, Any]) -> sealed.Sealed:
     outcomes = [ClusterOutcome("c", URL, PLAN, basis=BASIS), ClusterOutcome("d", "http://d:8083", PLAN, basis=BASIS)]
-    return sealed.build(project, outcomes, sealed.Options(), list(project.clusters.values()), flags)
+    return sealed.build(project, outcomes, sealed.PlanScope(), list(project.clusters.values()), flags)
 
 
 def saved(project: Project, s: sealed.Sealed) -> Path:
@@ -66,7 +66,9 @@ def test_without_a_rollout_anywhere_none_is_sealed(tmp_path: Path, monkeypatch: 
     (tmp_path / "connectors/c").mkdir(parents=True)
     (tmp_path / "hephaestus.yaml").write_text(f"clusters:\n  c: {{url: '{URL}', connectors: connectors/c}}\n")
     project = load_project(tmp_path / "hephaestus.yaml")
-    s = sealed.build(project, [ClusterOutcome("c", URL, PLAN, basis=BASIS)], sealed.Options(), [project.clusters["c"]])
+    s = sealed.build(
+        project, [ClusterOutcome("c", URL, PLAN, basis=BASIS)], sealed.PlanScope(), [project.clusters["c"]]
+    )
     assert s.body["rollout"] == {} and s.body["clusters"]["c"]["rollout"] is None
     assert dict(sealed.load(saved(project, s), project).rollout) == {}
 
@@ -126,7 +128,7 @@ def test_a_hand_made_rollout_is_checked_for_shape(project: Project, change: Any,
 def test_each_rollout_flag_is_refused_with_a_plan(tmp_path: Path, key: str, flag: str) -> None:
     project = Project(str(tmp_path / "p.yaml"), {}, {}, base=tmp_path)
     (tmp_path / "plan.json").write_text("{}")
-    request = workflow.Request(given=sealed.Options(), plan_file=tmp_path / "plan.json", rollout={key: 0})
+    request = workflow.RunRequest(given=sealed.PlanScope(), plan_file=tmp_path / "plan.json", rollout={key: 0})
     with pytest.raises(InputError) as err:
         workflow.prepare(project, request, None, lambda line: None)
     assert (err.value.file, str(err.value)) == (
@@ -137,7 +139,7 @@ def test_each_rollout_flag_is_refused_with_a_plan(tmp_path: Path, key: str, flag
 
 def test_a_plan_is_applied_with_its_flags_and_a_run_without_one_with_the_given(project: Project) -> None:
     path = saved(project, made(project, FLAGS))
-    request = workflow.Request(given=sealed.Options(), plan_file=path)
+    request = workflow.RunRequest(given=sealed.PlanScope(), plan_file=path)
     prepared = workflow.prepare(project, request, None, lambda line: None)
     assert dict(prepared.options.rollout) == {
         "canary": ["a*", "b"],
@@ -145,5 +147,5 @@ def test_a_plan_is_applied_with_its_flags_and_a_run_without_one_with_the_given(p
         "analysis_s": 0.5,
         "lag_budget": 7,
     }
-    given = workflow.Request(given=sealed.Options(), rollout={"on_failure": "continue"})
+    given = workflow.RunRequest(given=sealed.PlanScope(), rollout={"on_failure": "continue"})
     assert dict(workflow.prepare(project, given, None, lambda line: None).options.rollout) == {"on_failure": "continue"}

@@ -253,7 +253,7 @@ def test_target_and_a_saved_plan_hold_the_same_line(tmp_path_factory: Any, pair:
     assert bool(targeted.refused) == bool(found) and bool(run.double.writes()) == writes
     run.setup("x", live, desired, kind)
     preview = run.run(dry_run=True)
-    seal = sealed.build(run.project, [preview], sealed.Options(targets=()), [run.project.clusters["c"]])
+    seal = sealed.build(run.project, [preview], sealed.PlanScope(targets=()), [run.project.clusters["c"]])
     applied = run.run(sealed=seal)
     assert bool(applied.refused) == bool(found), (found, applied.plan.refused if applied.plan else applied.error)
     assert bool(run.double.writes()) == writes

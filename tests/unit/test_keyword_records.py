@@ -13,10 +13,10 @@ from hephaestus.reconciler import apply, plan, run, sealed, workflow
 from hephaestus.safety import gate
 
 WIDE = [
-    workflow.Request,
+    workflow.RunRequest,
     run.RunOptions,
     apply.ApplyOptions,
-    sealed.Options,
+    sealed.PlanScope,
     settings.PolicySettings,
     settings.HealSettings,
     settings.RolloutSettings,

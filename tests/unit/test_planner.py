@@ -11,7 +11,7 @@ from hephaestus.reconciler import planner
 from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis
 from hephaestus.reconciler.plan import Plan, Policy, Step, Unhealthy
-from hephaestus.reconciler.planner import Publications, Seen, Topics, Wanted
+from hephaestus.reconciler.planner import KafkaTopics, Publications, Seen, Wanted
 from hephaestus.reconciler.publications import PublicationChange
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -30,7 +30,7 @@ def seen(
     live: Mapping[str, Live],
     health: tuple[Unhealthy, ...] = (),
     publications: Publications = NOTHING_PUBLISHED,
-    topics: Topics | None = None,
+    topics: KafkaTopics | None = None,
 ) -> Seen:
     basis = Basis("http://connect:8083", "kafka-1", live, frozenset(live))
     return Seen(
@@ -50,7 +50,7 @@ def test_a_plan_is_built_from_what_was_read_alone() -> None:
     read = Publications(warnings=("publication p of database x not checked (s): …",), problems={"s": {"k": ("m",)}})
     health = (Unhealthy("b", "FAILED"),)
     out = planner.planned(
-        seen(live, health=health, publications=read, topics=Topics(frozenset({"t1", "t3"}))),
+        seen(live, health=health, publications=read, topics=KafkaTopics(frozenset({"t1", "t3"}))),
         wanted(Desired("a", sink("t3")), Desired("b", sink("t2"))),
         Policy(),
         None,
@@ -72,7 +72,7 @@ def test_the_reader_is_told_whose_health_to_read_and_whether_kafka_is_needed() -
 def test_topics_that_were_not_listed_are_said_in_the_plan() -> None:
     live = {"a": Live("a", sink("t1"), "sink", "RUNNING")}
     want = wanted(Desired("a", sink("t2")))
-    failed = planner.planned(seen(live, topics=Topics(error="broker down")), want, Policy(), None)
+    failed = planner.planned(seen(live, topics=KafkaTopics(error="broker down")), want, Policy(), None)
     assert failed.plan is not None and "topics not checked: broker down" in failed.plan.warnings
 
 

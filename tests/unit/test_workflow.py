@@ -12,7 +12,7 @@ import pytest
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Project
 from hephaestus.reconciler import workflow
-from hephaestus.reconciler.sealed import Options
+from hephaestus.reconciler.sealed import PlanScope
 
 
 @dataclass
@@ -48,7 +48,7 @@ def test_the_exit_policy(outcome: Outcome, dry_run: bool, drift_exit: bool, code
 
 def prepared(tmp_path: Path) -> workflow.PreparedRun:
     project = Project(str(tmp_path / "p.yaml"), {}, {}, base=tmp_path)
-    return workflow.prepare(project, workflow.Request(given=Options()), None, lambda line: None)
+    return workflow.prepare(project, workflow.RunRequest(given=PlanScope()), None, lambda line: None)
 
 
 def test_without_a_terminal_nothing_is_applied_unasked(tmp_path: Path) -> None:
@@ -98,6 +98,6 @@ def test_out_needs_a_dry_run_and_never_overwrites_an_input(tmp_path: Path) -> No
 def test_a_sealed_plan_fixes_its_scope(tmp_path: Path) -> None:
     project = Project(str(tmp_path / "p.yaml"), {}, {}, base=tmp_path)
     (tmp_path / "plan.json").write_text("{}")
-    request = workflow.Request(given=Options(targets=("a*",)), plan_file=tmp_path / "plan.json")
+    request = workflow.RunRequest(given=PlanScope(targets=("a*",)), plan_file=tmp_path / "plan.json")
     with pytest.raises(InputError, match="--target cannot be given with --plan"):
         workflow.prepare(project, request, None, lambda line: None)

@@ -69,7 +69,7 @@ def undo_gate(client: ConnectClient, cluster: str, policy: Policy, kafka: str | 
             raise HephaestusError(f"rollback: cannot read cluster {cluster}: {exc}") from exc
         live = {n: Live(n, c.config, c.type, c.state) for n, c in listed.items()}
         steps = tuple(replace(s, effects=step_effects(s, live, policy.resolve)) for s in back.steps)
-        view = gating.Cluster(
+        view = gating.GatedCluster(
             cluster, {n: lv.config for n, lv in live.items()}, {}, frozenset(), kafka, replace(back, steps=steps)
         )
         plans, verdict = gating.judged([view], replace(policy, allow=Allow(), force=True))
