@@ -30,7 +30,7 @@ from hephaestus.accuracy.model import AccuracyReport, Key, TableResult
 from hephaestus.accuracy.queries import TableQuery, keyed_hashes
 from hephaestus.accuracy.run import (
     AccuracyOptions,
-    Job,
+    CompareJob,
     PreparedPair,
     connections,
     plan_jobs,
@@ -77,7 +77,7 @@ class TablePlan:
     prepared queries and, for a delete, the gate's pass."""
 
     intent: rp.TableIntent
-    job: Job
+    job: CompareJob
     prepared: PreparedPair | None = None  # None when the table cannot be repaired
     cleared: Cleared | None = None  # the gate's pass for the delete; None: nothing deleted
 
@@ -127,7 +127,7 @@ def _limit(options: AccuracyOptions, how: RepairOptions) -> int:
     return max(options.deep_options.limit, how.max_keys)
 
 
-def _plan_table(job: Job, result: TableResult, how: RepairOptions, shared: SharedTable | None) -> TablePlan:
+def _plan_table(job: CompareJob, result: TableResult, how: RepairOptions, shared: SharedTable | None) -> TablePlan:
     try:
         intent, prepared = _intend(job, result, how)
     except _failures() as exc:
@@ -137,7 +137,7 @@ def _plan_table(job: Job, result: TableResult, how: RepairOptions, shared: Share
     return TablePlan(intent, job, prepared, cleared)
 
 
-def _intend(job: Job, result: TableResult, how: RepairOptions) -> tuple[rp.TableIntent, PreparedPair]:
+def _intend(job: CompareJob, result: TableResult, how: RepairOptions) -> tuple[rp.TableIntent, PreparedPair]:
     if job.pair.source.query:
         raise HephaestusError("an expectation's rows come from ksqlDB: a source snapshot cannot repair them")
     connector = rp.source_connector(result)

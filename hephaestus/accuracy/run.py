@@ -42,7 +42,7 @@ class AccuracyOptions:
 
 
 @dataclass(frozen=True)
-class Job:
+class CompareJob:
     pair: TablePair
     source_dsn: str
     sink_dsn: str
@@ -66,7 +66,7 @@ def budgeted(options: AccuracyOptions, start: float, clock: Callable[[], float])
     return replace(options, deep_options=replace(options.deep_options, deadline=deadline, clock=clock))
 
 
-def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> list[Job]:
+def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOptions) -> list[CompareJob]:
     """The pairs to compare with their DSNs; every missing database reported at once."""
     every = [(d, pair) for d in defs for pair in pairs.table_pairs([d])]
     chosen = set(options.pairs or pairs.select([pair for _, pair in every], options.tables))
@@ -77,7 +77,7 @@ def plan_jobs(project: Project, defs: Sequence[Definition], options: AccuracyOpt
     if errors:
         raise InputErrors(errors)
     return [
-        Job(
+        CompareJob(
             pair, dsns[pair.source.database] or "", dsns[pair.sink.database] or "", _slots(project, d, options), options
         )
         for d, pair in every
@@ -110,7 +110,7 @@ def _missing(project: Project, pair: TablePair, database: str) -> InputError:
     )
 
 
-def compare(job: Job) -> TableResult:
+def compare(job: CompareJob) -> TableResult:
     """One pair, start to verdict; what goes wrong becomes this table's error row."""
     start = time.monotonic()
     if job.options.deep_options.out_of_time():  # the budget ran out before this table's turn
@@ -126,7 +126,7 @@ def compare(job: Job) -> TableResult:
 
 
 @contextmanager
-def connections(job: Job) -> Iterator[tuple[Connection, Connection]]:
+def connections(job: CompareJob) -> Iterator[tuple[Connection, Connection]]:
     """Both sides connected at once (each a TCP and auth round trip or more); when either
     fails the other is closed and the source's failure is the one reported."""
     with ThreadPoolExecutor(1, thread_name_prefix="accuracy-source") as pool:
@@ -163,7 +163,7 @@ class PreparedPair:
     sink: TableQuery
 
 
-def _compare(job: Job, source: Connection, sink: Connection) -> TableResult:
+def _compare(job: CompareJob, source: Connection, sink: Connection) -> TableResult:
     p = prepare(job, source, sink)
     counts, diff = _measure(PgSide(source, p.source), PgSide(sink, p.sink), job.options)
     lag = _worst(p.lag_before, db.slot_lag(source, p.slot) if p.slot else None)
@@ -171,7 +171,7 @@ def _compare(job: Job, source: Connection, sink: Connection) -> TableResult:
     return TableResult(job.pair, verdict, counts, p.filters, p.slot, lag, allowed, diff)
 
 
-def prepare(job: Job, source: Connection, sink: Connection) -> PreparedPair:
+def prepare(job: CompareJob, source: Connection, sink: Connection) -> PreparedPair:
     """Both tables inspected (and the hash both servers agree on): what each side reads."""
     pair, deep = job.pair, job.options.deep
 

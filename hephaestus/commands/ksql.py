@@ -97,7 +97,7 @@ def apply_cmd(
     from hephaestus.ksql.variables import parse_defines
     from hephaestus.project import load_project
 
-    options = applying.Options(_target(all_, next_, until, version), dry_run)
+    options = applying.KsqlApplyOptions(_target(all_, next_, until, version), dry_run)
     project = load_project(project_file)
     selected = project.select_ksqldb(clusters)
     prepared = run.prepare(selected, parse_defines(defines), defer_failures=True)

@@ -140,7 +140,7 @@ class ReplayResult:
 
 
 @dataclass(frozen=True)
-class Checked:
+class ReplayCheck:
     """The first pass over what a replay would send: how many, where, and what cannot go."""
 
     count: int = 0
@@ -150,7 +150,7 @@ class Checked:
     problems: int = 0
 
 
-def _check(records: Iterator[Record], reads: Callable[[str], bool]) -> Checked:
+def _check(records: Iterator[Record], reads: Callable[[str], bool]) -> ReplayCheck:
     """One streaming pass: nothing is held but counts and the first few refusals."""
     count, problems = 0, 0
     targets: set[str] = set()
@@ -166,10 +166,10 @@ def _check(records: Iterator[Record], reads: Callable[[str], bool]) -> Checked:
         kept = unheaded if found.problem else foreign
         if len(kept) < 3:
             kept.append(found)
-    return Checked(count, frozenset(targets), tuple(unheaded), tuple(foreign), problems)
+    return ReplayCheck(count, frozenset(targets), tuple(unheaded), tuple(foreign), problems)
 
 
-def replay_effects(dlq: Dlq, checked: Checked) -> tuple[Effect, ...]:
+def replay_effects(dlq: Dlq, checked: ReplayCheck) -> tuple[Effect, ...]:
     """A replay re-delivers (onto upserted rows; an insert-mode sink writes them twice); a record
     that cannot go back, or would go to a topic the sink does not read, stops it whole."""
     found = of_replay(dlq.config)
@@ -227,7 +227,7 @@ def replay_parked(parked: Parked, journal: Journal) -> int:
 Window = tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]  # from, up to (not incl.)
 
 
-def _judged(bootstrap: str, dlq: Dlq, bounds: Bounds, allow: Allow) -> tuple[Window, Checked, Cleared]:
+def _judged(bootstrap: str, dlq: Dlq, bounds: Bounds, allow: Allow) -> tuple[Window, ReplayCheck, Cleared]:
     """The records within `bounds` not yet replayed, checked in one pass and judged at the gate."""
     group = replay_group(dlq.connector)
     span = positions(dlq.spans, kafka.committed(bootstrap, [group]).get(group, {}), bounds)

@@ -50,7 +50,7 @@ class HealOptions:
 
 
 @dataclass(frozen=True)
-class Item:
+class ConnectorHeal:
     name: str
     verdict: str
     reason: str
@@ -64,7 +64,7 @@ class Item:
 class ClusterHeal:
     cluster: str
     url: str
-    items: tuple[Item, ...] = ()
+    items: tuple[ConnectorHeal, ...] = ()
     error: str = ""
     notified: tuple[str, ...] = field(default=())
 
@@ -124,7 +124,7 @@ def _acted(
     decisions: Sequence[Decision],
     broken: Mapping[str, Finding],
     options: HealOptions,
-) -> tuple[list[Item], dict[str, str]]:
+) -> tuple[list[ConnectorHeal], dict[str, str]]:
     """The restarts and the pauses judged at the gate together, then made (each on its own:
     one refused never holds back another); what the gate refused, by name."""
     pauses = [_pause(cluster, fleet[n], options) for n in schema.to_pause(broken, fleet)]
@@ -149,24 +149,26 @@ def _pause(cluster: Cluster, c: LiveConnector, options: HealOptions) -> GateItem
     return GateItem(cluster.name, c.name, "pause", of_state(c.config, c.state, "PAUSED", options.resolve))
 
 
-def _hold(client: ConnectClient, c: LiveConnector, f: Finding, options: HealOptions, pause: bool) -> Item:
+def _hold(client: ConnectClient, c: LiveConnector, f: Finding, options: HealOptions, pause: bool) -> ConnectorHeal:
     """A broken sink: never restarted; paused first when its policy says so (not in a dry run)."""
     failed = tuple(t.id for t in c.tasks if t.state == "FAILED")
     if not pause or options.dry_run:
-        return Item(c.name, schema.HELD, schema.reason(f, False), None, failed, _trace(c))
+        return ConnectorHeal(c.name, schema.HELD, schema.reason(f, False), None, failed, _trace(c))
     try:
         client.pause(c.name)
     except ConnectError as exc:
-        return Item(c.name, schema.HELD, f"{schema.reason(f, False)}; pause failed: {exc}", None, failed, _trace(c))
-    return Item(c.name, schema.HELD, schema.reason(f, True), None, failed, _trace(c))
+        return ConnectorHeal(
+            c.name, schema.HELD, f"{schema.reason(f, False)}; pause failed: {exc}", None, failed, _trace(c)
+        )
+    return ConnectorHeal(c.name, schema.HELD, schema.reason(f, True), None, failed, _trace(c))
 
 
 def _act(
     client: ConnectClient, c: LiveConnector, d: Decision, options: HealOptions, cleared: Cleared, refused: str
-) -> Item:
+) -> ConnectorHeal:
     failed = tuple(t.id for t in c.tasks if t.state == "FAILED")
     trace = _trace(c) if d.verdict != "healthy" else ""
-    item = Item(c.name, d.verdict, d.reason, None, failed, trace, d.cause.rule if d.cause else "")
+    item = ConnectorHeal(c.name, d.verdict, d.reason, None, failed, trace, d.cause.rule if d.cause else "")
     if d.verdict == "restart" and c.name not in cleared.names():
         return replace(item, verdict="refused", reason=f"{d.reason}; not restarted: {refused}", healed=False)
     if d.verdict != "restart" or options.dry_run:
@@ -178,7 +180,7 @@ def _act(
     return item
 
 
-def _await_healed(client: ConnectClient, items: Sequence[Item], options: HealOptions) -> list[Item]:
+def _await_healed(client: ConnectClient, items: Sequence[ConnectorHeal], options: HealOptions) -> list[ConnectorHeal]:
     """A restarted connector is healed when it is RUNNING and stays so for the stability
     window (the shared readiness waiter): a poison record fails a task again a moment after
     it starts, so an early RUNNING proves nothing."""
@@ -190,7 +192,7 @@ def _await_healed(client: ConnectClient, items: Sequence[Item], options: HealOpt
 _NOTICE = {"exhausted": "restart budget exhausted", "permanent": "a permanent error, not restarted"}
 
 
-def _notify(webhook: str | None, cluster: Cluster, item: Item) -> bool:
+def _notify(webhook: str | None, cluster: Cluster, item: ConnectorHeal) -> bool:
     """Built from the item already computed: its failed tasks and masked trace."""
     what = _NOTICE.get(item.verdict, "failed again after a restart")
     tasks = ", ".join(str(t) for t in item.failed_tasks) or "-"

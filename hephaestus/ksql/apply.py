@@ -32,7 +32,7 @@ Kind = Literal["all", "next", "until", "version"]
 Audit = Callable[[str, str, str], None]
 
 
-class Refused(HephaestusError):
+class MigrationsChanged(HephaestusError):
     """Applied files changed or vanished: applying more on top would hide it."""
 
     exit_code = 2
@@ -55,7 +55,7 @@ class Selection:
 
 
 @dataclass(frozen=True)
-class Options:
+class KsqlApplyOptions:
     target: KsqlTarget = KsqlTarget()
     dry_run: bool = False
     settle_attempts: int = 10  # reads of the previous version before giving up (ksql-migrations: 10)
@@ -107,11 +107,13 @@ def _one_version(scan: Scan, previous: str, minimum: int, number: int) -> Select
     return Selection((found,), skipped)
 
 
-def apply(store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigration], options: Options) -> ApplyResult:
+def apply(
+    store: MetadataStore, scan: Scan, compiled: Mapping[int, CompiledMigration], options: KsqlApplyOptions
+) -> ApplyResult:
     store.require()
     checked = validate_chain(store, scan)
     if checked.problems:
-        raise Refused(
+        raise MigrationsChanged(
             f"ksqlDB '{store.client.name}': applied migrations do not match the files, nothing "
             "applied:\n  " + "\n  ".join(checked.problems)
         )
@@ -139,7 +141,7 @@ def unchanged(read: Sequence[MigrationFile], cluster: str, command: str) -> None
     statements no one sees any more."""
     moved = [f"{f.path.name} (checksum read {f.checksum}, now {now})" for f in read if (now := _now(f)) != f.checksum]
     if moved:
-        raise Refused(
+        raise MigrationsChanged(
             f"ksqlDB '{cluster}': nothing {_DONE[command]}: changed since this run read them: "
             f"{'; '.join(moved)}; run the {command} again"
         )
@@ -152,7 +154,7 @@ def _now(file: MigrationFile) -> str:
         return f"unreadable ({exc.strerror or exc})"
 
 
-def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str, options: Options) -> Applied:
+def _apply_one(store: MetadataStore, migration: CompiledMigration, previous: str, options: KsqlApplyOptions) -> Applied:
     _settle(store, previous, options)
     f = migration.file
     options.audit(f.path.name, "intent", f"apply version {f.version} ({len(migration.statements)} statements)")
@@ -205,7 +207,9 @@ def _check_parsed(plan: tuple[CompiledMigration, ...]) -> None:
             raise migration.failure
 
 
-def _parse_failed(store: MetadataStore, failure: ParseFailure, running: VersionInfo, options: Options) -> NoReturn:
+def _parse_failed(
+    store: MetadataStore, failure: ParseFailure, running: VersionInfo, options: KsqlApplyOptions
+) -> NoReturn:
     """ERROR after RUNNING, with ksql-migrations' "Failed to parse sql: <statement>. Error: <why>"
     (masked: no secret in a row); nothing of the file was sent."""
     if failure.statement:
@@ -228,7 +232,7 @@ def record_error(store: MetadataStore, event: VersionInfo) -> str:
     return "recorded as ERROR"
 
 
-def _settle(store: MetadataStore, previous: str, options: Options) -> None:
+def _settle(store: MetadataStore, previous: str, options: KsqlApplyOptions) -> None:
     """The version before must read MIGRATED; the table follows the stream asynchronously."""
     if previous == NONE_VERSION:
         return

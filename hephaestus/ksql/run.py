@@ -99,7 +99,7 @@ def init(
 def apply(
     project: Project,
     prepared: list[PreparedCluster],
-    options: applying.Options,
+    options: applying.KsqlApplyOptions,
     lock_timeout_s: float | None = None,
     client_factory: KsqlFactory = open_client,
 ) -> Iterator[applying.ApplyResult]:

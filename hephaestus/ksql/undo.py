@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from itertools import takewhile
 
 from hephaestus.errors import HephaestusError
-from hephaestus.ksql.apply import Audit, Refused, run_statement, unchanged
+from hephaestus.ksql.apply import Audit, MigrationsChanged, run_statement, unchanged
 from hephaestus.ksql.compiler import CompiledMigration
 from hephaestus.ksql.files import Scan, undo_name
 from hephaestus.ksql.metadata import NO_ERROR, NONE_VERSION, State, VersionInfo
@@ -97,7 +97,7 @@ def undo(
     _require_settled(store)
     checked = validate_chain(store, scan)
     if checked.problems:
-        raise Refused(
+        raise MigrationsChanged(
             f"ksqlDB '{store.client.name}': applied migrations do not match the files, nothing "
             "undone:\n  " + "\n  ".join(checked.problems)
         )

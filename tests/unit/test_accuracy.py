@@ -251,7 +251,7 @@ def test_when_one_side_cannot_connect_the_other_connection_is_closed(
         return opened[-1]
 
     monkeypatch.setattr(db, "connect", connect)
-    job = run.Job(pair(), "dsn-bob", "dsn-auth", (), run.AccuracyOptions())
+    job = run.CompareJob(pair(), "dsn-bob", "dsn-auth", (), run.AccuracyOptions())
     result = run.compare(job)
     assert result.verdict == "error" and result.error == f"cannot connect to database {failing}: refused"
     assert len(opened) == 1 and opened[0].closed

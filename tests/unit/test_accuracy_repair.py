@@ -200,7 +200,7 @@ def test_a_table_whose_turn_comes_after_the_budget_is_not_compared() -> None:
     clock = Clock()
     options = run.budgeted(run.AccuracyOptions(deep=True, budget_s=5), 0.0, clock)
     clock.now = 5
-    job = run.Job(pair(), "dsn that is never opened", "dsn", (), options)
+    job = run.CompareJob(pair(), "dsn that is never opened", "dsn", (), options)
     found = run.compare(job)
     assert (found.verdict, found.counts, found.error) == ("partial", None, None)
     assert "not compared: the time budget" in render.text(AccuracyReport((found,), True, 5))

@@ -11,7 +11,7 @@ import httpx
 
 from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.heal.metrics import metrics_of
-from hephaestus.heal.run import ClusterHeal, HealOptions, Item, heal_cluster
+from hephaestus.heal.run import ClusterHeal, ConnectorHeal, HealOptions, heal_cluster
 from hephaestus.project import Cluster
 from hephaestus.state.heal import HealFile
 from hephaestus.state.records import HealRecord
@@ -44,7 +44,7 @@ def records(tmp_path: Path) -> dict[str, HealRecord]:
         return store.load("c")
 
 
-def by_name(result: ClusterHeal) -> dict[str, Item]:
+def by_name(result: ClusterHeal) -> dict[str, ConnectorHeal]:
     return {i.name: i for i in result.items}
 
 

@@ -74,12 +74,12 @@ def test_metrics_of_a_run(tmp_path: object) -> None:
     from pathlib import Path
 
     from hephaestus.heal.metrics import metrics_of
-    from hephaestus.heal.run import ClusterHeal, Item
+    from hephaestus.heal.run import ClusterHeal, ConnectorHeal
 
     items = (
-        Item("a", "restart", "", healed=True, failed_tasks=(0,)),
-        Item("b", "exhausted", "", failed_tasks=(0, 1)),
-        Item("c", "healthy", ""),
+        ConnectorHeal("a", "restart", "", healed=True, failed_tasks=(0,)),
+        ConnectorHeal("b", "exhausted", "", failed_tasks=(0, 1)),
+        ConnectorHeal("c", "healthy", ""),
     )
     path = Path(str(tmp_path)) / "heal.prom"
     assert metrics_of([ClusterHeal("p", "u", items)], now=5.0).write_textfile(path)

@@ -11,7 +11,7 @@ import pytest
 
 from hephaestus.errors import HephaestusError
 from hephaestus.ksql import operations, run
-from hephaestus.ksql.apply import KsqlTarget, MigrationFailed, Options, select
+from hephaestus.ksql.apply import KsqlApplyOptions, KsqlTarget, MigrationFailed, select
 from hephaestus.ksql.client import KsqlRetryPolicy
 from hephaestus.ksql.files import scan
 from hephaestus.ksql.metadata import NONE_VERSION, Names
@@ -86,7 +86,7 @@ def test_a_table_that_lags_its_stream_is_read_again_before_the_next_file(stub: K
     prepared = initialised(stub, folder(tmp_path, 1, 2, 3))
     stub.pull_lag = 2  # each write shows in the table only two reads later
     sleeps: list[float] = []
-    options = Options(KsqlTarget("all"), settle_wait_s=0.25, sleep=sleeps.append)
+    options = KsqlApplyOptions(KsqlTarget("all"), settle_wait_s=0.25, sleep=sleeps.append)
     [result] = run.apply(project_at(tmp_path), prepared, options, None, FAST)
     assert [a.version for a in result.applied] == [1, 2, 3]
     assert sleeps == [0.25] * 4  # versions 1 and 2 each read RUNNING twice before MIGRATED
@@ -95,7 +95,7 @@ def test_a_table_that_lags_its_stream_is_read_again_before_the_next_file(stub: K
 def test_a_previous_version_that_never_reads_migrated_stops_the_run(stub: KsqlStub, tmp_path: Path) -> None:
     prepared = initialised(stub, folder(tmp_path, 1, 2))
     stub.pull_lag = 50
-    options = Options(KsqlTarget("all"), settle_attempts=3, settle_wait_s=0, sleep=lambda s: None)
+    options = KsqlApplyOptions(KsqlTarget("all"), settle_attempts=3, settle_wait_s=0, sleep=lambda s: None)
     with pytest.raises(BrokenChain, match="version 1 reads absent, not MIGRATED, after 3 reads"):
         list(run.apply(project_at(tmp_path), prepared, options, None, FAST))
     assert "S2" not in stub.sources
@@ -108,7 +108,7 @@ def test_when_even_the_error_cannot_be_recorded_the_statement_failure_is_still_r
     stub.fail("CREATE STREAM S1", "Kafka topic t1 does not exist")
     stub.fail("'ERROR'", "server going down", status=503, code=50303, times=None)
     with pytest.raises(MigrationFailed) as err:
-        list(run.apply(project_at(tmp_path), prepared, Options(KsqlTarget("all")), None, FAST))
+        list(run.apply(project_at(tmp_path), prepared, KsqlApplyOptions(KsqlTarget("all")), None, FAST))
     assert "left RUNNING (could not record ERROR: server going down)" in str(err.value)
     assert "Kafka topic t1 does not exist" in str(err.value)
 

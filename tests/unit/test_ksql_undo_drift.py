@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hephaestus.ksql import run as ksql_run
-from hephaestus.ksql.apply import Options as ApplyOptions
-from hephaestus.ksql.apply import Refused
+from hephaestus.ksql.apply import KsqlApplyOptions as ApplyOptions
+from hephaestus.ksql.apply import MigrationsChanged
 from hephaestus.ksql.undo import UndoOptions
 from hephaestus.project import load_project
 from tests.ksqldb_stub import ksqldb_stub
@@ -82,7 +82,7 @@ def test_a_u_file_added_after_apply_runs_and_its_checksum_is_audited(ksql: Ksql)
     assert intent["detail"] == f"undo version 3 (1 statements, checksum {md5(path)})"
 
 
-def prepared_then(ksql: Ksql, name: str, text: str) -> tuple[Refused | None, int, int]:
+def prepared_then(ksql: Ksql, name: str, text: str) -> tuple[MigrationsChanged | None, int, int]:
     """The undo's files read (as the command does before it waits for the lock), then `name`
     edited, then the undo run."""
     project = load_project(ksql.root / "hephaestus.yaml")
@@ -91,7 +91,7 @@ def prepared_then(ksql: Ksql, name: str, text: str) -> tuple[Refused | None, int
     mark, rows = len(ksql.stub.statements()), len(ksql.events())
     try:
         list(ksql_run.undo(project, prepared, UndoOptions(2)))
-    except Refused as exc:
+    except MigrationsChanged as exc:
         return exc, mark, rows
     return None, mark, rows
 
@@ -120,7 +120,7 @@ def test_a_u_file_edited_or_removed_while_the_undo_waited_stops_it(ksql: Ksql) -
     try:
         list(ksql_run.undo(project, prepared, UndoOptions(2)))
         raise AssertionError("an undo file removed meanwhile was run as it was read")
-    except Refused as exc:
+    except MigrationsChanged as exc:
         assert "U000003__bob_students.sql (checksum read " in str(exc) and ", now unreadable (" in str(exc), exc
     untouched(ksql, mark, rows)
 
@@ -148,7 +148,7 @@ def test_a_file_edited_while_the_apply_waited_stops_it(ksql: Ksql) -> None:
         read = md5(ksql.migrations / name)
         ksql.write(name, text)
         mark, rows = len(ksql.stub.statements()), len(ksql.events())
-        with pytest.raises(Refused) as refused:
+        with pytest.raises(MigrationsChanged) as refused:
             list(ksql_run.apply(project, prepared, ApplyOptions()))
         assert refused.value.exit_code == 2
         assert str(refused.value) == (

@@ -608,12 +608,15 @@ def _job_metrics() -> list[Metrics]:
     )
     from hephaestus.generator.model import AccuracySpec, TableRef
     from hephaestus.heal import metrics as heal
-    from hephaestus.heal.run import ClusterHeal, Item
+    from hephaestus.heal.run import ClusterHeal, ConnectorHeal
     from hephaestus.reconciler import metrics as reconcile
     from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
     from hephaestus.reconciler.plan import Plan, Step
 
-    items = (Item("a", "restart", "", healed=False, failed_tasks=(0,)), Item("b", "exhausted", "", failed_tasks=(1,)))
+    items = (
+        ConnectorHeal("a", "restart", "", healed=False, failed_tasks=(0,)),
+        ConnectorHeal("b", "exhausted", "", failed_tasks=(1,)),
+    )
     users = TableRef("public", "users")
     pair = TablePair(Endpoint("bob", users), Endpoint("lmsdwh", users), False, None, AccuracySpec(), "bob.yaml")
     keys = KeyDiff(KeyList(2, ()), KeyList(1, ()), KeyList(1, ()), 5)
