@@ -7,7 +7,7 @@ stores them (strings, `name` ignored, placeholders literal) minus the ignorable 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Literal
 
 from hephaestus.classes import JDBC_SINK_CLASSES
@@ -51,6 +51,7 @@ class KeyChange:
 class Step:
     action: Action
     name: str
+    _: KW_ONLY  # the rest by name: its origin, states and reason are strings side by side
     config: Mapping[str, str] = field(default_factory=dict, hash=False)  # desired (create/update)
     changes: tuple[KeyChange, ...] = ()
     reason: str = ""
@@ -72,7 +73,7 @@ class Step:
         return {"create": "create", "delete": "delete", "update": "restart", "rename": "restart"}.get(self.action, "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # keywords only: counts, a share and a bool side by side
 class Policy:
     ignore_keys: frozenset[str] = frozenset()
     max_deletes: int = MAX_DELETES
@@ -98,6 +99,7 @@ class Need:
     with the source's `topic.creation.default.*` settings."""
 
     sink: str
+    _: KW_ONLY  # the rest by name: the source is a name beside the sink's, the counts side by side
     topics: tuple[str, ...]
     source: str
     partitions: int = -1  # -1: the broker's default
@@ -255,23 +257,33 @@ def _desired_step(d: Desired, current: Live | None, policy: Policy, old: Live | 
         return Step(
             "rename",
             d.name,
-            d.config,
-            changes,
-            reason,
-            cls,
-            d.origin,
-            old.state,
+            config=d.config,
+            changes=changes,
+            reason=reason,
+            connector_class=cls,
+            origin=d.origin,
+            live_state=old.state,
             renamed_from=old.name,
             target_state=d.state,
         )
     if current is None:
-        return Step("create", d.name, d.config, connector_class=cls, origin=d.origin, target_state=d.state)
+        return Step("create", d.name, config=d.config, connector_class=cls, origin=d.origin, target_state=d.state)
     changes = changes_of(current.config, d.config, policy.ignore_keys)
     # A state is converged only from a state Connect settled in: FAILED/UNASSIGNED is health.
     moves = bool(d.state) and current.state in TARGET_STATES and current.state != d.state
     action: Action = "update" if changes else "state" if moves else "unchanged"
     reason = f"{current.state} → {d.state}" if moves else ""
-    return Step(action, d.name, d.config, changes, reason, cls, d.origin, current.state, target_state=d.state)
+    return Step(
+        action,
+        d.name,
+        config=d.config,
+        changes=changes,
+        reason=reason,
+        connector_class=cls,
+        origin=d.origin,
+        live_state=current.state,
+        target_state=d.state,
+    )
 
 
 def _absent_step(lv: Live, held: bool, owned: bool) -> Step:

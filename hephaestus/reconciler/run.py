@@ -79,12 +79,12 @@ class RunOptions:
 def policy_of(project: Project, force: bool, allow: Allow = Allow()) -> Policy:
     p = project.policy
     return Policy(
-        frozenset((*DEFAULT_IGNORE_KEYS, *p.ignore_keys)),
-        p.max_deletes,
-        p.max_delete_share,
-        force,
-        allow,
-        project.resolver(),
+        ignore_keys=frozenset((*DEFAULT_IGNORE_KEYS, *p.ignore_keys)),
+        max_deletes=p.max_deletes,
+        max_delete_share=p.max_delete_share,
+        force=force,
+        allow=allow,
+        resolve=project.resolver(),
     )
 
 

@@ -336,7 +336,7 @@ def _as_step(sealed: Sealed, raw: Mapping[str, Any], d: Desired | None) -> Step:
     return Step(
         raw["action"],
         raw["name"],
-        config,
+        config=config,
         reason=raw["reason"],
         connector_class=raw["connector_class"],
         origin=raw["origin"],

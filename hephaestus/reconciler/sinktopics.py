@@ -112,7 +112,7 @@ def need(sink: str, topics: tuple[str, ...], source: str, config: Mapping[str, s
     rest = {k[len(CREATION) :]: v for k, v in config.items() if k.startswith(CREATION)}
     partitions, replication = _count(rest.pop("partitions", "")), _count(rest.pop("replication.factor", ""))
     kept = tuple(sorted((k, v) for k, v in rest.items() if k not in ("include", "exclude") and v.strip()))
-    return Need(sink, topics, source, partitions, replication, kept)
+    return Need(sink, topics=topics, source=source, partitions=partitions, replication=replication, config=kept)
 
 
 def _count(raw: str) -> int:

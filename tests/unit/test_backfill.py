@@ -52,21 +52,23 @@ def test_a_table_a_source_starts_to_capture_is_not_back_filled_here() -> None:
 
 def test_a_widened_field_list_back_fills_the_sinks_source_table() -> None:
     wide = {**SINK, "field.include.list": "user_id,name,phone"}
-    step = Step("update", "sink", wide, (KeyChange("field.include.list", "user_id,name", "user_id,name,phone"),))
+    step = Step(
+        "update", "sink", config=wide, changes=(KeyChange("field.include.list", "user_id,name", "user_id,name,phone"),)
+    )
     (b,) = planned(_plan(step), LIVE, LIVE, NO_RESOLVER)
     assert (b.source, b.tables, b.why) == ("a_src", ("public.users",), "sink now writes phone")
 
 
 def test_a_narrowed_or_unlisted_field_list_back_fills_nothing() -> None:
-    narrow = Step("update", "sink", SINK, (KeyChange("field.include.list", "user_id,name", "user_id"),))
-    added = Step("update", "sink", SINK, (KeyChange("field.include.list", None, "user_id"),))
-    other = Step("update", "sink", SINK, (KeyChange("tasks.max", "1", "2"),))
+    narrow = Step("update", "sink", config=SINK, changes=(KeyChange("field.include.list", "user_id,name", "user_id"),))
+    added = Step("update", "sink", config=SINK, changes=(KeyChange("field.include.list", None, "user_id"),))
+    other = Step("update", "sink", config=SINK, changes=(KeyChange("tasks.max", "1", "2"),))
     assert planned(_plan(narrow, added, other), LIVE, LIVE, NO_RESOLVER) == ()
 
 
 def test_both_reasons_for_one_source_make_one_back_fill() -> None:
     change = PublicationChange("bob", "pub", add=("public.students",), connectors=("a_src",))
-    step = Step("update", "sink", SINK, (KeyChange("field.include.list", "user_id", "user_id,phone"),))
+    step = Step("update", "sink", config=SINK, changes=(KeyChange("field.include.list", "user_id", "user_id,phone"),))
     (b,) = planned(_plan(step, pubs=(change,)), LIVE, LIVE, NO_RESOLVER)
     assert b.tables == ("public.students", "public.users") and "; sink now writes phone" in b.why
 

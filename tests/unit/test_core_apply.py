@@ -267,17 +267,23 @@ def test_a_create_that_fails_after_starting_is_a_failure() -> None:
 @pytest.mark.parametrize(
     ("step", "target"),
     [
-        (Step("create", "a", cfg()), Target("a", frozenset({"RUNNING"}), None)),
-        (Step("update", "a", cfg(), live_state="PAUSED"), Target("a", frozenset({"PAUSED"}), cfg())),
-        (Step("update", "a", cfg(), live_state="STOPPED"), Target("a", frozenset({"STOPPED"}), cfg())),
-        (Step("update", "a", cfg(), live_state="RUNNING"), Target("a", frozenset({"RUNNING"}), cfg())),
+        (Step("create", "a", config=cfg()), Target("a", frozenset({"RUNNING"}), None)),
+        (Step("update", "a", config=cfg(), live_state="PAUSED"), Target("a", frozenset({"PAUSED"}), cfg())),
+        (Step("update", "a", config=cfg(), live_state="STOPPED"), Target("a", frozenset({"STOPPED"}), cfg())),
+        (Step("update", "a", config=cfg(), live_state="RUNNING"), Target("a", frozenset({"RUNNING"}), cfg())),
         # A FAILED or UNASSIGNED connector is updated to run (the new config is the fix).
-        (Step("update", "a", cfg(), live_state="FAILED"), Target("a", frozenset({"RUNNING"}), cfg())),
-        (Step("update", "a", cfg(), live_state=""), Target("a", frozenset({"RUNNING"}), cfg())),
-        (Step("create", "a", cfg(), live_state="PAUSED"), Target("a", frozenset({"RUNNING"}), None)),
+        (Step("update", "a", config=cfg(), live_state="FAILED"), Target("a", frozenset({"RUNNING"}), cfg())),
+        (Step("update", "a", config=cfg(), live_state=""), Target("a", frozenset({"RUNNING"}), cfg())),
+        (Step("create", "a", config=cfg(), live_state="PAUSED"), Target("a", frozenset({"RUNNING"}), None)),
         # A rename ends in the old one's state, on the new config.
-        (Step("rename", "a", cfg(), live_state="PAUSED", renamed_from="o"), Target("a", frozenset({"PAUSED"}), cfg())),
-        (Step("rename", "a", cfg(), live_state="FAILED", renamed_from="o"), Target("a", frozenset({"RUNNING"}), cfg())),
+        (
+            Step("rename", "a", config=cfg(), live_state="PAUSED", renamed_from="o"),
+            Target("a", frozenset({"PAUSED"}), cfg()),
+        ),
+        (
+            Step("rename", "a", config=cfg(), live_state="FAILED", renamed_from="o"),
+            Target("a", frozenset({"RUNNING"}), cfg()),
+        ),
     ],
 )
 def test_readiness_targets(step: Step, target: Target) -> None:
@@ -286,7 +292,7 @@ def test_readiness_targets(step: Step, target: Target) -> None:
 
 
 def test_a_create_may_be_asked_to_start_stopped() -> None:
-    got = _target(Step("create", "a", cfg()), ApplyOptions(initial_state="STOPPED"))
+    got = _target(Step("create", "a", config=cfg()), ApplyOptions(initial_state="STOPPED"))
     assert got.states == frozenset({"STOPPED"}) and got.config is None
 
 
@@ -313,7 +319,7 @@ def test_each_failure_of_a_write_is_reported_and_the_others_go_on() -> None:
 
 def test_no_journal_no_write() -> None:
     stub = Stub({})
-    p = Plan("c", (Step("update", "a", cfg()), Step("delete", "b", connector_class=SINK)))
+    p = Plan("c", (Step("update", "a", config=cfg()), Step("delete", "b", connector_class=SINK)))
     journal = Recording(refuse=frozenset({"a"}))
     results = execute(cast(ConnectClient, stub), p, opts(), journal, cleared(p))
     assert results == (
@@ -324,7 +330,7 @@ def test_no_journal_no_write() -> None:
 
 
 def test_outcomes_go_to_the_journal_in_plan_order() -> None:
-    p = Plan("c", (Step("create", "a", cfg()), Step("unchanged", "u"), Step("delete", "b")))
+    p = Plan("c", (Step("create", "a", config=cfg()), Step("unchanged", "u"), Step("delete", "b")))
     results = (StepResult("a", "create", True, "RUNNING"), StepResult("b", "delete", False, "boom"))
     journal = Recording()
     assert record_outcomes(journal, p, results) == ""
@@ -332,7 +338,7 @@ def test_outcomes_go_to_the_journal_in_plan_order() -> None:
 
 
 def test_an_outcome_the_journal_refuses_is_reported_not_raised(tmp_path: Path) -> None:
-    p = Plan("c", (Step("create", "a", cfg()),))
+    p = Plan("c", (Step("create", "a", config=cfg()),))
     results = (StepResult("a", "create", True, "RUNNING"),)
     assert (
         record_outcomes(Recording(refuse_outcomes=True), p, results)

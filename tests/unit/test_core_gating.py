@@ -103,7 +103,7 @@ def test_items_carry_the_files_allowance_and_publication_changes() -> None:
     }
     p = Plan(
         "x",
-        (Step("update", "a", SRC), Step("create", "z", SRC)),
+        (Step("update", "a", config=SRC), Step("create", "z", config=SRC)),
         publications=(
             PublicationChange("db", "pub", ("public.n",), ("public.o",), ("a", "c")),
             PublicationChange("db", "p2", (), ("public.o",), ("a", "b")),

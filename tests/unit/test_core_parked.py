@@ -102,7 +102,7 @@ def test_a_hostile_name_is_quoted_for_the_shell_it_is_pasted_into() -> None:
 
 def step(action: str, name: str, dlq: str | None = "dlq.s", **extra: Any) -> Step:
     config = {"topics": "t", **({DLQ: dlq} if dlq is not None else {})}
-    return Step(action, name, config, **extra)  # type: ignore[arg-type]
+    return Step(action, name, config=config, **extra)  # type: ignore[arg-type]
 
 
 def test_only_sinks_changed_or_renamed_in_place_with_a_dlq_are_marked_by_its_trimmed_topic() -> None:

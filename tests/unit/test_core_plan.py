@@ -45,7 +45,7 @@ def keep(live: dict[str, Live], n: int) -> dict[str, Desired]:
 
 
 def test_policy_defaults() -> None:
-    assert Policy() == Policy(frozenset(), max_deletes=10, max_delete_share=0.5, force=False)
+    assert Policy() == Policy(ignore_keys=frozenset(), max_deletes=10, max_delete_share=0.5, force=False)
 
 
 def test_steps_are_exact_and_in_name_order() -> None:
@@ -65,19 +65,24 @@ def test_steps_are_exact_and_in_name_order() -> None:
         "dwh",
         (
             Step(
-                "unchanged", "a_same", cfg(), connector_class=DBZ_SINK, origin="git/a_same.json", live_state="RUNNING"
+                "unchanged",
+                "a_same",
+                config=cfg(),
+                connector_class=DBZ_SINK,
+                origin="git/a_same.json",
+                live_state="RUNNING",
             ),
             Step(
                 "update",
                 "b_upd",
-                cfg(**{"batch.size": "2"}),
-                (KeyChange("batch.size", "1", "2"), KeyChange("extra", "x", None)),
+                config=cfg(**{"batch.size": "2"}),
+                changes=(KeyChange("batch.size", "1", "2"), KeyChange("extra", "x", None)),
                 connector_class=DBZ_SINK,
                 origin="git/b_upd.json",
                 live_state="PAUSED",
             ),
-            Step("create", "c_new", cfg(), connector_class=DBZ_SINK, origin="git/c_new.json"),
-            Step("create", "noclass", {"topics": "t"}, connector_class=""),
+            Step("create", "c_new", config=cfg(), connector_class=DBZ_SINK, origin="git/c_new.json"),
+            Step("create", "noclass", config={"topics": "t"}, connector_class=""),
             Step("delete", "z_old", reason="JDBC sink absent from git", connector_class=DBZ_SINK),
         ),
         refusals=(),

@@ -125,7 +125,7 @@ def passing(back: Plan) -> tuple[Plan, Any, tuple[str, ...]]:
 
 
 def update(name: str, tasks: str = "2", **extra: Any) -> Step:
-    return Step("update", name, cfg(tasks), connector_class=SINK, **extra)
+    return Step("update", name, config=cfg(tasks), connector_class=SINK, **extra)
 
 
 def plan(*steps: Step) -> Plan:
@@ -303,7 +303,7 @@ def test_the_rollback_goes_in_one_batch_unpaced_unreported_and_past_a_failure(wo
         sleep=slept.append,
         progress=lambda r, i, n: shown.append((r.name, i, n)),
     )
-    p = plan(Step("create", "n", cfg("3"), connector_class=SINK), update("s0", "3"), update("s1"))
+    p = plan(Step("create", "n", config=cfg("3"), connector_class=SINK), update("s0", "3"), update("s1"))
     watch = executor.Watch(
         RolloutSettings(canary=1, waves=(100,), analysis_s=0), HealthProbe(), world.clock.sleep, world.clock
     )
@@ -321,9 +321,11 @@ def test_the_rollback_goes_in_one_batch_unpaced_unreported_and_past_a_failure(wo
 def test_sinks_created_are_deleted_sources_kept_and_masked_configs_left(world: World) -> None:
     world.live("s0", cfg(**{"connection.password": "********", "api.key": "********"}))
     world.live("s1", cfg())
-    src = Step("create", "src", {"connector.class": POSTGRES_SOURCE, "tasks.max": "1"}, connector_class=POSTGRES_SOURCE)
+    src = Step(
+        "create", "src", config={"connector.class": POSTGRES_SOURCE, "tasks.max": "1"}, connector_class=POSTGRES_SOURCE
+    )
     # a value that reads as a mask in what it sent is no reason to leave a created sink behind
-    created = Step("create", "n", cfg("3", **{"connection.password": "********"}), connector_class=SINK)
+    created = Step("create", "n", config=cfg("3", **{"connection.password": "********"}), connector_class=SINK)
     got = world.run(plan(src, created, update("s0", "3"), update("s1")), canary=3)
     reason = f"s1: {BAD}"
     assert got.results == (
@@ -346,8 +348,8 @@ def test_sinks_created_are_deleted_sources_kept_and_masked_configs_left(world: W
 
 def test_a_rename_put_back_reverts_it_under_its_old_name(world: World) -> None:
     fleet(world, "old", "s1", "gone")
-    renamed = Step("rename", "new", cfg("3"), connector_class=SINK, renamed_from="old")
-    dropped = Step("delete", "gone", cfg(), connector_class=SINK)
+    renamed = Step("rename", "new", config=cfg("3"), connector_class=SINK, renamed_from="old")
+    dropped = Step("delete", "gone", config=cfg(), connector_class=SINK)
     got = world.run(plan(renamed, update("s1"), dropped))
     assert got.results == (
         failed("new", f"rolled back (s1: {BAD})", "rename"),
@@ -372,7 +374,10 @@ def test_a_delete_written_before_its_stage_failed_is_created_again(world: World)
 
     world.double.faults.append(no_delete_b)
     got = world.run(
-        plan(Step("delete", "a", cfg(), connector_class=SINK), Step("delete", "b", cfg(), connector_class=SINK))
+        plan(
+            Step("delete", "a", config=cfg(), connector_class=SINK),
+            Step("delete", "b", config=cfg(), connector_class=SINK),
+        )
     )
     why = "Kafka Connect 'c': DELETE /connectors/b failed (HTTP 500): no — see the log of the Connect worker at http://connect"
     assert got.report[0] == f"deletes: failed its gate: b: not ready: {why}"
@@ -423,7 +428,7 @@ def test_a_window_with_nothing_wrong_is_watched_to_its_end(world: World) -> None
 
 def test_a_deleted_connector_is_not_watched(world: World) -> None:
     fleet(world, "s0", "d")
-    got = world.run(plan(update("s0", "3"), Step("delete", "d", cfg(), connector_class=SINK)), analysis_s=1)
+    got = world.run(plan(update("s0", "3"), Step("delete", "d", config=cfg(), connector_class=SINK)), analysis_s=1)
     assert got == executor.Rolled(
         (ok("s0"), ok("d", "delete", "deleted")), (), ("canary: 1 passed", "deletes: 1 passed")
     )
@@ -453,7 +458,7 @@ def test_what_a_dlq_held_before_the_write_is_not_growth(broker: Cluster) -> None
     world.live("s0", cfg(**{DLQ: "dlq.s0"}))
     broker.add("dlq.s0", 0, 5)
     lagging(broker, "s0", at=10)
-    got = world.run(plan(Step("update", "s0", cfg("3", **{DLQ: "dlq.s0"}), connector_class=SINK)))
+    got = world.run(plan(Step("update", "s0", config=cfg("3", **{DLQ: "dlq.s0"}), connector_class=SINK)))
     assert got == executor.Rolled((ok("s0"),), (), ("canary: 1 passed",))
 
 
@@ -464,7 +469,9 @@ def test_a_wave_waits_for_the_lag_and_fails_its_gate_when_it_stays_over_the_budg
     world = World(broker)
     fleet(world, "s0", "s1")
     lagging(broker, "s0", "s1")
-    src = Step("create", "src", {"connector.class": POSTGRES_SOURCE, "tasks.max": "1"}, connector_class=POSTGRES_SOURCE)
+    src = Step(
+        "create", "src", config={"connector.class": POSTGRES_SOURCE, "tasks.max": "1"}, connector_class=POSTGRES_SOURCE
+    )
     got = world.run(plan(src, update("s0", "3"), update("s1", "3")), canary=2, lag_budget=5, pace_timeout_s=3)
     assert got.report == (
         "canary: 2 passed",
@@ -520,7 +527,10 @@ def test_what_a_sink_put_back_parked_while_the_rollout_ran_is_given_back(broker:
     world.double.faults.append(parks)
     sent: list[executor.Parked] = []
     p = plan(
-        *(Step("update", n, cfg(t, **{DLQ: f"dlq.{n}"}), connector_class=SINK) for n, t in (("s0", "3"), ("s1", "2")))
+        *(
+            Step("update", n, config=cfg(t, **{DLQ: f"dlq.{n}"}), connector_class=SINK)
+            for n, t in (("s0", "3"), ("s1", "2"))
+        )
     )
     got = world.run(p, give=lambda parked, journal: sent.append(parked) or 3, max_dlq_growth=2)
     assert got.rollback == (
@@ -576,7 +586,7 @@ def test_a_result_rolled_back_says_why_when_it_had_held() -> None:
 
 
 def test_a_rollback_with_nothing_to_watch_waits_no_window(world: World) -> None:
-    got = world.run(plan(Step("create", "n", cfg("2"), connector_class=SINK)), analysis_s=5)
+    got = world.run(plan(Step("create", "n", config=cfg("2"), connector_class=SINK)), analysis_s=5)
     assert got.rollback == (ok("n", "delete", "deleted"),)
     assert got.undone == frozenset({"n"})
     assert world.clock.slept == []  # the canary failed at once; the delete is not watched
@@ -598,7 +608,7 @@ def test_a_rename_the_rollback_could_not_put_back_stays_reported_as_written(worl
         return None
 
     world.double.faults.append(no_old)
-    renamed = Step("rename", "new", cfg("3"), connector_class=SINK, renamed_from="old")
+    renamed = Step("rename", "new", config=cfg("3"), connector_class=SINK, renamed_from="old")
     got = world.run(plan(renamed, update("s1")))
     assert [r.ok for r in got.rollback] == [False, True]
     assert got.results == (
@@ -617,8 +627,8 @@ def journalled(log: Path) -> list[tuple[str, str, str, str, list[str]]]:
 def test_each_rollback_step_is_journalled_with_why_it_was_taken(world: World, tmp_path: Path) -> None:
     fleet(world, "old", "s1")
     log = tmp_path / "audit.jsonl"
-    renamed = Step("rename", "new", cfg("3"), connector_class=SINK, renamed_from="old")
-    created = Step("create", "n", cfg("3"), connector_class=SINK)
+    renamed = Step("rename", "new", config=cfg("3"), connector_class=SINK, renamed_from="old")
+    created = Step("create", "n", config=cfg("3"), connector_class=SINK)
     world.run(plan(renamed, created, update("s1")), log=log, canary=2)
     keys = ["name", "tasks.max"]  # the live config names itself; git's does not
     got = journalled(log)
@@ -646,7 +656,7 @@ def test_a_delete_put_back_is_journalled_as_such(world: World, tmp_path: Path) -
 
     world.double.faults.append(no_delete_b)
     log = tmp_path / "audit.jsonl"
-    world.run(plan(*(Step("delete", n, cfg(), connector_class=SINK) for n in "ab")), log=log)
+    world.run(plan(*(Step("delete", n, config=cfg(), connector_class=SINK) for n in "ab")), log=log)
     assert journalled(log) == [
         ("a", "create", "intent", "rollback: deleted by this run", []),
         ("a", "create", "ok", "rollback: deleted by this run", []),
@@ -655,6 +665,6 @@ def test_a_delete_put_back_is_journalled_as_such(world: World, tmp_path: Path) -
 
 def test_a_stage_of_deletes_takes_no_sample_before_its_writes(world: World) -> None:
     fleet(world, "d")
-    got = world.run(plan(Step("delete", "d", cfg(), connector_class=SINK)))
+    got = world.run(plan(Step("delete", "d", config=cfg(), connector_class=SINK)))
     assert got == executor.Rolled((ok("d", "delete", "deleted"),), (), ("deletes: 1 passed",))
     assert world.double.log == [("DELETE", "/connectors/d"), ("GET", "/connectors")]  # the window's one sample

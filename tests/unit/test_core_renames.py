@@ -23,7 +23,17 @@ def test_an_owned_sink_with_the_same_config_under_a_new_name_is_a_rename() -> No
     live = {"old": Live("old", {**sink(), "name": "old"}, "sink", "PAUSED")}
     p = plan("x", {"new": Desired("new", sink(), "git/new.json")}, live, Policy(), Scope(frozenset({"old"})))
     assert p.steps == (
-        Step("rename", "new", sink(), (), "from old, offsets kept", SINK, "git/new.json", "PAUSED", renamed_from="old"),
+        Step(
+            "rename",
+            "new",
+            config=sink(),
+            changes=(),
+            reason="from old, offsets kept",
+            connector_class=SINK,
+            origin="git/new.json",
+            live_state="PAUSED",
+            renamed_from="old",
+        ),
     )
     assert p.refused == "" and p.counts()["rename"] == 1 and [s.name for s in p.writes] == ["new"]
 

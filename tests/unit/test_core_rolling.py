@@ -31,7 +31,7 @@ R = RolloutSettings()
 
 
 def step(name: str, action: str = "update") -> Step:
-    return Step(action, name, {"connector.class": SINK, "topics": "t"}, connector_class=SINK)  # type: ignore[arg-type]
+    return Step(action, name, config={"connector.class": SINK, "topics": "t"}, connector_class=SINK)  # type: ignore[arg-type]
 
 
 # --- a canary its globs would skip ------------------------------------------------------------

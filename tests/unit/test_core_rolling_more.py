@@ -60,7 +60,7 @@ def journalled(log: Path, skip: int) -> list[tuple[str, str, str, str]]:
 
 
 def sink_step(name: str, action: str = "update", **extra: Any) -> Step:
-    return Step(action, name, CFG, connector_class=SINK, **extra)  # type: ignore[arg-type]
+    return Step(action, name, config=CFG, connector_class=SINK, **extra)  # type: ignore[arg-type]
 
 
 # --- taken_up --------------------------------------------------------------------------------

@@ -20,11 +20,11 @@ R = RolloutSettings()
 
 
 def sink(name: str, action: str = "update", topics: str = "other.t") -> Step:
-    return Step(action, name, {"connector.class": SINK, "topics": topics}, connector_class=SINK)  # type: ignore[arg-type]
+    return Step(action, name, config={"connector.class": SINK, "topics": topics}, connector_class=SINK)  # type: ignore[arg-type]
 
 
 def source(name: str, prefix: str) -> Step:
-    return Step("update", name, {"connector.class": SOURCE, "topic.prefix": prefix}, connector_class=SOURCE)
+    return Step("update", name, config={"connector.class": SOURCE, "topic.prefix": prefix}, connector_class=SOURCE)
 
 
 def labels(found: tuple[object, ...]) -> list[tuple[str, list[str]]]:
@@ -132,7 +132,7 @@ WROTE = StepResult("s", "update", True, "RUNNING", wrote=True)
 
 
 def test_an_update_goes_back_to_the_config_and_state_read_before_the_run() -> None:
-    step = Step("update", "s", NEW, connector_class=SINK, live_state="PAUSED", target_state="RUNNING")
+    step = Step("update", "s", config=NEW, connector_class=SINK, live_state="PAUSED", target_state="RUNNING")
     back = undo(step, WROTE, {"s": Live("s", OLD, "sink", "PAUSED")})
     assert back is not None and (back.action, dict(back.config), back.target_state) == ("update", OLD, "PAUSED")
     assert back.live_state == "RUNNING" and [c.key for c in back.changes] == ["tasks.max"]
@@ -148,7 +148,7 @@ def test_a_created_sink_is_deleted_and_a_created_source_left() -> None:
 def test_a_delete_is_created_again_and_a_rename_goes_back_to_its_old_name() -> None:
     gone = undo(sink("s", "delete"), WROTE, {"s": Live("s", OLD, "sink", "STOPPED")})
     assert gone is not None and (gone.action, dict(gone.config), gone.target_state) == ("create", OLD, "STOPPED")
-    step = Step("rename", "new", NEW, connector_class=SINK, live_state="RUNNING", renamed_from="old")
+    step = Step("rename", "new", config=NEW, connector_class=SINK, live_state="RUNNING", renamed_from="old")
     back = undo(step, WROTE, {"old": Live("old", OLD, "sink", "RUNNING")})
     assert back is not None and (back.action, back.name, back.renamed_from, dict(back.config)) == (
         "rename",
@@ -159,13 +159,13 @@ def test_a_delete_is_created_again_and_a_rename_goes_back_to_its_old_name() -> N
 
 
 def test_a_state_change_goes_back_to_the_state_before() -> None:
-    step = Step("state", "s", OLD, connector_class=SINK, live_state="RUNNING", target_state="PAUSED")
+    step = Step("state", "s", config=OLD, connector_class=SINK, live_state="RUNNING", target_state="PAUSED")
     back = undo(step, WROTE, {"s": Live("s", OLD, "sink", "RUNNING")})
     assert back is not None and (back.action, back.target_state, back.live_state) == ("state", "RUNNING", "PAUSED")
 
 
 def test_what_was_never_written_is_not_put_back_and_an_unknown_outcome_is() -> None:
-    step = Step("update", "s", NEW, connector_class=SINK)
+    step = Step("update", "s", config=NEW, connector_class=SINK)
     before = {"s": Live("s", OLD, "sink", "RUNNING")}
     assert undo(step, StepResult("s", "update", False, "not applied: x"), before) is None
     assert undo(step, StepResult("s", "update", False, "unknown: timed out"), before) is not None
@@ -205,7 +205,7 @@ def test_a_lag_not_measured_passes_even_a_zero_lag_gate() -> None:
 
 
 def test_a_rollback_never_asks_for_a_state_connect_did_not_settle_in_and_says_why_it_writes() -> None:
-    step = Step("update", "s", NEW, connector_class=SINK, live_state="FAILED")
+    step = Step("update", "s", config=NEW, connector_class=SINK, live_state="FAILED")
     back = undo(step, WROTE, {"s": Live("s", OLD, "sink", "FAILED")})
     assert back is not None and back.target_state == "" and back.reason == "rollback"
     assert back.connector_class == SINK and back.changes and back.live_state == "FAILED"
@@ -214,7 +214,7 @@ def test_a_rollback_never_asks_for_a_state_connect_did_not_settle_in_and_says_wh
     gone = undo(sink("s", "delete"), WROTE, {"s": Live("s", OLD, "sink", "FAILED")})
     assert gone is not None and (gone.target_state, gone.reason) == ("RUNNING", "rollback: deleted by this run")
     assert (gone.name, gone.connector_class, created.name) == ("s", SINK, "s")
-    step = Step("rename", "new", NEW, connector_class=SINK, live_state="RUNNING", renamed_from="old")
+    step = Step("rename", "new", config=NEW, connector_class=SINK, live_state="RUNNING", renamed_from="old")
     renamed = undo(step, WROTE, {"old": Live("old", OLD, "sink", "PAUSED")})
     assert renamed is not None and (renamed.reason, renamed.target_state, renamed.live_state) == (
         "rollback: back from new",

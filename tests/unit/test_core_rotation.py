@@ -20,7 +20,7 @@ def stretch(value: str) -> str:
 
 def step(action: str, name: str = "s", live: str = "RUNNING", target: str = "", **config: str) -> Step:
     cfg = config or {"connector.class": SINK, "connection.password": PW}
-    return Step(action, name, cfg, live_state=live, target_state=target)  # type: ignore[arg-type]
+    return Step(action, name, config=cfg, live_state=live, target_state=target)  # type: ignore[arg-type]
 
 
 def test_prints_are_of_resolved_placeholders_and_of_gits_secret_values() -> None:
@@ -52,7 +52,7 @@ def test_rotated_keys_are_those_recorded_and_moved() -> None:
 
 
 def test_only_an_unchanged_connector_is_restarted_with_its_keys_named() -> None:
-    gone = Step("protected", "live-only", {})  # live, not in git: no prints of its own
+    gone = Step("protected", "live-only", config={})  # live, not in git: no prints of its own
     p = Plan("c", (gone, step("unchanged", "u"), step("update", "w"), step("unchanged", "quiet")))
     now = {n: {"resolved:connection.password": "2", "resolved:connection.url": "2"} for n in ("u", "w", "quiet")}
     before = {
@@ -78,7 +78,7 @@ def test_a_restart_leaves_gits_state_else_the_settled_one_else_running() -> None
 
 def test_a_restart_carries_the_effects_of_a_start() -> None:
     source = {"connector.class": POSTGRES_SOURCE, "snapshot.mode": "always", "slot.name": "x"}
-    p = Plan("c", (Step("unchanged", "src", source, live_state="RUNNING"),))
+    p = Plan("c", (Step("unchanged", "src", config=source, live_state="RUNNING"),))
     (s,) = rotation.with_restarts(p, {"src": {"resolved:k": "2"}}, {"src": {"resolved:k": "1"}}, NO_RESOLVER).steps
     assert [e.code for e in s.effects] == ["resnapshot"]
 
@@ -132,7 +132,7 @@ def test_a_restarts_effects_read_placeholders_through_the_resolver(tmp_path: obj
         "snapshot.mode": "${file:secrets/s.properties:mode}",
         "slot.name": "x",
     }
-    p = Plan("c", (Step("unchanged", "src", source, live_state="RUNNING"),))
+    p = Plan("c", (Step("unchanged", "src", config=source, live_state="RUNNING"),))
     moved = ({"src": {"resolved:k": "2"}}, {"src": {"resolved:k": "1"}})
     (known,) = rotation.with_restarts(p, *moved, Resolver([secrets])).steps
     (blind,) = rotation.with_restarts(p, *moved, NO_RESOLVER).steps

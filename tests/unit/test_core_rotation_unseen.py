@@ -150,7 +150,7 @@ def test_a_write_prints_the_keys_its_validation_typed() -> None:
 
     cfg = {key: "u", "connection.password": "p", "topics": "t", "empty": ""}
     steps = tuple(
-        Step(a, n, cfg)  # type: ignore[arg-type]
+        Step(a, n, config=cfg)  # type: ignore[arg-type]
         for a, n in (
             ("create", "made"),
             ("update", "changed"),
@@ -179,7 +179,7 @@ def test_a_hostile_key_cannot_forge_a_line_of_output(tmp_path: Path) -> None:
     assert rotation.unrecorded("s", Desired("s", {hostile: "x"}), (hostile,), {})[0].startswith(
         "s: Connect answers 'k\\nerror: none' masked"
     )
-    p = Plan("c", (Step("unchanged", "s", {}, live_state="RUNNING"),))
+    p = Plan("c", (Step("unchanged", "s", config={}, live_state="RUNNING"),))
     (s,) = rotation.with_restarts(
         p, {"s": {"resolved:" + hostile: "2"}}, {"s": {"resolved:" + hostile: "1"}}, Resolver()
     ).steps

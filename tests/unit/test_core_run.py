@@ -126,7 +126,9 @@ def slack(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, str]]:
 
 def test_policy_and_apply_options_defaults() -> None:
     project = Project("p.yaml", {}, {}, PolicySettings())
-    assert policy_of(project, False) == Policy(frozenset({"__internal.*"}), 10, 0.5, False)
+    assert policy_of(project, False) == Policy(
+        ignore_keys=frozenset({"__internal.*"}), max_deletes=10, max_delete_share=0.5, force=False
+    )
     assert policy_of(project, True).force is True
     assert apply_options_of(project) == ApplyOptions(
         concurrency=4, ready=ReadyOptions(timeout_s=180.0, stable_s=10.0), progress=None, initial_state="RUNNING"
@@ -154,7 +156,9 @@ def test_policy_and_apply_options_from_the_project_file() -> None:
         "initial_state": "PAUSED",
     }
     project = Project("p.yaml", {}, {}, of(PolicySettings, policy))
-    assert policy_of(project, False) == Policy(frozenset({"__internal.*", "x.managed", "y"}), 3, 0.25, False)
+    assert policy_of(project, False) == Policy(
+        ignore_keys=frozenset({"__internal.*", "x.managed", "y"}), max_deletes=3, max_delete_share=0.25, force=False
+    )
 
     def progress(result: StepResult, done: int, total: int) -> None:
         pass

@@ -49,9 +49,9 @@ LIVE = {
 PLAN = Plan(
     "c",
     (
-        Step("create", "s0", {**SINK, "connection.password": SECRET}, origin="connectors/c/sink/s0.json"),
-        Step("update", "a", SINK, live_state="RUNNING", effects=(Effect("keys-changed", "x"),)),
-        Step("unchanged", "z", SINK),
+        Step("create", "s0", config={**SINK, "connection.password": SECRET}, origin="connectors/c/sink/s0.json"),
+        Step("update", "a", config=SINK, live_state="RUNNING", effects=(Effect("keys-changed", "x"),)),
+        Step("unchanged", "z", config=SINK),
     ),
     publications=(PublicationChange("bob", "pub", ("public.x",), ("public.y",), ("src",)),),
     adopt=("z",),
@@ -310,7 +310,7 @@ def test_the_file_is_stable_text(project: Project, tmp_path: Path) -> None:
     rename = Step(
         "rename",
         "néw",
-        SINK,
+        config=SINK,
         reason="from old, offsets kept",
         connector_class=SINK["connector.class"],
         origin="connectors/c/sink/néw.json",

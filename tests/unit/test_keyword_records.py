@@ -17,6 +17,7 @@ WIDE = [
     run.RunOptions,
     apply.ApplyOptions,
     sealed.PlanScope,
+    plan.Policy,
     settings.PolicySettings,
     settings.HealSettings,
     settings.RolloutSettings,
@@ -31,6 +32,11 @@ def test_wide_records_are_keyword_only(record: type) -> None:
 def test_a_cluster_and_a_ksqldb_take_their_address_by_position_and_the_rest_by_name() -> None:
     assert [f.name for f in fields(Cluster) if not f.kw_only] == ["name", "url", "connectors", "select", "helm_values"]
     assert [f.name for f in fields(KsqlDB) if not f.kw_only] == ["name", "url", "migrations"]
+
+
+def test_a_plan_step_and_a_topic_need_take_what_they_are_of_by_position_and_the_rest_by_name() -> None:
+    assert [f.name for f in fields(plan.Step) if not f.kw_only] == ["action", "name"]
+    assert [f.name for f in fields(plan.Need) if not f.kw_only] == ["sink"]
 
 
 def test_the_delete_policy_defaults_are_the_project_files() -> None:

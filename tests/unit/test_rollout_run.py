@@ -283,7 +283,7 @@ def test_the_analysis_window(
     clock = Clock()
     watch = executor.Watch(RolloutSettings(analysis_s=3, interval_s=1), health.HealthProbe(), clock.sleep, clock)
     rollout = executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
-    got = rollout.analysed([Step("update", "s", {"topics": "t"})], {})
+    got = rollout.analysed([Step("update", "s", config={"topics": "t"})], {})
     assert [(f.why, f.hard) for f in got] == found
     assert len(taken) == samples_taken
 
@@ -301,9 +301,9 @@ def test_without_an_analysis_window_one_sample_and_only_what_failed_for_sure(mon
     clock = Clock()
     watch = executor.Watch(RolloutSettings(analysis_s=0), health.HealthProbe(), clock.sleep, clock)
     rollout = executor._Rollout(None, None, watch, apply.ApplyOptions())  # type: ignore[arg-type]
-    assert rollout.analysed([Step("update", "s", {"topics": "t"})], {}) == []
+    assert rollout.analysed([Step("update", "s", config={"topics": "t"})], {}) == []
     state["tasks"] = ("FAILED",)
-    assert [f.why for f in rollout.analysed([Step("update", "s", {"topics": "t"})], {})] == [
+    assert [f.why for f in rollout.analysed([Step("update", "s", config={"topics": "t"})], {})] == [
         "RUNNING, tasks ['FAILED']"
     ]
 

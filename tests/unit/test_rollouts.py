@@ -76,7 +76,7 @@ def test_a_destructive_step_is_refused_unless_allowed_by_flag_code_or_file() -> 
 
 
 def step(name: str, action: str, config: dict[str, str]) -> Step:
-    return Step(action, name, config, connector_class=config.get("connector.class", ""))  # type: ignore[arg-type]
+    return Step(action, name, config=config, connector_class=config.get("connector.class", ""))  # type: ignore[arg-type]
 
 
 def test_waves_put_deletes_first_then_sources_then_the_sinks_reading_them() -> None:

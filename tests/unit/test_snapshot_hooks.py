@@ -30,7 +30,7 @@ CLUSTER = Cluster("c", "http://c.test:8083", Path("c"))
 
 def plan(config: dict[str, str] = CONFIG) -> Plan:
     change = KeyChange("table.include.list", "public.users", config["table.include.list"])
-    return Plan("c", (Step("update", "bob_source", config, (change,)),))
+    return Plan("c", (Step("update", "bob_source", config=config, changes=(change,)),))
 
 
 def server(pids: list[int | None], pk: bool = True) -> Server:
@@ -60,7 +60,7 @@ def hooks() -> SnapshotHooks:
 
 def test_only_the_tables_an_update_adds_are_new() -> None:
     assert new_tables(plan().steps[0]) == ["public.orders"]
-    assert new_tables(Step("create", "x", CONFIG)) == []
+    assert new_tables(Step("create", "x", config=CONFIG)) == []
 
 
 def reconciled(db: Server, updated: bool) -> tuple[StepResult, list[str]]:

@@ -154,7 +154,7 @@ def undo(step: Step, result: StepResult, before: Mapping[str, Live]) -> Step | N
         return Step(
             "delete",
             step.name,
-            step.config,
+            config=step.config,
             reason="rollback: created by this run",
             connector_class=step.connector_class,
         )
@@ -165,20 +165,19 @@ def undo(step: Step, result: StepResult, before: Mapping[str, Live]) -> Step | N
         return Step(
             "create",
             step.name,
-            old.config,
-            (),
-            "rollback: deleted by this run",
-            step.connector_class,
+            config=old.config,
+            reason="rollback: deleted by this run",
+            connector_class=step.connector_class,
             target_state=state or RUNNING,
         )
     if step.action == "rename":
         return Step(
             "rename",
             old.name,
-            old.config,
-            diff(step.config, old.config),
-            f"rollback: back from {step.name}",
-            step.connector_class,
+            config=old.config,
+            changes=diff(step.config, old.config),
+            reason=f"rollback: back from {step.name}",
+            connector_class=step.connector_class,
             live_state=left,
             renamed_from=step.name,
             target_state=state,
@@ -187,10 +186,10 @@ def undo(step: Step, result: StepResult, before: Mapping[str, Live]) -> Step | N
     return Step(
         action,
         step.name,
-        old.config,
-        diff(step.config, old.config),
-        "rollback",
-        step.connector_class,
+        config=old.config,
+        changes=diff(step.config, old.config),
+        reason="rollback",
+        connector_class=step.connector_class,
         live_state=left,
         target_state=state,
     )
