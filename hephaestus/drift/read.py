@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hephaestus import pg
 from hephaestus.drift import pipelines, rules
-from hephaestus.drift.model import UNKNOWN, Capture, Finding, LiveColumn, LiveTable, Pair, DriftReport
+from hephaestus.drift.model import UNKNOWN, Capture, DriftReport, Finding, LiveColumn, LiveTable, Pair
 from hephaestus.drift.pipelines import Runs
 from hephaestus.errors import HephaestusError
 from hephaestus.project import Project

@@ -112,22 +112,27 @@ def test_two_databases_two_back_fills_and_a_reason_said_once() -> None:
     other = {**SRC, "database.dbname": "eve", "topic.prefix": "local.eve"}
     live = {**LIVE, "e_src": Live("e_src", other, "source", "RUNNING")}
     changes = (
-        Change("bob", "pub", add=("public.users",), connectors=("a_src",)),
-        Change("eve", "pub", add=("public.users",), connectors=("e_src",)),
+        PublicationChange("bob", "pub", add=("public.users",), connectors=("a_src",)),
+        PublicationChange("eve", "pub", add=("public.users",), connectors=("e_src",)),
     )
     found = planned(_plan(pubs=changes), live, live, NO_RESOLVER)
     assert [(b.source, b.ref.database) for b in found] == [("a_src", "bob"), ("e_src", "eve")]
     two = {**SINK, "topics": "local.bob.public.users,local.bob.public.students"}
-    step = Step("update", "sink", two, (KeyChange("field.include.list", "a", "a,phone,fax"),))
+    step = Step("update", "sink", config=two, changes=(KeyChange("field.include.list", "a", "a,phone,fax"),))
     (b,) = planned(_plan(step), LIVE, LIVE, NO_RESOLVER)
     assert b.tables == ("public.users", "public.students") and b.why == "sink now writes phone, fax"
 
 
 def test_a_later_widened_sink_counts_and_a_topic_nothing_writes_back_fills_nothing() -> None:
-    quiet = Step("update", "quiet", SINK, (KeyChange("tasks.max", "1", "2"),))
-    orphan = Step("update", "orphan", {**SINK, "topics": "nowhere.t"}, (KeyChange("field.include.list", "a", "a,b"),))
-    wide = Step("update", "sink", SINK, (KeyChange("field.include.list", "a", "a,b"),))
+    quiet = Step("update", "quiet", config=SINK, changes=(KeyChange("tasks.max", "1", "2"),))
+    orphan = Step(
+        "update",
+        "orphan",
+        config={**SINK, "topics": "nowhere.t"},
+        changes=(KeyChange("field.include.list", "a", "a,b"),),
+    )
+    wide = Step("update", "sink", config=SINK, changes=(KeyChange("field.include.list", "a", "a,b"),))
     (b,) = planned(_plan(quiet, orphan, wide), LIVE, LIVE, NO_RESOLVER)
     assert (b.source, b.why) == ("a_src", "sink now writes b")
-    gone = Step("update", "sink", SINK, (KeyChange("field.include.list", "a", None),))
+    gone = Step("update", "sink", config=SINK, changes=(KeyChange("field.include.list", "a", None),))
     assert planned(_plan(gone), LIVE, LIVE, NO_RESOLVER) == ()

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from hephaestus.drift.model import Capture, Finding, LiveColumn, LiveTable, Pair, DriftReport
+from hephaestus.drift.model import Capture, DriftReport, Finding, LiveColumn, LiveTable, Pair
 from hephaestus.drift.read import Shapes, compared
 from hephaestus.drift.rules import compare, fits
 from hephaestus.generator.model import Column, TableRef, TableSchema
