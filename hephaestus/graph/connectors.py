@@ -3,7 +3,7 @@ topics it writes them to, a sink's topics and the tables it writes them into.
 
 A source's topic for a table is its `topic.prefix`, the table, the delimiter between, through
 its RegexRouters (`safety.transforms.routed`, as Kafka routes); a `table.include.list` entry
-that is a pattern writes the known topics it matches (`reconciler.sinktopics.TopicWriter`, as
+that is a pattern writes the known topics it matches (`fleet.writers.TopicWriter`, as
 `reconcile` checks a sink's topics). A sink reads its `topics`, or the known topics its
 `topics.regex` matches whole, and writes each into the table `safety.views.tables` says
 (its `collection.name.format`, routers included). Databases are named as the project file
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from hephaestus.fleet.sources import qualified
+from hephaestus.fleet.writers import TopicWriter
 from hephaestus.graph.model import DeclaredConnector, Edge, Kind, Node
-from hephaestus.reconciler.sinktopics import TopicWriter
 from hephaestus.safety import transforms, views
 from hephaestus.safety.values import Ref, Resolver, Value, known
 from hephaestus.secrets import mask_config

@@ -18,6 +18,7 @@ from dataclasses import replace
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet.sources import SourceRef, captured, source_ref
 from hephaestus.fleet.topics import topics_of
+from hephaestus.fleet.writers import TopicWriter
 from hephaestus.reconciler import sinktopics
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Backfill, Plan, Step
@@ -42,7 +43,7 @@ def planned(p: Plan, live: Mapping[str, Live], every: Mapping[str, Live], resolv
 
 
 def _effects(
-    b: Backfill, w: sinktopics.TopicWriter | None, p: Plan, every: Mapping[str, Live], resolve: Resolver
+    b: Backfill, w: TopicWriter | None, p: Plan, every: Mapping[str, Live], resolve: Resolver
 ) -> tuple[Effect, ...]:
     """Every sink (as this plan leaves it) that reads a back-filled table's topic receives its rows again."""
     if w is None:
@@ -66,7 +67,7 @@ def _gaps(p: Plan, live: Mapping[str, Live]) -> Iterator[Backfill]:
                 break  # one signal reaches every source of the database
 
 
-def _widened(p: Plan, every: Mapping[str, Live], writers: list[sinktopics.TopicWriter]) -> Iterator[Backfill]:
+def _widened(p: Plan, every: Mapping[str, Live], writers: list[TopicWriter]) -> Iterator[Backfill]:
     """A sink update whose field list gains columns: rows written before carry them only once
     re-read, through the source that writes the sink's topics."""
     for step in p.of("update"):

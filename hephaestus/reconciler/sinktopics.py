@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from hephaestus.fleet.sources import captured
 from hephaestus.fleet.topics import topics_of
+from hephaestus.fleet.writers import TopicWriter
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Action, Need, Plan
 from hephaestus.safety import views
@@ -24,31 +25,6 @@ from hephaestus.safety.values import Resolver
 
 CREATION = "topic.creation.default."
 STARTS: tuple[Action, ...] = ("create", "update", "rename")
-
-
-@dataclass(frozen=True)
-class TopicWriter:
-    name: str
-    namespace: str
-    config: Mapping[str, str]
-    delimiter: str = "."
-    tables: tuple[str, ...] = ()  # its table.include.list (regexes); empty: every table
-
-    def writes(self, topic: str) -> bool:
-        """Under its namespace, and a table it captures: a typo in the table part is not its."""
-        if not topic.startswith(self.namespace):
-            return False
-        table = topic[len(self.namespace) :].replace(self.delimiter, ".")
-        return not self.tables or any(_full(pattern, table) for pattern in self.tables)
-
-
-def _full(pattern: str, table: str) -> bool:
-    # Debezium matches include lists whole and without case; a pattern Python cannot read
-    # counts as a match (nothing refused on a guess).
-    try:
-        return re.fullmatch(pattern, table, re.IGNORECASE) is not None
-    except re.error:
-        return True
 
 
 def starting(p: Plan, live: Mapping[str, Live]) -> dict[str, tuple[str, ...]]:
