@@ -17,7 +17,15 @@ from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.globs import scopes_overlap
 from hephaestus.safety.values import Resolver
 from hephaestus.secrets import REDACTOR
-from hephaestus.settings import HealSettings, LockSettings, PolicySettings, RolloutKeys, RolloutSettings, StateSettings
+from hephaestus.settings import (
+    FreshnessSettings,
+    HealSettings,
+    LockSettings,
+    PolicySettings,
+    RolloutKeys,
+    RolloutSettings,
+    StateSettings,
+)
 from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
@@ -122,6 +130,7 @@ class Project:
     slack_webhook: SecretRef | None = None
     ksqldb: dict[str, KsqlDB] = field(default_factory=dict, hash=False)
     heal: HealSettings = HealSettings()
+    freshness: FreshnessSettings = FreshnessSettings()
     lock: LockSettings = LockSettings()
     base: Path = Path(".")  # relative paths in the file are relative to it
     # The deployment's name in the ownership record: deployments sharing a state database
@@ -251,6 +260,7 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         audit_log=base / data["audit_log"] if "audit_log" in data else None,
         state=_state(doc),
         heal=_heal(data.get("heal", {})),
+        freshness=settings.of(FreshnessSettings, data.get("freshness", {})),
         lock=settings.of(LockSettings, data.get("lock", {})),
         base=base,
         name=data.get("name", "default"),

@@ -151,12 +151,21 @@ def rollout(*layers: RolloutKeys | None) -> RolloutSettings | None:
     return functools.reduce(lambda made, layer: layer.over(made), found, RolloutSettings())
 
 
+@dataclass(frozen=True, kw_only=True)
+class FreshnessSettings:
+    """`freshness:`: how old the newest probe at a sink may be (docs/freshness.md). A pipeline
+    staler than `max_s` makes `status` exit 2; a definition's `freshness.max_s` overrides it."""
+
+    max_s: float = 120.0
+
+
 SECTIONS: dict[str, type] = {
     "policy": PolicySettings,
     "rollout": RolloutSettings,
     "heal": HealSettings,
     "lock": LockSettings,
     "state": StateSettings,
+    "freshness": FreshnessSettings,
 }
 # Fields that are not a key of their section in the file (filled from elsewhere by the loader).
 NOT_KEYS = {"heal": {"state_file"}, "state": {"lock_database", "heal_database", "audit_database"}}

@@ -87,14 +87,15 @@ def _tables(views: Sequence[ClusterView], show_all: bool) -> None:
             title=f"{v.cluster} ({v.url}): {len(v.connectors) - len(v.unhealthy)} of {len(v.connectors)} healthy",
             title_justify="left",
         )
-        for column in ("connector", "state", "tasks", "restarts", "dlq new/all", "lag", "slot", "problems"):
+        for column in ("connector", "state", "tasks", "restarts", "dlq new/all", "lag", "slot", "fresh", "problems"):
             table.add_column(column, overflow="fold")
         for c in v.connectors if show_all else v.unhealthy:
             tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
             slot = "-" if c.slot_retained is None else size(c.slot_retained)
             state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
             lagging = _n(c.consumer_lag) + (f" ({c.lag_age_s:.0f}s old)" if c.lag_age_s is not None else "")
-            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _dlq(c), lagging, slot)
+            fresh = c.freshness.split(":", 1)[0] or "-"  # the state and its number; problems say why
+            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _dlq(c), lagging, slot, fresh)
             table.add_row(*map(printable, (*cells, "; ".join(c.problems) or "ok")))
         console.print(table)
         for error in v.errors:

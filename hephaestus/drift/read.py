@@ -55,7 +55,7 @@ class Shapes:
 def schema_report(project: Project, runs: Runs) -> DriftReport:
     """Every pipeline the selected clusters run, compared; no definitions (beside the project
     file or in the working directory): nothing to compare (connectors not generated here)."""
-    folder = _home(project)
+    folder = home(project)
     if folder is None:
         return DriftReport()
     try:
@@ -72,7 +72,7 @@ def _unnamed(database: str) -> str:
     return f"schema drift of database {database} not checked: add it to the project's databases"
 
 
-def _home(project: Project) -> Path | None:
+def home(project: Project) -> Path | None:
     """Where `definitions/` and `catalogs/` are: beside the project file, else in the working
     directory (the chart mounts the project file apart from the image's /app, which holds them)."""
     return next((f for f in (Path(project.file).parent, Path.cwd()) if (f / "definitions").is_dir()), None)

@@ -219,6 +219,9 @@ def _build(doc: YamlDoc, registries: Registries = no_registries) -> Definition:
         state=data.get("state", ""),
         allow_destructive=data.get("allow_destructive", False),
         schema_changes=_schema_changes(data.get("schema_changes", {})),
+        probe=data.get("probe", {}).get("enabled", True),
+        probe_interval_s=data.get("probe", {}).get("interval_s"),
+        freshness_max_s=data.get("freshness", {}).get("max_s"),
     )
 
 

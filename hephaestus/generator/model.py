@@ -133,6 +133,9 @@ class Definition:
     # What to do when a source table's schema drifts (drift.model: added -> report|ignore,
     # breaking -> pause|report); the defaults are the safe ones.
     schema_changes: tuple[tuple[str, str], ...] = (("added", "report"), ("breaking", "pause"))
+    probe: bool = True  # the freshness probe rides this definition's connectors (generator.probe)
+    probe_interval_s: int | None = None  # the heartbeat's interval while probing (None: heartbeat_interval_ms)
+    freshness_max_s: float | None = None  # over the project's freshness.max_s for these pipelines
 
     def line(self, path: str) -> int | None:
         """Line of a field path in the definition file (None when unknown)."""

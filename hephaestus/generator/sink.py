@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hephaestus.classes import CONFLUENT_SINK, DEBEZIUM_SINK
-from hephaestus.generator import debezium, naming
+from hephaestus.generator import debezium, naming, probe
 from hephaestus.generator.model import (
     Definition,
     SinkSpec,
@@ -31,6 +31,10 @@ def sink_config(
         **converters(d),
         **_dlq(sink, naming.sink_name(d, s, source_table, sink)),
     }
+    if not probe.carried(d, sink):
+        name, source = naming.sink_name(d, s, source_table, sink), probe.source_table(d)
+        topics = (naming.topic(d, s, source_table), naming.topic(d, s, source))
+        config.update(probe.sink_keys(config, name, *topics, sink.table))
     config.update(sink.options)
     return config
 

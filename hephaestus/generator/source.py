@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from hephaestus.classes import POSTGRES_SOURCE as POSTGRES_CONNECTOR
-from hephaestus.generator import naming
+from hephaestus.generator import naming, probe
 from hephaestus.generator.model import Converter, Definition, TableRef
 from hephaestus.generator.naming import NamingScope
 
@@ -43,8 +43,22 @@ def source_config(d: Definition, s: NamingScope) -> dict[str, str]:
         **converters(d),
         **_notifications(d, s),
     }
+    # A source probes when a sink of it carries the probe: a capture-only source has no reader.
+    probed = not probe.carried(d) and any(not probe.carried(d, k) for p in d.pipelines for k in p.sinks)
+    config.update(_probe(d, s) if probed else {})
     config.update(src.options)
     return config
+
+
+def _probe(d: Definition, s: NamingScope) -> dict[str, str]:
+    captured = captured_tables(d)
+    keys = probe.source_keys(d, naming.source_name(d, s), captured)
+    interval = d.probe_interval_s * 1000 if d.probe_interval_s else d.source.heartbeat_interval_ms
+    return {
+        "table.include.list": ",".join(sorted([*(str(t) for t in captured), keys["table"]])),
+        "heartbeat.interval.ms": str(interval),
+        "heartbeat.action.query": f"{_heartbeat_query(d.source.heartbeat_table)}; {keys['probe']}",
+    }
 
 
 def _heartbeat_query(table: TableRef) -> str:

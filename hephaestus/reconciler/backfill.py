@@ -25,6 +25,7 @@ from hephaestus.reconciler.plan import Backfill, Plan, Step
 from hephaestus.safety import effects, views
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.values import Resolver
+from hephaestus.safety.views import PROBE_TABLE
 
 FIELDS = "field.include.list"
 
@@ -74,7 +75,7 @@ def _widened(p: Plan, every: Mapping[str, Live], writers: list[TopicWriter]) -> 
         gained = _gained(step)
         if not gained or not views.is_sink(step.config):
             continue
-        for topic in topics_of(step.config):
+        for topic in (t for t in topics_of(step.config) if not views.is_probe(t, PROBE_TABLE)):
             w = next((w for w in writers if w.writes(topic)), None)
             if w is not None and (ref := _ref(w.name, every.get(w.name))) is not None:
                 table = topic[len(w.namespace) :].replace(w.delimiter, ".")
@@ -86,7 +87,8 @@ def _gained(step: Step) -> tuple[str, ...]:
     if change is None or not change.before:  # no list before: every field was written
         return ()
     before = {f.strip() for f in change.before.split(",")}
-    return tuple(f.strip() for f in (change.after or "").split(",") if f.strip() and f.strip() not in before)
+    gained = (f.strip() for f in (change.after or "").split(",") if f.strip() and f.strip() not in before)
+    return tuple(f for f in gained if not f.startswith(f"{PROBE_TABLE}:"))  # the probe's: no row to re-read
 
 
 def _ref(name: str, source: Live | None) -> SourceRef | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from hephaestus.fleet.sources import POSTGRES_SOURCE, SIGNAL_TABLE_DDL, captured, source_ref
 from hephaestus.reconciler.model import Desired, Live
+from hephaestus.safety.views import PROBE_TABLE
 
 Problems = dict[str, dict[str, tuple[str, ...]]]  # connector -> key -> messages (as config/validate)
 
@@ -113,11 +114,17 @@ def _one(
     if pub.all_tables:
         return None, problems
     dropped = frozenset().union(*(s.dropped for s in group)) - wanted - {s.signal_table for s in group}
-    add, drop = sorted(wanted - pub.tables - pub.absent), sorted(dropped & pub.tables)
+    # The probe's table is made just before (reconciler.probetables): absent now, added all the same.
+    add, drop = sorted(wanted - pub.tables - _made_later(pub.absent)), sorted(dropped & pub.tables)
     if not add and not drop:
         return None, problems
     users = tuple(s.connector for s in group if s.tables & set(add) or s.dropped & set(drop))
     return PublicationChange(database, publication, tuple(add), tuple(drop), users), problems
+
+
+def _made_later(absent: frozenset[str]) -> frozenset[str]:
+    """The absent tables no one makes: all but the freshness probe's, which reconcile makes."""
+    return frozenset(t for t in absent if t.rsplit(".", 1)[-1] != PROBE_TABLE)
 
 
 def _them(names: Sequence[str]) -> str:
@@ -126,7 +133,7 @@ def _them(names: Sequence[str]) -> str:
 
 def _source_problems(s: PublicationSource, pub: Published) -> dict[str, tuple[str, ...]]:
     found: dict[str, tuple[str, ...]] = {}
-    absent = sorted(s.tables & pub.absent)
+    absent = sorted(s.tables & _made_later(pub.absent))
     if absent:
         found["table.include.list"] = (
             f"{', '.join(absent)} not in database {s.database}: create {_them(absent)} "

@@ -32,6 +32,7 @@ from hephaestus.reconciler import (
     notice,
     planner,
     planning,
+    probetables,
     pubdb,
     sealed,
     topicwrite,
@@ -285,7 +286,10 @@ class _Reconcile:
                     self.hooks.prepare(cluster, p)
             except HephaestusError as exc:  # an unwritable audit log, a source not ready for a snapshot …
                 return replace(base, error=f"nothing applied: {exc}")
-            prepared = pubdb.alter_all(self.project, p)
+            made = probetables.ensure_all(self.project, cluster.name, p)
+            if not all(r.ok for r in made):
+                return replace(base, prepared=made, error="nothing written to Connect: a probe table could not be made")
+            prepared = (*made, *pubdb.alter_all(self.project, p))
             if not all(r.ok for r in prepared):
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
             marks = OwnershipClaims(self.store, self.project, cluster, self.run_id, live)

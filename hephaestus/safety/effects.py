@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hephaestus.safety import views
+from hephaestus.safety import transforms, views
 from hephaestus.safety.values import NO_RESOLVER, Resolver, same
 
 # code -> (what it means for data, destructive). A destructive effect needs --allow-destructive
@@ -63,6 +63,7 @@ class Effect:
 
 
 Config = Mapping[str, str]
+Sigs = Mapping[transforms.Category, transforms.Signature]
 
 
 def of_update(before: Config, after: Config, resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:
@@ -265,13 +266,42 @@ def _sink_change(before: Config, after: Config, b: views.SinkView, a: views.Sink
     found += _capture(b.fields[:1], a.fields[:1], b.fields[1:], a.fields[1:], "written")
     found += _changed("records-filtered", "errors.tolerance=all with no dead-letter queue", dropping)
     found += _changed("offsets-lost", "consumer.override.group.id: another consumer group", same(b.group, a.group))
-    return found + _transforms(b.transforms, a.transforms, "target-changed")
+    return found + _transforms(*_sink_transforms(before, after, b, a), "target-changed")
+
+
+def _sink_transforms(before: Config, after: Config, b: views.SinkView, a: views.SinkView) -> tuple[Sigs, Sigs]:
+    """The transforms as the records the sink read before meet them (a transform only another
+    topic's records meet, as the freshness probe's, changes nothing for them); routers left to
+    `_tables` when it can tell, for each of those topics, the table it lands in."""
+    if b.topics is None or b.regex is not None or a.regex is not None:
+        return b.transforms, a.transforms
+    old, new = transforms.reading(before, b.topics), transforms.reading(after, b.topics)
+    if _resolved(before, after, b, a) and not (_qualified(before) or _qualified(after)):
+        old.pop("router", None)
+        new.pop("router", None)
+    return old, new
+
+
+def _qualified(config: Config) -> bool:
+    """A field list naming a (routed) topic's field other than the probe's: a router renaming
+    that topic would change which fields are written, which the tables alone do not show."""
+    lists = (config.get(k, "") for k in ("field.include.list", "field.exclude.list", "fields.whitelist"))
+    names = (f.strip() for text in lists for f in text.split(","))
+    return any(":" in f and not f.startswith(f"{views.PROBE_TABLE}:") for f in names)
+
+
+def _resolved(before: Config, after: Config, b: views.SinkView, a: views.SinkView) -> bool:
+    """Every topic read before lands in a table that can be told, before and after."""
+    old, new = views.tables(before, b), views.tables(after, a)
+    read = b.topics or frozenset()
+    return bool(read) and all(old.get(t) is not None and new.get(t) is not None for t in read)
 
 
 def _tables(before: Config, after: Config, b: views.SinkView, a: views.SinkView) -> list[Effect]:
     old, new = views.tables(before, b), views.tables(after, a)
     moved = sorted(t for t in old.keys() & new.keys() if old[t] != new[t] or new[t] is None)
-    if not moved and b.table_format == a.table_format and (b.regex is None or same(b.regex, a.regex)):
+    told = b.table_format == a.table_format or (b.regex is None and _resolved(before, after, b, a))
+    if not moved and told and (b.regex is None or same(b.regex, a.regex)):
         return []
     shown = ", ".join(f"{t} -> {new.get(t) or 'unknown'}" for t in moved[:3]) or "collection.name.format"
     return [Effect("target-changed", f"another target table ({shown})")]

@@ -96,7 +96,9 @@ def claims(config: Mapping[str, str], resolve: Resolver) -> Claims:
     if views.is_sink(config):
         k = views.sink(config, resolve)
         regex = k.regex.text if isinstance(k.regex, Ref) else k.regex
-        return SinkClaim(k.database, k.semantics(), views.tables(config, k), regex, config, k)
+        # Every sink of a database writes the probe table, each only its own rows (keyed by its name).
+        tables = {t: table for t, table in views.tables(config, k).items() if not views.is_probe(t, table)}
+        return SinkClaim(k.database, k.semantics(), tables, regex, config, k)
     return None
 
 

@@ -102,16 +102,58 @@ def _keys(config: Mapping[str, str], alias: str, found: Category) -> list[tuple[
 
 def routed(config: Mapping[str, str], topic: str) -> str | None:
     """The topic after the chain's routers, when every router is a RegexRouter (evaluated as
-    Kafka does: a full match, then the replacement with `$n` groups); None when another router
-    decides per record."""
+    Kafka does: a full match, then the replacement with `$n` groups) that applies to every
+    record of the topic (its predicate, if any, decided by the topic's name); None when another
+    router, or a predicate, decides per record."""
     for alias in aliases(config):
         type_ = config.get(f"transforms.{alias}.type", "").strip()
         if type_ not in ROUTERS:
             continue
-        if type_ != _KAFKA + "RegexRouter":
+        applies = applies_to(config, alias, topic)
+        if type_ != _KAFKA + "RegexRouter" or applies is None:
             return None
-        topic = _regex_route(config, alias, topic)
+        topic = _regex_route(config, alias, topic) if applies else topic
     return topic
+
+
+def applies_to(config: Mapping[str, str], alias: str, topic: str) -> bool | None:
+    """Whether the transform applies to the records of `topic` (named as they reach it): no
+    predicate, or a `TopicNameMatches` one (Kafka: `Matcher.matches`, then `negate`); None when
+    another predicate decides per record (a header, a tombstone) or the pattern does not parse."""
+    prefix = f"transforms.{alias}."
+    predicate = config.get(prefix + "predicate", "").strip()
+    if not predicate:
+        return True
+    if config.get(f"predicates.{predicate}.type", "").strip() != _KAFKA + "predicates.TopicNameMatches":
+        return None
+    try:
+        matches = re.fullmatch(config.get(f"predicates.{predicate}.pattern", ""), topic) is not None
+    except re.error:
+        return None
+    return matches != (config.get(prefix + "negate", "false").strip().lower() == "true")
+
+
+def reading(config: Mapping[str, str], topics: frozenset[str]) -> dict[Category, Signature]:
+    """`signatures` as the records of `topics` meet the chain: a transform whose topic predicate
+    lets none of them through acts on none of them (left out); one that takes them all acts as
+    if it had no predicate (its predicate's keys left out). Any other keeps every key."""
+    out: dict[Category, list[tuple[str, str]]] = {}
+    names = {t: t for t in topics}
+    for alias in aliases(config):
+        found = category(config.get(f"transforms.{alias}.type", ""))
+        applies = {t: applies_to(config, alias, n) for t, n in names.items()}
+        if found is not None and any(a is not False for a in applies.values()):
+            keys = _keys(config, alias, found)
+            whole = all(applies.values()) and bool(applies)
+            out.setdefault(found, []).extend(_unconditioned(keys, alias) if whole else keys)
+        if found == "router":
+            names = {t: _regex_route(config, alias, n) if applies[t] else n for t, n in names.items()}
+    return {c: tuple(keys) for c, keys in out.items()}
+
+
+def _unconditioned(keys: list[tuple[str, str]], alias: str) -> list[tuple[str, str]]:
+    conditions = (f"transforms.{alias}.predicate", f"transforms.{alias}.negate")
+    return [(k, v) for k, v in keys if k not in conditions and not k.startswith("predicates.")]
 
 
 def _regex_route(config: Mapping[str, str], alias: str, topic: str) -> str:

@@ -179,7 +179,7 @@ def sink(config: Mapping[str, str], resolve: Resolver) -> SinkView:
         _format(config, confluent),
         config.get("collection.naming.strategy", config.get("table.naming.strategy", "")).strip(),
         pk_mode,
-        listed(get("pk.fields" if confluent else "primary.key.fields")),
+        _data_keys(listed(get("pk.fields" if confluent else "primary.key.fields"))),
         insert,
         boolean(get("delete.enabled"), False),
         boolean(get("truncate.enabled"), False),
@@ -188,6 +188,23 @@ def sink(config: Mapping[str, str], resolve: Resolver) -> SinkView:
         get("consumer.override.group.id"),
         transforms.signatures(config),
     )
+
+
+# The freshness probe (generator.probe): its table and key fields are reserved names. A data
+# record's key never holds those fields, so naming them changes no data row's key; a sink's probe
+# records land in the probe table, which every sink of a database writes, each its own rows.
+PROBE_TABLE = "hephaestus_probe"
+PROBE_SOURCE_KEY, PROBE_SINK_KEY = "probe_source", "probe_sink"
+PROBE_KEYS = frozenset({PROBE_SOURCE_KEY, PROBE_SINK_KEY})
+
+
+def is_probe(topic: str, table: str | None) -> bool:
+    """A probe topic (its table part is the probe table's) routed into a probe table."""
+    return topic.rsplit(".", 1)[-1] == PROBE_TABLE and (table or "").rsplit(".", 1)[-1] == PROBE_TABLE
+
+
+def _data_keys(fields: frozenset[str] | None) -> frozenset[str] | None:
+    return fields - PROBE_KEYS if fields is not None else None
 
 
 def _sink_enums(get: Get, confluent: bool) -> tuple[str | None, str | None]:

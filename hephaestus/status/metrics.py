@@ -109,6 +109,24 @@ def _state(m: Metrics, c: ConnectorView, labels: dict[str, str]) -> None:
         )
 
 
+def _freshness(m: Metrics, c: ConnectorView) -> None:
+    """`pipeline_freshness_seconds{source, sink, database}` (+Inf: nothing arrives at all) and
+    the threshold it is judged against; no sample while it has no number (unknown, waiting)."""
+    if c.freshness_s is None:
+        return
+    labels = {"source": c.probe_source, "sink": c.name, "database": c.probe_database}
+    m.set("pipeline_freshness_seconds", _FRESH_HELP, c.freshness_s, labels)
+    m.set(
+        "pipeline_freshness_max_seconds",
+        "The freshness over which the pipeline is stale.",
+        c.freshness_max_s or 0,
+        labels,
+    )
+
+
+_FRESH_HELP = "Age of the newest freshness probe read back at the sink database, on the source database's clock."
+
+
 def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, now: float | None = None) -> Metrics:
     m = into or Metrics()
     for view in views:
@@ -121,6 +139,7 @@ def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, no
                 if value is not None:  # unknown (no DLQ, no lag read, not a source): no sample
                     m.set(name, documentation, value, labels)
             _state(m, c, labels)
+            _freshness(m, c)
     m.set(
         "status_last_check_timestamp_seconds",
         "When the last status check ended (Unix time; 0: never).",

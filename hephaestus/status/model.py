@@ -28,6 +28,11 @@ class ConnectorView:
     desired: str = ""  # the state git asks for (RUNNING, PAUSED, STOPPED); "" when no file says
     schema: tuple[str, ...] = ()  # what its source's schema drift does to its data (hephaestus.drift)
     cause: str = ""  # a failed task's cause no restart fixes (fleet.causes), e.g. a not-null violation
+    freshness: str = ""  # sinks: its probe's freshness, described (hephaestus.probe); "" when not judged
+    freshness_s: float | None = None  # seconds (inf: nothing arrives), None without a number
+    freshness_max_s: float | None = None  # the threshold it is judged against
+    probe_source: str = ""  # the source connector whose probe it reads back
+    probe_database: str = ""  # the sink database it reads it back in
 
     @property
     def healthy(self) -> bool:

@@ -24,6 +24,9 @@ from hephaestus.fleet.lag import lag, lag_age, waiting
 from hephaestus.fleet.read import Listings, Read, listings, read_all
 from hephaestus.fleet.slots import Limits, Slot, judge
 from hephaestus.fleet.topics import dlq_topics, replay_group, topics_of, unresolved
+from hephaestus.probe.model import Freshness, Route
+from hephaestus.probe.read import freshness, limits
+from hephaestus.probe.routes import routes
 from hephaestus.project import Cluster, Project
 from hephaestus.state.backend import heal_store
 from hephaestus.status.model import ClusterView, ConnectorView, problems_of
@@ -40,7 +43,48 @@ def fleet_status(
     by_database, errors = read_all(project) if read is None else read
     slots = {s.name: s for found in by_database.values() for s in found}
     schema = schema_report(project, runs_of(clusters, listed)) if schema is None else schema
-    return [_with_schema(_cluster(project, c, listed[c.name], slots, list(errors)), schema) for c in clusters]
+    views = [_with_schema(_cluster(project, c, listed[c.name], slots, list(errors)), schema) for c in clusters]
+    return with_freshness(project, clusters, listed, views)
+
+
+def with_freshness(
+    project: Project, clusters: Sequence[Cluster], listed: Listings, views: list[ClusterView]
+) -> list[ClusterView]:
+    """Each sink's freshness (hephaestus.probe), read back once for every selected cluster: a
+    stale one is a problem; a probe that could not be read is its cluster's error (unknown)."""
+    found = [r for c in clusters for r in _routes(c, listed.get(c.name))]
+    judged = {(f.route.cluster, f.route.sink): f for f in freshness(project, found, limits(project))}
+    return [_fresh(v, judged) for v in views]
+
+
+def _routes(cluster: Cluster, listed: Mapping[str, LiveConnector] | HephaestusError | None) -> list[Route]:
+    if not isinstance(listed, Mapping):
+        return []
+    return [r for r in routes(cluster.name, {n: c.config for n, c in listed.items()}) if cluster.selects(r.sink)]
+
+
+def _fresh(view: ClusterView, judged: Mapping[tuple[str, str], Freshness]) -> ClusterView:
+    connectors = []
+    for c in view.connectors:
+        f = judged.get((view.cluster, c.name))
+        if f is not None:
+            problem = (f"freshness {f.describe()}",) if f.stale else ()
+            c = replace(
+                c,
+                freshness=f.describe(),
+                freshness_s=f.seconds,
+                freshness_max_s=f.max_s,
+                probe_source=f.route.source,
+                probe_database=f.route.sink_db,
+                problems=(*c.problems, *problem),
+            )
+        connectors.append(c)
+    unread = [
+        f"freshness of {f.route.sink}: {f.why}"
+        for f in judged.values()
+        if f.route.cluster == view.cluster and not f.route.why and f.state == "unknown"
+    ]
+    return replace(view, connectors=tuple(connectors), errors=(*view.errors, *unread))
 
 
 def runs_of(clusters: Sequence[Cluster], listed: Listings) -> Runs:

@@ -231,7 +231,13 @@ def test_regex_sinks_and_routers_of_a_sink() -> None:
     assert update(regex, **{"topics.regex": "t1"}) == ["target-changed", "topics-stopped"]
     assert update(SNK, topics="", **{"topics.regex": "t.*"}) == ["topics-stopped"]
     routed = {**SNK, "transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter"}
-    assert update(routed, **{"transforms.r.regex": "t1", "transforms.r.replacement": "x"}) == ["target-changed"]
+    # A fixed table name: the router renames the topic, every record still lands in `users`.
+    assert update(routed, **{"transforms.r.regex": "t1", "transforms.r.replacement": "x"}) == []
+    by_topic = {**routed, "collection.name.format": "${topic}"}
+    assert update(by_topic, **{"transforms.r.regex": "t1", "transforms.r.replacement": "x"}) == ["target-changed"]
+    # A field list that names a topic: renaming that topic changes which fields are written.
+    qualified = {**routed, "field.include.list": "t1:id,t1:name"}
+    assert update(qualified, **{"transforms.r.regex": "t1", "transforms.r.replacement": "x"}) == ["target-changed"]
 
 
 def test_a_flavour_change_is_judged_on_what_each_flavour_means() -> None:

@@ -40,10 +40,11 @@ def test_source_has_the_reference_keys(project: Project) -> None:
     assert src["slot.drop.on.stop"] == "false"
     assert src["publication.name"] == "debezium_publication"
     assert src["publication.autocreate.mode"] == "disabled"
-    assert src["table.include.list"] == "public.users"
+    assert src["table.include.list"] == "public.hephaestus_probe,public.users"  # the freshness probe's
     assert src["tombstones.on.delete"] == "true"
     assert src["heartbeat.interval.ms"] == "20000"
     assert "public.debezium_heartbeat" in src["heartbeat.action.query"]
+    assert "INSERT INTO public.hephaestus_probe" in src["heartbeat.action.query"]
     assert src["signal.data.collection"] == "public.dbz_signals"
     assert src["incremental.snapshot.chunk.size"] == "512"
     assert src["transforms.route.type"] == "org.apache.kafka.connect.transforms.RegexRouter"
@@ -55,17 +56,21 @@ def test_source_has_the_reference_keys(project: Project) -> None:
 def test_debezium_sink_keys_and_field_intersection(project: Project) -> None:
     sink = generate_one(project)["local_manabie_bob_to_auth_users_sink_connector"]
     assert sink["connector.class"] == "io.debezium.connector.jdbc.JdbcSinkConnector"
-    assert sink["topics"] == "local.manabie.bob.public.users"
+    assert sink["topics"] == "local.manabie.bob.public.users,local.manabie.bob.public.hephaestus_probe"
     assert sink["insert.mode"] == "upsert"
     assert sink["primary.key.mode"] == "record_key"
-    assert sink["primary.key.fields"] == "user_id"
+    assert sink["primary.key.fields"] == "user_id,probe_source,probe_sink"
     assert sink["delete.enabled"] == "false"
-    assert sink["collection.name.format"] == "users"
+    assert sink["collection.name.format"] == "${topic}"
+    assert sink["transforms.hephaestus_data.replacement"] == "users"
     assert sink["connection.username"] == "${file:/config/secrets.properties:auth_username}"
     # bob.users has internal_note, auth.users does not: the intersection leaves it out.
     fields = sink["field.include.list"].split(",")
     assert "internal_note" not in fields and fields[0] == "user_id" and "deleted_at" in fields
-    assert "transforms" not in sink
+    assert sink["transforms"] == "hephaestus_probe_sink,hephaestus_data,hephaestus_probe"
+    off = generate_one(project, extra="probe: {enabled: false}")["local_manabie_bob_to_auth_users_sink_connector"]
+    assert off["collection.name.format"] == "users" and off["primary.key.fields"] == "user_id"
+    assert off["topics"] == "local.manabie.bob.public.users" and "transforms" not in off
 
 
 def test_dead_letter_queue_by_default_and_switchable(project: Project) -> None:
@@ -227,7 +232,9 @@ def test_options_are_connect_strings(project: Project) -> None:
 def test_tenant_filter_both_flavours(project: Project) -> None:
     tenant = "        tenant_filter: {field: resource_path, values: ['-2147483645']}"
     dbz = generate_one(project, sink_extra=tenant)["local_manabie_bob_to_auth_users_sink_connector"]
-    assert dbz["transforms"] == "tenant"
+    assert dbz["transforms"] == "tenant,hephaestus_probe_sink,hephaestus_data,hephaestus_probe"
+    # The probe has no tenant: the generator's filter lets the probe's topic by.
+    assert (dbz["transforms.tenant.predicate"], dbz["transforms.tenant.negate"]) == ("hephaestus_is_probe", "true")
     assert dbz["transforms.tenant.type"] == "io.debezium.transforms.Filter"
     assert "'-2147483645'" in dbz["transforms.tenant.condition"]
     conf = generate_one(project, extra="sink_defaults: {flavour: confluent}", sink_extra=tenant)
@@ -258,11 +265,13 @@ def test_same_table_name_in_two_schemas_never_collides(project: Project) -> None
     configs = generate_one(project, sink_extra="  - source_table: archive.users\n    sinks: [{database: auth}]")
     old = configs["local_manabie_bob_to_auth_users_sink_connector"]
     new = configs["local_manabie_bob_to_auth_archive_users_sink_connector"]
-    assert old["topics"] == "local.manabie.bob.public.users"
-    assert new["topics"] == "local.manabie.bob.archive.users"
-    assert new["collection.name.format"] == "archive.users"
+    probe = "local.manabie.bob.public.hephaestus_probe"
+    assert old["topics"] == f"local.manabie.bob.public.users,{probe}"
+    assert new["topics"] == f"local.manabie.bob.archive.users,{probe}"
+    assert new["collection.name.format"] == "archive.${topic}"
+    assert new["transforms.hephaestus_data.replacement"] == "users"
     src = configs["local_manabie_bob_source_connector"]
-    assert src["table.include.list"] == "archive.users,public.users"
+    assert src["table.include.list"] == "archive.users,public.hephaestus_probe,public.users"
 
 
 @pytest.mark.parametrize("table", ["users_copy", "reporting.users"])
@@ -273,7 +282,9 @@ def test_renamed_target_table(project: Project, table: str) -> None:
     configs = generate_one(project, sink_extra=f"        table: {table}")
     slug = table.replace(".", "_")
     sink = configs[f"local_manabie_bob_to_auth_users_as_{slug}_sink_connector"]
-    assert sink["collection.name.format"] == table
+    schema, _, name = table.rpartition(".")
+    assert sink["collection.name.format"] == (f"{schema}." if schema else "") + "${topic}"
+    assert sink["transforms.hephaestus_data.replacement"] == name
 
 
 def test_a_capture_only_table_is_in_the_source_with_no_sink(project: Project) -> None:
@@ -286,7 +297,8 @@ def test_a_capture_only_table_is_in_the_source_with_no_sink(project: Project) ->
     result = project.generate()
     assert result.code == 0, result.err
     configs = {json.loads(b)["name"]: json.loads(b)["config"] for b in project.files().values()}
-    assert configs["local_manabie_bob_source_connector"]["table.include.list"] == "public.students,public.users"
+    captured = configs["local_manabie_bob_source_connector"]["table.include.list"]
+    assert captured == "public.hephaestus_probe,public.students,public.users"
     assert sorted(configs) == ["local_manabie_bob_source_connector", "local_manabie_bob_to_auth_users_sink_connector"]
 
 
