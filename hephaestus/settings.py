@@ -115,6 +115,11 @@ class RolloutSettings:
     max_lag_age_s: float = 120.0
     max_dlq_growth: int = 0
     max_slot_wal_bytes: int = GIB
+    # Freshness (docs/freshness.md): a sink carrying the probe passes only once a probe its
+    # source wrote after the stage's writes has arrived at its database; failing when none has
+    # within this many seconds (None: not gated). Pick the analysis window longer than the
+    # probe's interval: a probe still on its way at the window's end fails the gate too.
+    max_freshness_s: float | None = None
     # Pacing: a wave starts only once the summed lag of the sinks written so far is under
     # this (None: not paced), waiting at most pace_timeout_s (then the gate fails).
     lag_budget: int | None = None

@@ -29,6 +29,11 @@ from hephaestus.fleet.sources import source_ref
 from hephaestus.fleet.topics import DLQ_KEY, topics_of
 
 SlotReader = Callable[[str], Sequence[Slot]]  # a database's logical slots
+# The probes of some sinks (hephaestus.probe.read.arrivals): per sink, (newest probe at its
+# database, the source's now()) on the source's clock, or why not; given the cluster's client.
+Arrivals = Callable[
+    [ConnectClient, Mapping[str, Mapping[str, str]]], Mapping[str, tuple[float | None, float | None, str]]
+]
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,7 @@ class HealthProbe:
     bootstrap: str | None = None
     slots: SlotReader | None = None
     clock: Callable[[], float] = time.time
+    arrivals: Arrivals | None = None  # read only when a rollout gates freshness
 
 
 def sample(
@@ -56,6 +62,16 @@ def sample(
     sources = {n: c for n, c in configs.items() if c.get("connector.class") == POSTGRES_SOURCE}
     if sources and probe.slots is not None:
         found = _with_slots(found, probe.slots, sources)
+    if sinks and probe.arrivals is not None:
+        found = _with_probes(found, probe.arrivals(client, sinks))
+    return found
+
+
+def _with_probes(
+    found: dict[str, HealthSample], arrived: Mapping[str, tuple[float | None, float | None, str]]
+) -> dict[str, HealthSample]:
+    for name, (at, now, why) in arrived.items():
+        found[name] = replace(found[name], probe_at=at, source_now=now, probe_why=why)
     return found
 
 

@@ -21,6 +21,11 @@ class HealthSample:
     slot_wal: int | None = None  # a source's slot: WAL retained
     confirmed_lsn: int | None = None
     error: str = ""  # what could not be measured
+    # Freshness (hephaestus.probe), both on the source database's clock: the newest probe at the
+    # sink's database, and the source's now() when sampled; `probe_why`: why there is none.
+    probe_at: float | None = None
+    source_now: float | None = None
+    probe_why: str = ""
 
 
 def waiting(

@@ -93,6 +93,38 @@ def sink_keys(config: dict[str, str], name: str, data_topic: str, probe_topic: s
     return keys
 
 
+# Options that decide where records land or what keys them: a sink setting any of them carries
+# no probe (it would land where they say, maybe in the user's table). Its freshness reads unknown.
+OWNED = (
+    "topics",
+    "topics.regex",
+    "collection.name.format",
+    "table.name.format",
+    "primary.key.fields",
+    "primary.key.mode",
+)
+
+
+def overridden(options: dict[str, str], dlq: bool) -> bool:
+    """Whether the options leave no room for the probe. Transforms of the user's meet the probe
+    like the data (a filter dropping everything drops it too: the pipeline goes stale), but only
+    beside a dead-letter queue: one that fails on the probe's shape then parks the probe, where
+    without one it would fail the task. Guard such a transform with the probe's predicate
+    (`transforms.<alias>.predicate: hephaestus_is_probe`, `negate: true`)."""
+    return any(k in options for k in OWNED) or ("transforms" in options and not dlq)
+
+
+def with_options(config: dict[str, str], options: dict[str, str]) -> dict[str, str]:
+    """The user's options over a probing config; their `transforms` run first, then the probe's
+    tag and routers (without the routers every record would land in a table named after its topic)."""
+    merged = {**config, **options}
+    if "transforms" in options:
+        mine = (TAG, DATA_ROUTE, ROUTE)
+        theirs = [a.strip() for a in options["transforms"].split(",") if a.strip() and a.strip() not in mine]
+        merged["transforms"] = ",".join([*theirs, *mine])
+    return merged
+
+
 def _router(alias: str, topic: str, table: str) -> dict[str, str]:
     return {
         f"transforms.{alias}.type": _KAFKA + "RegexRouter",

@@ -31,12 +31,13 @@ def sink_config(
         **converters(d),
         **_dlq(sink, naming.sink_name(d, s, source_table, sink)),
     }
-    if not probe.carried(d, sink):
-        name, source = naming.sink_name(d, s, source_table, sink), probe.source_table(d)
-        topics = (naming.topic(d, s, source_table), naming.topic(d, s, source))
-        config.update(probe.sink_keys(config, name, *topics, sink.table))
-    config.update(sink.options)
-    return config
+    if probe.carried(d, sink) or probe.overridden(dict(sink.options), sink.dlq):
+        config.update(sink.options)
+        return config
+    name, source = naming.sink_name(d, s, source_table, sink), probe.source_table(d)
+    topics = (naming.topic(d, s, source_table), naming.topic(d, s, source))
+    config.update(probe.sink_keys(config, name, *topics, sink.table))
+    return probe.with_options(config, dict(sink.options))
 
 
 def topic_sink_config(

@@ -11,6 +11,7 @@ from typing import Any
 from hephaestus import pg
 from hephaestus.errors import HephaestusError
 from hephaestus.probe.model import Freshness, Reading, Route, SinkRow, SourceRow, judge
+from hephaestus.probe.routes import routes
 from hephaestus.project import Project
 from hephaestus.safety.views import PROBE_TABLE
 
@@ -26,11 +27,31 @@ class Side:
 
 def freshness(project: Project, found: Sequence[Route], max_s: Mapping[str, float] | float) -> list[Freshness]:
     """Every route judged; `max_s`: one threshold, or one per sink (a definition's override)."""
+    read = readings(project, found)
+    return [judge(r, read.get(r.sink, Reading()), _limit(max_s, r.sink)) for r in found]
+
+
+def readings(project: Project, found: Sequence[Route]) -> dict[str, Reading]:
+    """What each carrying route's databases hold: one session per database."""
     carried = [r for r in found if not r.why]
     # Sinks first: a probe read there is then never newer than the source's row and clock.
     sinks = {(r.sink_db, r.schema): _read_sink(project, r.sink_db, r.schema, carried) for r in carried}
     sources = {db: _read_source(project, db) for db in {r.source_db for r in carried}}
-    return [judge(r, _reading(r, sources, sinks), _limit(max_s, r.sink)) for r in found]
+    return {r.sink: _reading(r, sources, sinks) for r in carried}
+
+
+def arrivals(
+    project: Project, cluster: str, live: Mapping[str, Mapping[str, str]], sinks: Mapping[str, Mapping[str, str]]
+) -> dict[str, tuple[float | None, float | None, str]]:
+    """For a rollout's gate: per sink carrying the probe, the newest probe at its database and the
+    source's now(), both on the source's clock, or why they could not be read. A sink that
+    carries no probe is left out (not gated)."""
+    found = [r for r in routes(cluster, {**live, **sinks}) if r.sink in sinks and not r.why]
+    out: dict[str, tuple[float | None, float | None, str]] = {}
+    for name, reading in readings(project, found).items():
+        at = reading.at_sink.probed_at if reading.at_sink else None
+        out[name] = (at, reading.source_now or None, reading.error)
+    return out
 
 
 def _limit(max_s: Mapping[str, float] | float, sink: str) -> float:

@@ -51,7 +51,10 @@ def _route(cluster: str, name: str, config: Mapping[str, str], writers: list[Top
 def _not_carried(config: Mapping[str, str]) -> str:
     if config.get("connector.class", "").strip() == CONFLUENT_SINK:
         return "the probe rides Debezium's JDBC sink only: Confluent's sink names one table for every topic"
-    return "its config carries no probe (probe off, compat: reference, a topic sink, or edited): see docs/freshness.md"
+    return (
+        "its config carries no probe (probe off, compat: reference, a topic sink, options that set its "
+        "transforms or routing, or edited): see docs/freshness.md"
+    )
 
 
 def source_db(writer: TopicWriter) -> str:

@@ -61,7 +61,12 @@ def _gaps(p: Plan, live: Mapping[str, Live]) -> Iterator[Backfill]:
     for change in p.publications:
         for name in sorted(change.connectors):
             before = live.get(name)
-            gap = tuple(t for t in change.add if before is not None and t in captured(before.config))
+            # The probe's rows are not data: a gap in them is the probe's to show, not to re-send.
+            gap = tuple(
+                t
+                for t in change.add
+                if before is not None and t in captured(before.config) and not t.endswith(f".{PROBE_TABLE}")
+            )
             if gap and (ref := _ref(name, before)) is not None:
                 why = f"re-added to publication {change.publication}: rows written while it was out"
                 yield Backfill(ref, gap, why)

@@ -323,7 +323,7 @@ class _Reconcile:
         cleared = go.cleared
         if go.rollout is None:
             return executor.Rolled(apply.execute(client, p, options, journal, cleared))
-        watch = executor.Watch(go.rollout, checks.probe_of(self.project, cluster), give_back=self.give_back)
+        watch = executor.Watch(go.rollout, checks.probe_of(self.project, cluster, go.rollout), give_back=self.give_back)
         gate = checks.undo_gate(client, cluster.name, self.policy, base.basis.kafka if base.basis else None)
         live = base.basis.live if base.basis else {}
         return executor.execute(client, p, options, journal, cleared, watch, live, gate)

@@ -275,11 +275,17 @@ def _sink_transforms(before: Config, after: Config, b: views.SinkView, a: views.
     `_tables` when it can tell, for each of those topics, the table it lands in."""
     if b.topics is None or b.regex is not None or a.regex is not None:
         return b.transforms, a.transforms
-    old, new = transforms.reading(before, b.topics), transforms.reading(after, b.topics)
+    data = _data_topics(b.topics)
+    old, new = transforms.reading(before, data), transforms.reading(after, data)
     if _resolved(before, after, b, a) and not (_qualified(before) or _qualified(after)):
         old.pop("router", None)
         new.pop("router", None)
     return old, new
+
+
+def _data_topics(topics: frozenset[str]) -> frozenset[str]:
+    """The topics a sink reads but the probe's (its records are no data row)."""
+    return frozenset(t for t in topics if not views.is_probe(t, views.PROBE_TABLE)) or topics
 
 
 def _qualified(config: Config) -> bool:
@@ -293,7 +299,7 @@ def _qualified(config: Config) -> bool:
 def _resolved(before: Config, after: Config, b: views.SinkView, a: views.SinkView) -> bool:
     """Every topic read before lands in a table that can be told, before and after."""
     old, new = views.tables(before, b), views.tables(after, a)
-    read = b.topics or frozenset()
+    read = _data_topics(b.topics or frozenset())
     return bool(read) and all(old.get(t) is not None and new.get(t) is not None for t in read)
 
 
@@ -310,7 +316,7 @@ def _tables(before: Config, after: Config, b: views.SinkView, a: views.SinkView)
 def _read(b: views.SinkView, a: views.SinkView) -> list[Effect]:
     if b.topics is None or a.topics is None:
         return [Effect("topics-stopped", "topics: not known here")] if b.topics != a.topics else []
-    lost = sorted(b.topics - a.topics)
+    lost = sorted(t for t in b.topics - a.topics if not views.is_probe(t, views.PROBE_TABLE))  # the probe's: no data
     found = [Effect("topics-stopped", f"stops reading {few(lost)}")] if lost and a.regex is None else []
     if lost and a.regex is not None:
         found.append(Effect("topics-stopped", f"topics.regex replaces topics ({few(lost)}): could not tell"))

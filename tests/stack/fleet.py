@@ -65,6 +65,14 @@ class Fleet:
         self.write_definition("bob", definition)
         self.generate()
 
+    def probe_off(self, example: str = "bob") -> None:
+        """No freshness probe in this definition's connectors (regenerated): for a test about
+        one data topic, publication or exact plan, which the probe's own would blur."""
+        definition = self.definition(example)
+        definition["probe"] = {"enabled": False}
+        self.write_definition(example, definition)
+        self.generate()
+
     def poisoned(self, on: bool) -> None:
         """bob's sink with a transform that throws on the row named 'poison' (on), or none
         (off); regenerated. Connect's DLQ takes transform failures (the sink's own write
@@ -76,6 +84,9 @@ class Fleet:
                 "transforms.poison.type": "io.debezium.transforms.Filter",
                 "transforms.poison.language": "jsr223.groovy",
                 "transforms.poison.condition": "value?.after?.name == 'poison' ? (1 / 0 > 0) : true",
+                # The freshness probe has no `name`: the probe's predicate keeps it from the script.
+                "transforms.poison.predicate": "hephaestus_is_probe",
+                "transforms.poison.negate": "true",
             }
             if on
             else {}

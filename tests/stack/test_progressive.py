@@ -32,6 +32,15 @@ BAD = {
     "transforms.bad.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
     "transforms.bad.field": "no_such_field",
 }
+
+
+def with_bad(config: dict[str, Any]) -> dict[str, Any]:
+    """A hand edit that puts BAD first in the sink's chain, as an operator adds a transform to a
+    generated one (the freshness probe's routers stay after it)."""
+    chain = [a for a in str(config.get("transforms", "")).split(",") if a]
+    return {**config, **BAD, "transforms": ",".join(["bad", *chain])}
+
+
 ROLLOUT = {"canary": 1, "waves": [50, 100], "analysis_s": 15, "interval_s": 2, "max_lag_age_s": 60}
 
 
@@ -90,7 +99,7 @@ def edit_all(fleet: Fleet, change: dict[str, str]) -> dict[str, dict[str, Any]]:
     for name, path in sink_files(fleet).items():
         doc = json.loads(path.read_text())
         before[name] = dict(doc["config"])
-        doc["config"].update(change)
+        doc["config"] = with_bad(doc["config"]) if change is BAD else {**doc["config"], **change}
         path.write_text(json.dumps(doc))
     return before
 

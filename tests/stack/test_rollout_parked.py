@@ -14,7 +14,7 @@ import pytest
 
 from tests.stack.fleet import Fleet, make_fleet
 from tests.stack.support import ConnectClient, Stack, read_rows, wait_until
-from tests.stack.test_progressive import BAD, Load
+from tests.stack.test_progressive import Load, with_bad
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -44,7 +44,7 @@ def test_a_rolled_back_canary_gives_back_what_it_parked_and_every_row_arrives(fl
     sink = fleet.name("platforms", "to_" + fleet.dbs["auth"])
     path = next((fleet.root / "connectors/platforms/sink").glob("*.json"))
     doc = json.loads(path.read_text())
-    doc["config"].update(BAD)
+    doc["config"] = with_bad(doc["config"])
     path.write_text(json.dumps(doc))
     fleet.edit_project(
         rollout={"canary": 1, "waves": [100], "analysis_s": 20, "interval_s": 1, "max_lag_age_s": 60},

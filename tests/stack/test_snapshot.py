@@ -233,7 +233,7 @@ def test_every_reconcile_keeps_the_publication_in_step_with_the_include_lists(us
     assert "public.students" in published(fleet), "a refused plan changes nothing"
     code, report = fleet.reconcile("--allow-destructive=capture-dropped,topics-stopped")
     assert code == 0, json.dumps(report, indent=1)
-    assert published(fleet) == {"public.users", "public.locations", "public.dbz_signals"}, (
+    assert published(fleet) == {"public.users", "public.locations", "public.dbz_signals", "public.hephaestus_probe"}, (
         "students unpublished; locations (published by the migration, captured by no source) kept"
     )
     assert read_rows(bob, "SELECT count(*) FROM students")[0][0] == 51, "unpublishing drops no data"

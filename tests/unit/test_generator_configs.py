@@ -314,3 +314,51 @@ def test_consent_must_be_a_boolean(project: Project) -> None:
     project.write_definition("bob.yaml", MINIMAL.format(extra="allow_destructive: 'yes'", sink_extra=""))
     result = project.generate()
     assert result.code == 1 and "bob.yaml" in result.err and "allow_destructive" in result.err
+
+
+def test_the_freshness_probe_when_a_definition_turns_it_on(project: Project) -> None:
+    """generator.probe: the heartbeat writes the probe, the sink routes each topic to its table."""
+    tenant = "        tenant_filter: {field: resource_path, values: ['-2147483645']}"
+    configs = generate_one(project, extra="probe: {interval_s: 5}", sink_extra=tenant)
+    src = configs["local_manabie_bob_source_connector"]
+    assert src["table.include.list"] == "public.hephaestus_probe,public.users"
+    assert "INSERT INTO public.hephaestus_probe" in src["heartbeat.action.query"]
+    assert src["heartbeat.interval.ms"] == "5000"
+    sink = configs["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink["topics"] == "local.manabie.bob.public.users,local.manabie.bob.public.hephaestus_probe"
+    assert sink["primary.key.fields"] == "user_id,probe_source,probe_sink"
+    assert sink["collection.name.format"] == "${topic}"
+    assert sink["transforms"] == "tenant,hephaestus_probe_sink,hephaestus_data,hephaestus_probe"
+    assert sink["transforms.hephaestus_data.replacement"] == "users"
+    # The probe has no tenant: the generator's filter lets the probe's topic by.
+    assert (sink["transforms.tenant.predicate"], sink["transforms.tenant.negate"]) == ("hephaestus_is_probe", "true")
+    assert sink["transforms.hephaestus_probe_sink.static.value"] == "local_manabie_bob_to_auth_users_sink_connector"
+
+
+MINE = "        options: {transforms: mine, transforms.mine.type: x}"
+
+
+@pytest.mark.parametrize(
+    ("sink_extra", "extra"),
+    [
+        (MINE + "\n        dlq: false", ""),  # a transform of theirs that fails on the probe would fail the task
+        ("        options: {collection.name.format: t}", ""),  # the probe would land in their table
+        ("", "compat: reference\nconverter: {format: json}"),
+        ("", "probe: {enabled: false}"),
+    ],
+)
+def test_a_sink_that_cannot_carry_the_probe_is_left_as_it_was(project: Project, sink_extra: str, extra: str) -> None:
+    sink = generate_one(project, extra=extra, sink_extra=sink_extra)["local_manabie_bob_to_auth_users_sink_connector"]
+    assert "hephaestus_probe" not in sink["topics"] and "probe_sink" not in sink.get("primary.key.fields", "")
+
+
+def test_a_transform_of_theirs_runs_first_and_meets_the_probe_beside_a_dlq(project: Project) -> None:
+    sink = generate_one(project, sink_extra=MINE)["local_manabie_bob_to_auth_users_sink_connector"]
+    assert sink["transforms"] == "mine,hephaestus_probe_sink,hephaestus_data,hephaestus_probe"
+    assert sink["errors.deadletterqueue.topic.name"]
+
+
+def test_a_reserved_probe_table_name_is_documented_and_fixed() -> None:
+    from hephaestus.generator import probe
+
+    assert probe.TABLE == "hephaestus_probe" and (probe.SOURCE_KEY, probe.SINK_KEY) == ("probe_source", "probe_sink")

@@ -46,13 +46,24 @@ from hephaestus.state.backend import FileBackend, PgBackend, backend_for, journa
 from hephaestus.state.lock import new_run_id
 
 
-def probe_of(project: Project, cluster: Cluster) -> HealthProbe:
+def probe_of(project: Project, cluster: Cluster, rollout: RolloutSettings | None = None) -> HealthProbe:
     def slots(database: str) -> Sequence[Slot]:
         if database not in project.databases:
             return []  # a source whose database this project has no DSN for: its slot is not gated
         return read_slots(project.dsn(database, "rollout health"), database)
 
-    return HealthProbe(cluster.kafka_bootstrap, slots)
+    def probes(client: ConnectClient, sinks: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+        from hephaestus.probe.read import arrivals
+
+        try:
+            live = {n: c.config for n, c in client.glance().items()}
+        except ConnectError as exc:
+            return {n: (None, None, f"Connect: {exc}") for n in sinks}
+        return arrivals(project, cluster.name, live, sinks)
+
+    # Probes are read only when the rollout gates freshness (a listing and a query per database).
+    gated = rollout is not None and rollout.max_freshness_s is not None
+    return HealthProbe(cluster.kafka_bootstrap, slots, arrivals=probes if gated else None)
 
 
 def shown(rollout: RolloutSettings, cluster: Cluster, p: Plan) -> tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]:
@@ -144,7 +155,7 @@ def taken_up(project: Project, cluster: Cluster, rollout: RolloutSettings, p: Pl
     writing = {s.name for s in p.writes} | {s.renamed_from for s in p.writes if s.renamed_from}
     if not set(left) - writing:
         return
-    watch = executor.Watch(rollout, probe_of(project, cluster))
+    watch = executor.Watch(rollout, probe_of(project, cluster, rollout))
     with connect_client(cluster) as client:
         live = client.fleet()
         names = sorted(n for n in left if n in live and n not in writing)

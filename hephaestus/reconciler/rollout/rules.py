@@ -121,7 +121,26 @@ def _judge(r: RolloutSettings, before: HealthSample | None, h: HealthSample, wan
         found.append(
             Failure(h.name, f"its slot holds {h.slot_wal} bytes of WAL (allowed {r.max_slot_wal_bytes})", False)
         )
-    return found
+    return found + _fresh(r, before, h)
+
+
+def _fresh(r: RolloutSettings, before: HealthSample | None, h: HealthSample) -> list[Failure]:
+    """A probe written after the writes (on the source's clock: later than the source's now()
+    sampled before them) must have arrived at the sink's database within `max_freshness_s`."""
+    if r.max_freshness_s is None or h.source_now is None and not h.probe_why:
+        return []  # not gated, or not a sink whose probe is read
+    if h.probe_why:
+        return [Failure(h.name, f"freshness not measured: {h.probe_why}", False)]
+    since = before.source_now if before is not None else None
+    if since is None or h.source_now is None:
+        return [Failure(h.name, "freshness not measured before its change", False)]
+    if h.probe_at is not None and h.probe_at > since:
+        return []
+    waited = h.source_now - since
+    if waited > r.max_freshness_s:
+        why = f"no probe written after its change arrived in {waited:.0f}s (allowed {r.max_freshness_s:g}s)"
+        return [Failure(h.name, why, True)]
+    return [Failure(h.name, f"waiting for a probe written after its change ({waited:.0f}s)", False)]
 
 
 def _state(h: HealthSample, want: str) -> str:
@@ -203,6 +222,7 @@ def describe(r: RolloutSettings, measured: bool) -> str:
         gates += [f"lag ≤ {r.max_lag}"] if r.max_lag is not None else []
         gates += [f"lag age ≤ {r.max_lag_age_s:g}s", f"DLQ growth ≤ {r.max_dlq_growth}"]
     gates += [f"slot WAL ≤ {r.max_slot_wal_bytes}"]
+    gates += [f"a probe after the change within {r.max_freshness_s:g}s"] if r.max_freshness_s is not None else []
     pace = f"; paced: lag budget {r.lag_budget}" if r.lag_budget is not None else ""
     blind = "" if measured else " (no kafka_bootstrap: lag and DLQ not measured)"
     waves_ = ", ".join(f"{w}%" for w in sorted({*r.waves, 100}))
