@@ -204,16 +204,18 @@ def _sha_file(path: Path) -> str:
 
 def write(path: Path, sealed: Sealed) -> None:
     key = seal.plan_key()
+    # The marker first: `--out` tells its own plan by its head (outputs.PLAN reads 4 KiB), and a
+    # plan's body (sorted) outgrows that; every level below the top stays sorted.
     doc: dict[str, Any] = {
         "hephaestus_plan": FORMAT,
         "id": sealed.id,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "seal": seal.seal(sealed.body),
-        "body": sealed.body,
     }
     if key is not None:
         doc["signature"] = seal.signature(sealed.body, key)
-    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    doc["body"] = json.loads(json.dumps(sealed.body, sort_keys=True))
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:

@@ -162,7 +162,11 @@ def of_slot_drop(slot: str) -> tuple[Effect, ...]:
 
 
 def of_publication_drop(tables: Sequence[str]) -> tuple[Effect, ...]:
-    return (Effect("capture-dropped", f"{few(tables)} leave the publication: their changes stop streaming"),)
+    """Tables leaving a publication stop streaming; the probe's table holds no data row."""
+    data = [t for t in tables if t.rsplit(".", 1)[-1] != views.PROBE_TABLE]
+    if not data:
+        return ()
+    return (Effect("capture-dropped", f"{few(data)} leave the publication: their changes stop streaming"),)
 
 
 def of_restart(config: Config, resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:

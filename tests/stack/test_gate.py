@@ -61,7 +61,8 @@ def files(fleet: Fleet, kind: str) -> Path:
 def test_each_destructive_change_is_refused_with_zero_writes_through_each_path(
     fleet: Fleet, connect: ConnectClient, stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert fleet.reconcile()[0] == 0
+    code, report = fleet.reconcile()
+    assert code == 0, json.dumps(report, indent=1)
     source, sink = fleet.name("platforms", "source_connector"), fleet.name("platforms", "to_")
     src_file, sink_file = files(fleet, "source"), files(fleet, "sink")
     log = WorkerLog(stack)

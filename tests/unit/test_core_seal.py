@@ -322,9 +322,11 @@ def test_the_file_is_stable_text(project: Project, tmp_path: Path) -> None:
     s = made(project, ClusterOutcome("c", URL, replace(PLAN, steps=(rename,)), basis=replace(BASIS, live=live)))
     path = written(project, s)
     text = path.read_text(encoding="utf-8")
-    assert text.startswith('{\n  "body": {\n') and text.endswith("}\n") and "néw" in text
+    # The marker first (outputs.PLAN knows its own plan by its head), the body last, sorted.
+    assert text.startswith('{\n  "hephaestus_plan": ') and text.endswith("}\n") and "néw" in text
     doc = json.loads(text)
-    assert doc["created"].endswith("+00:00") and list(doc) == ["body", "created", "hephaestus_plan", "id", "seal"]
+    assert doc["created"].endswith("+00:00") and list(doc) == ["hephaestus_plan", "id", "created", "seal", "body"]
+    assert list(doc["body"]) == sorted(doc["body"])
     assert sealed.steps(s, "c", {}, live) == (replace(rename, effects=()),)
     with pytest.raises(HephaestusError, match=r"^cannot write the plan to .*: Is a directory$"):
         sealed.write(tmp_path, s)

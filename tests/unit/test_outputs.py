@@ -99,3 +99,16 @@ def test_each_kind_knows_its_own_files(root: Path) -> None:
     for folder in ("definitions", "catalogs", ".hephaestus", "connectors"):
         with pytest.raises(InputError, match="would overwrite an input"):
             outputs.check(root / folder / "x.prom", project, "--metrics-textfile", outputs.TEXTFILE)
+
+
+def test_a_large_plan_written_by_hephaestus_is_still_its_own(root: Path) -> None:
+    """A plan's marker comes first: a body over the 4 KiB the check reads (the freshness probe's
+    heartbeat query alone is 700 bytes a source) must not make `--out` refuse its own plan."""
+    from hephaestus.reconciler import sealed
+    from hephaestus.safety.seal import Fingerprints, new_salt
+
+    body = {"clusters": {f"c{i}": {"config": "x" * 500} for i in range(20)}}
+    sealed.write(root / "plan.json", sealed.Sealed("id1", body, Fingerprints(new_salt())))
+    assert (root / "plan.json").stat().st_size > 4096
+    outputs.check(root / "plan.json", load_project(root / "hephaestus.yaml"), "--out", outputs.PLAN)
+    assert json.loads((root / "plan.json").read_text())["body"] == body

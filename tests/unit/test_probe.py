@@ -260,3 +260,9 @@ def test_turning_the_probe_off_is_no_data_change_but_a_probe_only_capture_is() -
     everything = {k: v for k, v in SOURCE.items() if k != "table.include.list"}
     only_probe = {**SOURCE, "table.include.list": "public.hephaestus_probe"}
     assert "capture-dropped" in codes(everything, only_probe)  # every table but the probe's leaves
+
+
+def test_the_probe_table_leaving_a_publication_is_no_data_change() -> None:
+    assert effects.of_publication_drop(["public.hephaestus_probe"]) == ()
+    (found,) = effects.of_publication_drop(["public.hephaestus_probe", "public.users"])
+    assert found.code == "capture-dropped" and "public.users" in found.why and "probe" not in found.why
