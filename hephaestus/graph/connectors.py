@@ -92,7 +92,8 @@ def _detail(config: Mapping[str, str], kind: Kind) -> str:
 def _source(node: Node, config: Mapping[str, str], resolve: Resolver, dbs: Mapping[DbKey, str]) -> Role:
     database = _source_database(config, resolve, dbs)
     postgres = views.is_source(config)
-    entries = [t.strip() for t in config.get("table.include.list", "").split(",") if t.strip()]
+    # The freshness probe's table is no lineage: its freshness shows in the overlay instead.
+    entries = [t for t in _listed(config, "table.include.list") if t.rsplit(".", 1)[-1] != views.PROBE_TABLE]
     tables = [qualified(t) if postgres and not _PATTERN_CHARS.search(t) else t for t in entries] or ["*"]
     nodes = {t: table_node(database, t) for t in tables}
     prefix = known(resolve(config.get("topic.prefix")))
@@ -121,8 +122,12 @@ _SERVER = (("database.hostname", None), ("database.port", "5432"), ("database.db
 
 
 def _sink(node: Node, config: Mapping[str, str]) -> Role:
-    topics = tuple(t.strip() for t in config.get("topics", "").split(",") if t.strip())
+    topics = tuple(t for t in _listed(config, "topics") if not views.is_probe(t, views.PROBE_TABLE))
     return Role(node, topics=topics, regex=config.get("topics.regex", "").strip())
+
+
+def _listed(config: Mapping[str, str], key: str) -> list[str]:
+    return [t.strip() for t in config.get(key, "").split(",") if t.strip()]
 
 
 def reads(r: Role, known_topics: frozenset[str]) -> tuple[str, ...]:

@@ -61,11 +61,12 @@ _FACTS = (
     ("slot_retained", "slot WAL retained", _bytes),
     ("slot_unconfirmed", "slot WAL unconfirmed", _bytes),
     ("slot_verdict", "slot verdict", _count),
+    ("freshness", "freshness (probe)", _count),  # docs/freshness.md: "fresh 3s", "stale (never): …"
 )
 
 
 def health_of(view: ConnectorLike) -> Health:
-    facts = [(label, show(v)) for key, label, show in _FACTS if (v := getattr(view, key, None)) is not None]
+    facts = [(label, show(v)) for key, label, show in _FACTS if (v := getattr(view, key, None)) not in (None, "")]
     if budget := getattr(view, "budget", 0):
         facts.append(("heal's restarts", f"{getattr(view, 'restarts', 0)} of {budget}"))
     return Health(view.state, tuple(view.tasks), tuple(view.problems), tuple(facts))

@@ -236,6 +236,7 @@ class View:
     problems: tuple[str, ...] = ()
     consumer_lag: int | None = None
     dlq_unresolved: int | None = None
+    freshness: str = ""  # status's "" when not judged
 
 
 @dataclass(frozen=True)
@@ -254,7 +255,7 @@ def test_the_overlay_reads_status_views_unreadable_clusters_and_the_last_change(
         ]
     )
     views = [
-        ClusterView("platforms", (View("a", "RUNNING", ((0, "FAILED"),), ("task 0 FAILED",), 12, 3),)),
+        ClusterView("platforms", (View("a", "RUNNING", ((0, "FAILED"),), ("task 0 FAILED",), 12, 3, "stale 300s"),)),
         ClusterView("down", (), ("cluster down: Kafka Connect 'down': GET /connectors failed",)),
     ]
     change = RecordedChange("2026-01-01T00:00:00+00:00", "update", "ok", "r1")
@@ -262,6 +263,7 @@ def test_the_overlay_reads_status_views_unreadable_clusters_and_the_last_change(
     a = over.health["connector:platforms/a"]
     assert (a.state, a.healthy, a.tasks) == ("RUNNING", False, ((0, "FAILED"),))
     assert ("consumer lag (records)", "12") in a.facts and ("DLQ records unresolved", "3") in a.facts
+    assert ("freshness (probe)", "stale 300s") in a.facts  # the probe read back (docs/freshness.md)
     assert over.health["connector:platforms/bob_source"].state == ABSENT
     assert over.health["connector:down/far"].state == UNREADABLE
     assert over.unreadable == {"down": "cluster down: Kafka Connect 'down': GET /connectors failed"}
@@ -404,3 +406,15 @@ def test_the_example_project_is_drawn_across_its_clusters_and_ksqldb(
         "ksqldb lmsdwh",
     }
     assert data["warnings"] == []
+
+
+def test_the_freshness_probe_is_no_lineage() -> None:
+    """Its table, topic and sink table stay off the graph; `--live` shows its freshness instead."""
+    lineage = build(
+        [
+            source("bob_source", "public.users,public.hephaestus_probe"),
+            sink("a", topics="bob.public.users,bob.public.hephaestus_probe"),
+        ]
+    )
+    assert not [n.id for n in lineage.nodes if "hephaestus_probe" in n.id]
+    assert [n.id for n in lineage.nodes if "users" in n.id]
