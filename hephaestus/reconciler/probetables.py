@@ -87,9 +87,11 @@ def ensure_all(project: Project, cluster: str, p: Plan) -> tuple[StepResult, ...
             gate.check([gate.Item(cluster, f"probe table {t.database}.{t.name}", "create-probe-table")])
             made = ensure(project, t)
         except HephaestusError as exc:
-            return (*done, StepResult(t.connector, "probe-table", False, str(exc)))
+            return (*done, StepResult(f"{t.database}.{t.name}", "probe-table", False, f"{exc} (for {t.connector})"))
         if made == "created":
-            done.append(StepResult(t.connector, "probe-table", True, f"{t.database}.{t.name}: created", wrote=True))
+            done.append(
+                StepResult(f"{t.database}.{t.name}", "probe-table", True, f"created (for {t.connector})", wrote=True)
+            )
     return tuple(done)
 
 

@@ -266,3 +266,56 @@ def test_the_probe_table_leaving_a_publication_is_no_data_change() -> None:
     assert effects.of_publication_drop(["public.hephaestus_probe"]) == ()
     (found,) = effects.of_publication_drop(["public.hephaestus_probe", "public.users"])
     assert found.code == "capture-dropped" and "public.users" in found.why and "probe" not in found.why
+
+
+# --- edges of the arithmetic (mutation testing found these unpinned) ----------------------
+
+
+def test_the_newest_probe_arrived_is_fresh_at_zero_and_each_judgement_keeps_route_and_skew() -> None:
+    f = judge(ROUTE, read(NOW - 1, src_at=NOW - 1, skew=2.5), 120)  # the sink holds the source's newest
+    assert (f.state, f.seconds, f.route, f.skew_s, f.why) == ("fresh", 1.0, ROUTE, 2.5, "")
+    at_now = judge(ROUTE, read(NOW, src_at=NOW), 120)
+    assert (at_now.state, at_now.seconds) == ("fresh", 0.0)
+    for reading in (
+        read(NOW - 500, skew=3.0),
+        read(None, since=NOW - 10, skew=3.0),
+        read(None, since=NOW - 999, skew=3.0),
+    ):
+        found = judge(ROUTE, reading, 120)
+        assert (found.route, found.skew_s) == (ROUTE, 3.0) and found.why, found
+    gone = judge(ROUTE, read(NOW - 2, unpublished=("public.users",), skew=3.0), 120)
+    assert (gone.route, gone.skew_s) == (ROUTE, 3.0)
+    edited = judge(ROUTE, read(NOW - 1, seq_sink=9, skew=3.0), 120)
+    assert (edited.route, edited.skew_s) == (ROUTE, 3.0) and "#9" in edited.why
+
+
+def test_the_boundaries_of_waiting_and_of_a_row_from_the_future() -> None:
+    assert judge(ROUTE, read(None, since=NOW - 120), 120).state == "waiting"  # exactly max_s: still waiting
+    assert judge(ROUTE, read(None, since=NOW - 121), 120).state == "stale"
+    assert judge(ROUTE, read(NOW - 5, src_at=NOW + 1), 120).state == "fresh"  # a second ahead: clocks agree
+    assert judge(ROUTE, read(NOW - 5, src_at=NOW + 1.5), 120).state == "edited"
+    future = judge(ROUTE, read(NOW - 5, src_at=NOW + 60), 120)
+    assert (future.route, "from the future" in future.why) == (ROUTE, True)
+
+
+def test_how_each_state_reads() -> None:
+    assert judge(ROUTE, read(NOW - 7), 120).describe() == "fresh 7s"
+    stale = judge(ROUTE, read(NOW - 2, unpublished=("public.users",)), 120).describe()
+    assert stale == "stale (never): public.users is not in src's publication: its rows stop at the source"
+    assert (
+        judge(ROUTE, read(None, since=NOW - 30), 120).describe()
+        == "waiting: no probe arrived yet (src probing for 30s)"
+    )
+
+
+def test_a_route_names_its_table_and_the_schema_of_its_probe_table() -> None:
+    other = {**SINK, "collection.name.format": "dwh.${topic}"}
+    (r,) = routes("c", {"src": SOURCE, "snk": other})
+    assert (r.schema, r.table, r.source_db) == ("dwh", "public.users", "bob")
+    only_probe = {**SINK, "topics": PROBE_TOPIC}
+    (p,) = routes("c", {"src": SOURCE, "snk": only_probe})
+    assert (p.table, p.why) == ("", "")
+    default = {k: v for k, v in SINK.items() if k != "collection.name.format"}
+    assert routes("c", {"src": SOURCE, "snk": default})[0].schema == "public"
+    named = {**SOURCE, "database.dbname": "bobdb"}  # a literal dbname is the database
+    assert routes("c", {"src": named, "snk": SINK})[0].source_db == "bobdb"
