@@ -87,7 +87,8 @@ def ensure_all(project: Project, cluster: str, p: Plan) -> tuple[StepResult, ...
             gate.check([gate.Item(cluster, f"probe table {t.database}.{t.name}", "create-probe-table")])
             made = ensure(project, t)
         except HephaestusError as exc:
-            return (*done, StepResult(f"{t.database}.{t.name}", "probe-table", False, f"{exc} (for {t.connector})"))
+            why = f"{exc} (for {t.connector}; or turn the probe off in its definition: probe: {{enabled: false}})"
+            return (*done, StepResult(f"{t.database}.{t.name}", "probe-table", False, why))
         if made == "created":
             done.append(
                 StepResult(f"{t.database}.{t.name}", "probe-table", True, f"created (for {t.connector})", wrote=True)

@@ -67,7 +67,9 @@ def _fresh(fleet: Fleet) -> bool:
     return value is not None and value <= INTERVAL_S + 10
 
 
-def test_fresh_in_steady_state_then_stale_when_the_sink_is_paused(fleet: Fleet, connect: ConnectClient) -> None:
+def test_fresh_in_steady_state_then_stale_when_the_sink_is_paused(
+    fleet: Fleet, connect: ConnectClient, tmp_path: Path
+) -> None:
     wait_until(lambda: _fresh(fleet), timeout=180, message="the probe arrives at auth")
     rows = read_rows(fleet.stack.dsn(fleet.dbs["auth"]), "SELECT probe_sink, probe_seq FROM hephaestus_probe")
     assert [r[0] for r in rows] == [_sink_name(fleet)] and rows[0][1] >= 1
@@ -81,6 +83,62 @@ def test_fresh_in_steady_state_then_stale_when_the_sink_is_paused(fleet: Fleet, 
     assert code == 2, report
     mine = _mine(report, _sink_name(fleet))
     assert mine["freshness"].startswith("stale") and any("freshness stale" in p for p in mine["problems"])
+    _fires_on_scraped_series(fleet, tmp_path)
+
+
+# The labels Prometheus adds to every series it scrapes from the chart's exporter.
+TARGET = {"job": "deploy-hephaestus-exporter", "namespace": "data", "instance": "exporter:9401"}
+
+
+def _fires_on_scraped_series(fleet: Fleet, tmp_path: Path) -> None:
+    """The chart's PipelineStale expression, evaluated by promtool over the series this exporter
+    serves now (its /metrics text, parsed): it selects this sink's series (its `for` is the
+    golden promtool test's, tests/golden/monitoring)."""
+    import yaml
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.unit.test_helm import render
+    from tests.unit.test_monitoring import ALL_ON, _tool, promtool_run, rules_of
+
+    text = generate_latest(check(load_project(fleet.root / "hephaestus.yaml")).registry).decode()
+    wanted = ("hephaestus_pipeline_freshness_seconds", "hephaestus_pipeline_freshness_max_seconds")
+    found = [
+        (s.name, {**s.labels, **TARGET}, s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name in wanted and s.labels.get("sink") == _sink_name(fleet)
+    ]
+    assert sorted(n for n, _, _ in found) == sorted(wanted), text
+    expr = rules_of(render(_tool("helm"), *ALL_ON))["HephaestusPipelineStale"]["expr"]
+    (labels, seconds) = next((lb, v) for n, lb, v in found if n == wanted[0])
+    test = {
+        "rule_files": [],
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": _series(n, lb), "values": f"{_value(v)}x3"} for n, lb, v in found],
+                "promql_expr_test": [
+                    {
+                        "expr": expr,
+                        "eval_time": "2m",
+                        "exp_samples": [{"labels": _series(wanted[0], labels), "value": seconds}],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "scraped.test.yaml").write_text(yaml.safe_dump(test))
+    result = promtool_run(_tool("promtool"), "test", "rules", "scraped.test.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _series(name: str, labels: dict[str, str]) -> str:
+    return name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def _value(value: float) -> str:
+    return "+Inf" if math.isinf(value) else repr(value)  # every digit: the expected sample is the same float
 
 
 def test_a_table_out_of_the_publication_goes_stale(fleet: Fleet) -> None:
