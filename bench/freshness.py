@@ -29,6 +29,7 @@ HEPHAESTUS = str(REPO / ".venv" / "bin" / "hephaestus")
 
 def copy(root: Path, probe: bool) -> Path:
     """The shipped project under `root`, its definitions with the probe on or off, generated."""
+    root.mkdir(parents=True)
     for part in ("hephaestus.yaml", "definitions", "catalogs"):
         src = REPO / part
         (shutil.copytree if src.is_dir() else shutil.copy)(src, root / part)
@@ -50,8 +51,9 @@ def run(root: Path, *args: str, check: bool = True) -> float:
     return took
 
 
-def timed(root: Path, runs: int) -> dict[str, list[float]]:
+def timed(root: Path, runs: int, settle: float) -> dict[str, list[float]]:
     run(root, "reconcile", "--auto-approve")  # the stack as this variant wants it: the dry runs are no-ops
+    time.sleep(settle)  # the connectors it restarted settle (a rebalance slows Connect's answers)
     return {
         "reconcile --dry-run": [run(root, "reconcile", "--dry-run") for _ in range(runs)],
         "status": [run(root, "status", check=False) for _ in range(runs)],
@@ -61,10 +63,12 @@ def timed(root: Path, runs: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    runs = parser.parse_args().runs
+    parser.add_argument("--settle", type=float, default=30.0, help="seconds between a reconcile and its timings")
+    args = parser.parse_args()
+    runs = args.runs
     with tempfile.TemporaryDirectory() as tmp:
-        off = timed(copy(Path(tmp) / "off", probe=False), runs)
-        on = timed(copy(Path(tmp) / "on", probe=True), runs)  # last: the stack stays as shipped
+        off = timed(copy(Path(tmp) / "off", probe=False), runs, args.settle)
+        on = timed(copy(Path(tmp) / "on", probe=True), runs, args.settle)  # last: the stack stays as shipped
     for name in on:
         a, b = statistics.median(on[name]), statistics.median(off[name])
         spread = f"on {min(on[name]):.2f}-{max(on[name]):.2f} s, off {min(off[name]):.2f}-{max(off[name]):.2f} s"
