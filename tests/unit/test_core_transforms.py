@@ -70,3 +70,44 @@ def test_a_transform_without_a_type_is_no_category_and_no_crash() -> None:
     config = {"transforms": "x,r", **{k: v for k, v in ROUTE.items() if k != "transforms"}}
     assert set(reading(config, frozenset({"a.b"}))) == {"router", "unknown"}
     assert routed(config, "a.b") == "z.b"
+
+
+def test_a_reshaping_transform_before_a_filter_leaves_the_filter_judged() -> None:
+    from hephaestus.safety.transforms import signatures
+
+    config = {"transforms": "cast,f", "transforms.cast.type": K + "Cast$Value", "transforms.f.type": K + "Filter"}
+    assert set(signatures(config)) == {"filter"}
+    assert set(reading(config, frozenset({"a.b"}))) == {"filter"}
+
+
+def test_an_unwrap_is_judged_by_its_delete_handling_only_as_the_records_meet_it() -> None:
+    config = {
+        "transforms": "u",
+        "transforms.u.type": "io.debezium.transforms.ExtractNewRecordState",
+        "transforms.u.add.fields": "op",
+        "transforms.u.delete.tombstone.handling.mode": "drop",
+    }
+    assert reading(config, frozenset({"a.b"}))["deletes"] == (
+        ("alias", "u"),
+        ("transforms.u.delete.tombstone.handling.mode", "drop"),
+    )
+
+
+def test_a_router_its_predicate_keeps_away_leaves_the_name_a_later_tag_matches() -> None:
+    config = {
+        **ROUTE,
+        **TOPIC_IS,
+        "transforms": "r,tag",
+        "transforms.r.predicate": "q",
+        "predicates": "q,p",
+        "predicates.q.type": K + "predicates.TopicNameMatches",
+        "predicates.q.pattern": "nothing",
+        "transforms.tag.type": K + "InsertField$Key",
+        "transforms.tag.predicate": "p",
+    }
+    assert "key" in reading(config, frozenset({"a.b"}))  # not routed: still a.b, which the tag takes
+
+
+def test_a_topic_predicate_without_a_pattern_matches_nothing_and_does_not_crash() -> None:
+    config = {"transforms.t.predicate": "p", "predicates.p.type": K + "predicates.TopicNameMatches"}
+    assert applies_to(config, "t", "a.b") is False

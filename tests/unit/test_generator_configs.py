@@ -333,6 +333,35 @@ def test_the_freshness_probe_when_a_definition_turns_it_on(project: Project) -> 
     # The probe has no tenant: the generator's filter lets the probe's topic by.
     assert (sink["transforms.tenant.predicate"], sink["transforms.tenant.negate"]) == ("hephaestus_is_probe", "true")
     assert sink["transforms.hephaestus_probe_sink.static.value"] == "local_manabie_bob_to_auth_users_sink_connector"
+    kafka = "org.apache.kafka.connect.transforms."
+    probe = {k: v for k, v in sink.items() if "hephaestus" in k or k in ("predicates", "field.include.list")}
+    assert probe == {
+        "field.include.list": "user_id,name,email,resource_path,created_at,updated_at,deleted_at,"
+        "hephaestus_probe:probed_at,hephaestus_probe:probe_seq,hephaestus_probe:unpublished",
+        "predicates": "hephaestus_is_probe",
+        "predicates.hephaestus_is_probe.type": kafka + "predicates.TopicNameMatches",
+        "predicates.hephaestus_is_probe.pattern": r"local\.manabie\.bob\.public\.hephaestus_probe",
+        "transforms.hephaestus_probe_sink.type": kafka + "InsertField$Key",
+        "transforms.hephaestus_probe_sink.static.field": "probe_sink",
+        "transforms.hephaestus_probe_sink.static.value": "local_manabie_bob_to_auth_users_sink_connector",
+        "transforms.hephaestus_probe_sink.predicate": "hephaestus_is_probe",
+        "transforms.hephaestus_data.type": kafka + "RegexRouter",
+        "transforms.hephaestus_data.regex": r"local\.manabie\.bob\.public\.users",
+        "transforms.hephaestus_data.replacement": "users",
+        "transforms.hephaestus_probe.type": kafka + "RegexRouter",
+        "transforms.hephaestus_probe.regex": r"local\.manabie\.bob\.public\.hephaestus_probe",
+        "transforms.hephaestus_probe.replacement": "hephaestus_probe",
+    }
+    query = src["heartbeat.action.query"].split("; ", 1)[1]
+    assert query == (
+        "DO $probe$ BEGIN IF to_regclass('public.hephaestus_probe') IS NOT NULL THEN "
+        "INSERT INTO public.hephaestus_probe (probe_source, probed_at, probe_seq, unpublished) "
+        "VALUES ('local_manabie_bob_source_connector', now(), 1, (SELECT string_agg(t, ',' ORDER BY t) "
+        "FROM unnest(ARRAY['public.users']::text[]) AS t WHERE NOT EXISTS (SELECT 1 FROM pg_publication_tables p "
+        "WHERE p.pubname = 'debezium_publication' AND p.schemaname || '.' || p.tablename = t))) "
+        "ON CONFLICT (probe_source) DO UPDATE SET probed_at = EXCLUDED.probed_at, "
+        "probe_seq = public.hephaestus_probe.probe_seq + 1, unpublished = EXCLUDED.unpublished; END IF; END $probe$"
+    )
 
 
 MINE = "        options: {transforms: mine, transforms.mine.type: x}"
@@ -355,6 +384,9 @@ def test_a_sink_that_cannot_carry_the_probe_is_left_as_it_was(project: Project, 
 def test_a_transform_of_theirs_runs_first_and_meets_the_probe_beside_a_dlq(project: Project) -> None:
     sink = generate_one(project, sink_extra=MINE)["local_manabie_bob_to_auth_users_sink_connector"]
     assert sink["transforms"] == "mine,hephaestus_probe_sink,hephaestus_data,hephaestus_probe"
+    listed = "        options: {transforms: ' a , hephaestus_data,b', transforms.a.type: x, transforms.b.type: y}"
+    chain = generate_one(project, sink_extra=listed)["local_manabie_bob_to_auth_users_sink_connector"]["transforms"]
+    assert chain == "a,b,hephaestus_probe_sink,hephaestus_data,hephaestus_probe"  # theirs first, the probe's once
     assert sink["errors.deadletterqueue.topic.name"]
 
 

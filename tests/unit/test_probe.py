@@ -319,3 +319,8 @@ def test_a_route_names_its_table_and_the_schema_of_its_probe_table() -> None:
     assert routes("c", {"src": SOURCE, "snk": default})[0].schema == "public"
     named = {**SOURCE, "database.dbname": "bobdb"}  # a literal dbname is the database
     assert routes("c", {"src": named, "snk": SINK})[0].source_db == "bobdb"
+
+
+def test_no_source_row_keeps_the_route_and_the_skew() -> None:
+    f = judge(ROUTE, Reading(NOW, NOW + 4.0, None, None), 120)
+    assert (f.state, f.route, f.skew_s) == ("waiting", ROUTE, 4.0)
