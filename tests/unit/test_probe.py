@@ -324,3 +324,17 @@ def test_a_route_names_its_table_and_the_schema_of_its_probe_table() -> None:
 def test_no_source_row_keeps_the_route_and_the_skew() -> None:
     f = judge(ROUTE, Reading(NOW, NOW + 4.0, None, None), 120)
     assert (f.state, f.route, f.skew_s) == ("waiting", ROUTE, 4.0)
+
+
+def test_a_sink_that_carries_no_probe_is_still_named_by_its_cluster_and_name() -> None:
+    plain = {**SINK, "topics": "local.m.bob.public.users"}
+    lonely = routes("c", {"snk": SINK})
+    for found in (routes("c", {"src": SOURCE, "snk": plain}), lonely):
+        (r,) = found
+        assert (r.cluster, r.sink, r.source) == ("c", "snk", "") and r.why
+
+
+def test_a_quote_in_a_name_cannot_leave_the_heartbeat_querys_literals() -> None:
+    from hephaestus.generator.probe import _literal
+
+    assert _literal("o'brien") == "'o''brien'" and _literal("") == "''"
