@@ -93,7 +93,7 @@ def _source(node: Node, config: Mapping[str, str], resolve: Resolver, dbs: Mappi
     database = _source_database(config, resolve, dbs)
     postgres = views.is_source(config)
     # The freshness probe's table is no lineage: its freshness shows in the overlay instead.
-    entries = [t for t in _listed(config, "table.include.list") if t.rsplit(".", 1)[-1] != views.PROBE_TABLE]
+    entries = [t for t in _listed(config, "table.include.list") if not views.probe_named(t)]
     tables = [qualified(t) if postgres and not _PATTERN_CHARS.search(t) else t for t in entries] or ["*"]
     nodes = {t: table_node(database, t) for t in tables}
     prefix = known(resolve(config.get("topic.prefix")))
@@ -122,7 +122,7 @@ _SERVER = (("database.hostname", None), ("database.port", "5432"), ("database.db
 
 
 def _sink(node: Node, config: Mapping[str, str]) -> Role:
-    topics = tuple(t for t in _listed(config, "topics") if not views.is_probe(t, views.PROBE_TABLE))
+    topics = tuple(t for t in _listed(config, "topics") if not views.probe_named(t))
     return Role(node, topics=topics, regex=config.get("topics.regex", "").strip())
 
 

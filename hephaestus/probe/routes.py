@@ -15,14 +15,14 @@ from collections.abc import Mapping
 
 from hephaestus.classes import CONFLUENT_SINK
 from hephaestus.errors import HephaestusError
-from hephaestus.fleet.sources import captured, source_ref
+from hephaestus.fleet.sources import source_ref
 from hephaestus.fleet.topics import topics_of
-from hephaestus.fleet.writers import TopicWriter
+from hephaestus.fleet.writers import TopicWriter, writers_of
+from hephaestus.generator.probe import TAG
 from hephaestus.probe.model import Route
 from hephaestus.safety import views
 from hephaestus.safety.values import NO_RESOLVER
 
-TAG = "hephaestus_probe_sink"  # generator.probe's alias
 _URL = re.compile(r"^jdbc:postgresql://[^/]*/([^?;]+)", re.IGNORECASE)
 _SECRET = re.compile(r"^\$\{file:[^:]*:(.+)_url\}$")
 Configs = Mapping[str, Mapping[str, str]]
@@ -30,12 +30,12 @@ Configs = Mapping[str, Mapping[str, str]]
 
 def routes(cluster: str, configs: Configs) -> list[Route]:
     """A route per sink of the cluster; one carrying no probe says why."""
-    writers = _writers(configs)
+    writers = writers_of(configs, NO_RESOLVER)
     return [_route(cluster, name, config, writers) for name, config in sorted(configs.items()) if views.is_sink(config)]
 
 
 def _route(cluster: str, name: str, config: Mapping[str, str], writers: list[TopicWriter]) -> Route:
-    probe = next((t for t in topics_of(config) if t.rsplit(".", 1)[-1] == views.PROBE_TABLE), None)
+    probe = probe_topic(config)
     if probe is None or config.get(f"transforms.{TAG}.static.value") != name:
         return Route(cluster, name, why=_not_carried(config))
     writer = next((w for w in writers if w.writes(probe)), None)
@@ -43,9 +43,18 @@ def _route(cluster: str, name: str, config: Mapping[str, str], writers: list[Top
         return Route(cluster, name, why=f"no source on {cluster} writes its probe topic {probe}")
     data = [t for t in topics_of(config) if t != probe]
     table = data[0][len(writer.namespace) :].replace(writer.delimiter, ".") if data else ""
+    return Route(cluster, name, writer.name, source_db(writer), sink_db(config), probe_schema(config), table)
+
+
+def probe_topic(config: Mapping[str, str]) -> str | None:
+    """The probe topic a sink reads, if any."""
+    return next((t for t in topics_of(config) if views.probe_named(t)), None)
+
+
+def probe_schema(config: Mapping[str, str]) -> str:
+    """The schema of a probing sink's probe table: its `collection.name.format`'s (generator.probe)."""
     fmt = config.get("collection.name.format", "${topic}")
-    schema = fmt.split(".", 1)[0] if "." in fmt else "public"
-    return Route(cluster, name, writer.name, source_db(writer), sink_db(config), schema, table)
+    return fmt.split(".", 1)[0] if "." in fmt else "public"
 
 
 def _not_carried(config: Mapping[str, str]) -> str:
@@ -69,15 +78,3 @@ def sink_db(config: Mapping[str, str]) -> str:
     url = config.get("connection.url", "").strip()
     found = _URL.match(url) or _SECRET.match(url)
     return found.group(1) if found else ""
-
-
-def _writers(configs: Configs) -> list[TopicWriter]:
-    found = []
-    for name, config in sorted(configs.items()):
-        if not views.is_source(config):
-            continue
-        source = views.source(config, NO_RESOLVER)
-        namespace = views.namespace(config, source)
-        if namespace:
-            found.append(TopicWriter(name, namespace, config, source.naming[0], tuple(captured(config))))
-    return found

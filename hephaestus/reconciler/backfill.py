@@ -25,7 +25,6 @@ from hephaestus.reconciler.plan import Backfill, Plan, Step
 from hephaestus.safety import effects, views
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.values import Resolver
-from hephaestus.safety.views import PROBE_TABLE
 
 FIELDS = "field.include.list"
 
@@ -65,7 +64,7 @@ def _gaps(p: Plan, live: Mapping[str, Live]) -> Iterator[Backfill]:
             gap = tuple(
                 t
                 for t in change.add
-                if before is not None and t in captured(before.config) and not t.endswith(f".{PROBE_TABLE}")
+                if before is not None and t in captured(before.config) and not views.probe_named(t)
             )
             if gap and (ref := _ref(name, before)) is not None:
                 why = f"re-added to publication {change.publication}: rows written while it was out"
@@ -80,7 +79,7 @@ def _widened(p: Plan, every: Mapping[str, Live], writers: list[TopicWriter]) -> 
         gained = _gained(step)
         if not gained or not views.is_sink(step.config):
             continue
-        for topic in (t for t in topics_of(step.config) if not views.is_probe(t, PROBE_TABLE)):
+        for topic in (t for t in topics_of(step.config) if not views.probe_named(t)):
             w = next((w for w in writers if w.writes(topic)), None)
             if w is not None and (ref := _ref(w.name, every.get(w.name))) is not None:
                 table = topic[len(w.namespace) :].replace(w.delimiter, ".")
@@ -93,7 +92,7 @@ def _gained(step: Step) -> tuple[str, ...]:
         return ()
     before = {f.strip() for f in change.before.split(",")}
     gained = (f.strip() for f in (change.after or "").split(",") if f.strip() and f.strip() not in before)
-    return tuple(f for f in gained if not f.startswith(f"{PROBE_TABLE}:"))  # the probe's: no row to re-read
+    return tuple(f for f in gained if not views.probe_field(f))  # the probe's: no row to re-read
 
 
 def _ref(name: str, source: Live | None) -> SourceRef | None:

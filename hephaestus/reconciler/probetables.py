@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from hephaestus import pg
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet.sources import captured, source_ref
-from hephaestus.probe.routes import sink_db
+from hephaestus.probe.routes import probe_schema, probe_topic, sink_db
 from hephaestus.project import Project
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan
@@ -65,17 +65,12 @@ def needed(p: Plan) -> list[ProbeTable]:
 
 def _of(name: str, config: Mapping[str, str]) -> Iterator[ProbeTable]:
     if views.is_source(config):
-        probe = next((t for t in captured(config) if t.rsplit(".", 1)[-1] == views.PROBE_TABLE), None)
+        probe = next((t for t in captured(config) if views.probe_named(t)), None)
         if probe is not None:
             database = source_ref(name, config).database
             yield ProbeTable(database, probe.rsplit(".", 1)[0] if "." in probe else "public", "source", name)
-    elif views.is_sink(config) and any(t.endswith(f".{views.PROBE_TABLE}") for t in _topics(config)):
-        fmt = config.get("collection.name.format", "${topic}")
-        yield ProbeTable(sink_db(config), fmt.split(".", 1)[0] if "." in fmt else "public", "sink", name)
-
-
-def _topics(config: Mapping[str, str]) -> list[str]:
-    return [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+    elif views.is_sink(config) and probe_topic(config) is not None:
+        yield ProbeTable(sink_db(config), probe_schema(config), "sink", name)
 
 
 def ensure_all(project: Project, cluster: str, p: Plan) -> tuple[StepResult, ...]:

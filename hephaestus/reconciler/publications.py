@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from hephaestus.fleet.sources import POSTGRES_SOURCE, SIGNAL_TABLE_DDL, captured, source_ref
 from hephaestus.reconciler.model import Desired, Live
-from hephaestus.safety.views import PROBE_TABLE
+from hephaestus.safety.views import probe_named
 
 Problems = dict[str, dict[str, tuple[str, ...]]]  # connector -> key -> messages (as config/validate)
 
@@ -124,7 +124,7 @@ def _one(
 
 def _made_later(absent: frozenset[str]) -> frozenset[str]:
     """The absent tables no one makes: all but the freshness probe's, which reconcile makes."""
-    return frozenset(t for t in absent if t.rsplit(".", 1)[-1] != PROBE_TABLE)
+    return frozenset(t for t in absent if not probe_named(t))
 
 
 def _them(names: Sequence[str]) -> str:

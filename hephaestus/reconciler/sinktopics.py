@@ -15,9 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from hephaestus.fleet.sources import captured
 from hephaestus.fleet.topics import topics_of
-from hephaestus.fleet.writers import TopicWriter
+from hephaestus.fleet.writers import TopicWriter, writers_of
 from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Action, Need, Plan
 from hephaestus.safety import views
@@ -48,13 +47,7 @@ def writers(p: Plan, live: Mapping[str, Live], resolve: Resolver) -> list[TopicW
     """The plan's sources (as they will be) and the cluster's live ones, with their namespaces."""
     planned = {s.name: s.config for s in p.of(*STARTS) if views.is_source(s.config)}
     running = {n: lv.config for n, lv in live.items() if views.is_source(lv.config) and n not in planned}
-    found = []
-    for name, config in sorted({**running, **planned}.items()):
-        source = views.source(config, resolve)
-        namespace = views.namespace(config, source)
-        if namespace:
-            found.append(TopicWriter(name, namespace, config, source.naming[0], tuple(captured(config))))
-    return found
+    return writers_of({**running, **planned}, resolve)
 
 
 def checked(p: Plan, live: Mapping[str, Live], existing: frozenset[str], resolve: Resolver) -> Plan:

@@ -163,7 +163,7 @@ def of_slot_drop(slot: str) -> tuple[Effect, ...]:
 
 def of_publication_drop(tables: Sequence[str]) -> tuple[Effect, ...]:
     """Tables leaving a publication stop streaming; the probe's table holds no data row."""
-    data = [t for t in tables if t.rsplit(".", 1)[-1] != views.PROBE_TABLE]
+    data = [t for t in tables if not views.probe_named(t)]
     if not data:
         return ()
     return (Effect("capture-dropped", f"{few(data)} leave the publication: their changes stop streaming"),)
@@ -279,7 +279,7 @@ def _sink_transforms(before: Config, after: Config, b: views.SinkView, a: views.
     `_tables` when it can tell, for each of those topics, the table it lands in."""
     if b.topics is None or b.regex is not None or a.regex is not None:
         return b.transforms, a.transforms
-    data = _data_topics(b.topics)
+    data = views.without_probe(b.topics) or frozenset()
     old, new = transforms.reading(before, data), transforms.reading(after, data)
     if _resolved(before, after, b, a) and not (_qualified(before) or _qualified(after)):
         old.pop("router", None)
@@ -287,23 +287,18 @@ def _sink_transforms(before: Config, after: Config, b: views.SinkView, a: views.
     return old, new
 
 
-def _data_topics(topics: frozenset[str]) -> frozenset[str]:
-    """The topics a sink reads but the probe's (its records are no data row)."""
-    return frozenset(t for t in topics if not views.is_probe(t, views.PROBE_TABLE)) or topics
-
-
 def _qualified(config: Config) -> bool:
     """A field list naming a (routed) topic's field other than the probe's: a router renaming
     that topic would change which fields are written, which the tables alone do not show."""
     lists = (config.get(k, "") for k in ("field.include.list", "field.exclude.list", "fields.whitelist"))
     names = (f.strip() for text in lists for f in text.split(","))
-    return any(":" in f and not f.startswith(f"{views.PROBE_TABLE}:") for f in names)
+    return any(":" in f and not views.probe_field(f) for f in names)
 
 
 def _resolved(before: Config, after: Config, b: views.SinkView, a: views.SinkView) -> bool:
     """Every topic read before lands in a table that can be told, before and after."""
     old, new = views.tables(before, b), views.tables(after, a)
-    read = _data_topics(b.topics or frozenset())
+    read = views.without_probe(b.topics) or frozenset()
     return bool(read) and all(old.get(t) is not None and new.get(t) is not None for t in read)
 
 
@@ -320,7 +315,7 @@ def _tables(before: Config, after: Config, b: views.SinkView, a: views.SinkView)
 def _read(b: views.SinkView, a: views.SinkView) -> list[Effect]:
     if b.topics is None or a.topics is None:
         return [Effect("topics-stopped", "topics: not known here")] if b.topics != a.topics else []
-    lost = sorted(t for t in b.topics - a.topics if not views.is_probe(t, views.PROBE_TABLE))  # the probe's: no data
+    lost = sorted(t for t in b.topics - a.topics if not views.probe_named(t))  # the probe's: no data
     found = [Effect("topics-stopped", f"stops reading {few(lost)}")] if lost and a.regex is None else []
     if lost and a.regex is not None:
         found.append(Effect("topics-stopped", f"topics.regex replaces topics ({few(lost)}): could not tell"))

@@ -100,7 +100,7 @@ def source(config: Mapping[str, str], resolve: Resolver) -> SourceView:
         trimmed_enum(get("snapshot.mode"), SNAPSHOT_MODES, "initial"),
         boolean(get("snapshot.mode.configuration.based.snapshot.data"), False),
         boolean(get("slot.drop.on.stop"), False),
-        tuple((k, _data_tables(listed(get(k)))) for k in CAPTURE_LISTS),
+        tuple((k, without_probe(listed(get(k)))) for k in CAPTURE_LISTS),
         tuple((k, listed(get(k))) for k in EXCLUDE_LISTS),
         get("message.key.columns"),
         _skipped(get("skipped.operations")),
@@ -183,7 +183,7 @@ def sink(config: Mapping[str, str], resolve: Resolver) -> SinkView:
         insert,
         boolean(get("delete.enabled"), False),
         boolean(get("truncate.enabled"), False),
-        tuple((k, _data_fields(listed(get(k)))) for k in fields),
+        tuple((k, without_probe(listed(get(k)), probe_field)) for k in fields),
         _drops_failures(config),
         get("consumer.override.group.id"),
         transforms.signatures(config),
@@ -198,25 +198,27 @@ PROBE_SOURCE_KEY, PROBE_SINK_KEY = "probe_source", "probe_sink"
 PROBE_KEYS = frozenset({PROBE_SOURCE_KEY, PROBE_SINK_KEY})
 
 
+def probe_named(name: str) -> bool:
+    """A table (`schema.table`) or topic (`….schema.table`) whose last part is the probe table."""
+    return name.rsplit(".", 1)[-1] == PROBE_TABLE
+
+
+def probe_field(name: str) -> bool:
+    """A field list's entry qualified by the probe's (routed) topic: `hephaestus_probe:<column>`."""
+    return name.startswith(f"{PROBE_TABLE}:")
+
+
 def is_probe(topic: str, table: str | None) -> bool:
-    """A probe topic (its table part is the probe table's) routed into a probe table."""
-    return topic.rsplit(".", 1)[-1] == PROBE_TABLE and (table or "").rsplit(".", 1)[-1] == PROBE_TABLE
+    """A probe topic routed into a probe table."""
+    return probe_named(topic) and probe_named(table or "")
 
 
-def _data_tables(names: frozenset[str] | None) -> frozenset[str] | None:
-    """An include list without the probe's table (captured or not, no data row moves), unless
-    that is all it names: an empty list would read as "every table"."""
+def without_probe(names: frozenset[str] | None, probe: Callable[[str], bool] = probe_named) -> frozenset[str] | None:
+    """The names that are data (captured, read or written, the probe's move no data row), unless
+    the probe's are all there is: an empty list would read as "every table" or "every field"."""
     if names is None:
         return None
-    rest = frozenset(n for n in names if n.rsplit(".", 1)[-1] != PROBE_TABLE)
-    return rest or names
-
-
-def _data_fields(names: frozenset[str] | None) -> frozenset[str] | None:
-    """A field list without the probe's own fields (qualified by its table), unless that is all."""
-    if names is None:
-        return None
-    return frozenset(n for n in names if not n.startswith(f"{PROBE_TABLE}:")) or names
+    return frozenset(n for n in names if not probe(n)) or names
 
 
 def _data_keys(fields: frozenset[str] | None) -> frozenset[str] | None:
