@@ -68,24 +68,19 @@ def _reading(r: Route, sources: Mapping[str, Side], sinks: Mapping[tuple[str, st
 
 
 def _read_source(project: Project, database: str) -> Side:
-    table = f"public.{PROBE_TABLE}"
-    query = (
-        "SELECT probe_source, '', extract(epoch FROM probed_at), probe_seq, extract(epoch FROM probe_since) "
-        f"FROM {table}"
-    )
-    side = _read(project, database, table, query, [])
+    query = "SELECT probe_source, '', extract(epoch FROM probed_at), probe_seq, extract(epoch FROM probe_since) FROM {}"
+    side = _read(project, database, "public", query, [])
     rows = {k: SourceRow(float(at), int(seq), float(since)) for k, (at, seq, since) in side.rows.items()}
     return Side(side.now, rows, side.error)
 
 
 def _read_sink(project: Project, database: str, schema: str, routes: Iterable[Route]) -> Side:
-    table = f"{schema}.{PROBE_TABLE}"
     sinks = sorted({r.sink for r in routes if (r.sink_db, r.schema) == (database, schema)})
     query = (
         "SELECT probe_source, probe_sink, extract(epoch FROM probed_at), probe_seq, coalesce(unpublished, '') "
-        f"FROM {table} WHERE probe_sink = ANY(%s)"
+        "FROM {} WHERE probe_sink = ANY(%s)"
     )
-    side = _read(project, database, table, query, [sinks])
+    side = _read(project, database, schema, query, [sinks])
     rows = {
         k: SinkRow(float(at), int(seq), tuple(t for t in str(gaps).split(",") if t))
         for k, (at, seq, gaps) in side.rows.items()
@@ -93,7 +88,12 @@ def _read_sink(project: Project, database: str, schema: str, routes: Iterable[Ro
     return Side(side.now, rows, side.error)
 
 
-def _read(project: Project, database: str, table: str, query: str, params: list[Any]) -> Side:
+def _read(project: Project, database: str, schema: str, query: str, params: list[Any]) -> Side:
+    """`query`'s `{}` is the probe table in `schema`, quoted: the schema comes from a live sink
+    config (its `collection.name.format`), which anyone with Connect's API can edit."""
+    from psycopg import sql
+
+    table = f"{schema}.{PROBE_TABLE}"
     if database not in project.databases:
         return Side(error=f"database {database or '?'} is not in the project's databases: its probes cannot be read")
     try:
@@ -101,9 +101,9 @@ def _read(project: Project, database: str, table: str, query: str, params: list[
             project.dsn(database, "freshness"), f"database {database}", application="hephaestus freshness"
         ) as conn:
             now = float(_one(conn, "SELECT extract(epoch FROM clock_timestamp())", []))
-            if _one(conn, "SELECT to_regclass(%s)", [table]) is None:
+            if _one(conn, "SELECT to_regclass(format('%%I.%%I', %s::text, %s::text))", [schema, PROBE_TABLE]) is None:
                 return Side(now, error=f"no probe table {table} in {database}: reconcile creates it")
-            rows = conn.execute(query, params).fetchall()
+            rows = conn.execute(sql.SQL(query).format(sql.Identifier(schema, PROBE_TABLE)), params).fetchall()
     except HephaestusError as exc:
         return Side(error=str(exc))
     return Side(now, {(str(r[0]), str(r[1])): r[2:] for r in rows})

@@ -394,3 +394,11 @@ def test_a_reserved_probe_table_name_is_documented_and_fixed() -> None:
     from hephaestus.generator import probe
 
     assert probe.TABLE == "hephaestus_probe" and (probe.SOURCE_KEY, probe.SINK_KEY) == ("probe_source", "probe_sink")
+
+
+def test_a_freshness_threshold_that_would_make_every_pipeline_fresh_is_refused(project: Project) -> None:
+    for f in project.definitions.glob("*.yaml"):
+        f.unlink()
+    project.write_definition("bob.yaml", MINIMAL.format(extra="freshness: {max_s: .inf}", sink_extra=""))
+    result = project.generate()
+    assert result.code == 1 and "freshness.max_s" in result.err and "maximum" in result.err, result.err
