@@ -338,3 +338,13 @@ def test_a_quote_in_a_name_cannot_leave_the_heartbeat_querys_literals() -> None:
     from hephaestus.generator.probe import _literal
 
     assert _literal("o'brien") == "'o''brien'" and _literal("") == "''"
+
+
+def test_a_change_that_drops_the_probe_cannot_slip_past_the_freshness_gate() -> None:
+    """Before its change the sink carried the probe; after it, no probe is read for it at all."""
+    assert _gate(_sample(NOW - 3, NOW), HealthSample("s", "RUNNING", ("RUNNING",))) == [
+        ("its change stops carrying the freshness probe", True)
+    ]
+    assert _gate(_sample(None, None, "database auth: refused"), HealthSample("s", "RUNNING", ("RUNNING",)))[0][1]
+    # A sink that never carried it (Confluent, ksqlDB's) is not gated by it.
+    assert _gate(HealthSample("s", "RUNNING", ("RUNNING",)), HealthSample("s", "RUNNING", ("RUNNING",))) == []

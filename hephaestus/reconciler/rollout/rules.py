@@ -126,9 +126,13 @@ def _judge(r: RolloutSettings, before: HealthSample | None, h: HealthSample, wan
 
 def _fresh(r: RolloutSettings, before: HealthSample | None, h: HealthSample) -> list[Failure]:
     """A probe written after the writes (on the source's clock: later than the source's now()
-    sampled before them) must have arrived at the sink's database within `max_freshness_s`."""
-    if r.max_freshness_s is None or h.source_now is None and not h.probe_why:
-        return []  # not gated, or not a sink whose probe is read
+    sampled before them) must have arrived at the sink's database within `max_freshness_s`. A
+    change after which the sink carries the probe no more can be judged by it no more: failed."""
+    carried = before is not None and (before.source_now is not None or bool(before.probe_why))
+    if r.max_freshness_s is None:
+        return []
+    if h.source_now is None and not h.probe_why:  # no probe read for it now
+        return [Failure(h.name, "its change stops carrying the freshness probe", True)] if carried else []
     if h.probe_why:
         return [Failure(h.name, f"freshness not measured: {h.probe_why}", False)]
     since = before.source_now if before is not None else None
