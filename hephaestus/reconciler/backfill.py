@@ -16,11 +16,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.model import Live
 from hephaestus.fleet.sources import SourceRef, captured, source_ref
 from hephaestus.fleet.topics import topics_of
 from hephaestus.fleet.writers import TopicWriter
 from hephaestus.reconciler import sinktopics
-from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Backfill, Plan, Step
 from hephaestus.safety import effects, views
 from hephaestus.safety.effects import Effect

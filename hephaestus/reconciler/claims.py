@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from hephaestus.fleet.model import Live, config_hash
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.model import Live, config_hash
 from hephaestus.state import ownership
 
 

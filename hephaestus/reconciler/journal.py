@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hephaestus.reconciler.model import config_hash
+from hephaestus.fleet.model import config_hash
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Need, Step
 from hephaestus.state.audit import Journal

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hephaestus.reconciler.model import Live
+from hephaestus.fleet.model import Live
 from hephaestus.reconciler.plan import Plan
 
 

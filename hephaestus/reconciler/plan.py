@@ -12,9 +12,10 @@ from typing import Literal
 
 from hephaestus.classes import JDBC_SINK_CLASSES
 from hephaestus.drift.model import Finding
+from hephaestus.fleet.model import Desired, Live, comparable
 from hephaestus.fleet.sources import SourceRef
-from hephaestus.reconciler import publications, renames
-from hephaestus.reconciler.model import Desired, Live, comparable
+from hephaestus.publications import change as publications
+from hephaestus.reconciler import renames
 from hephaestus.safety import effects
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.gate import Allow, first_and_more

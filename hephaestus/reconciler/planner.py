@@ -10,12 +10,13 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from hephaestus.drift.model import BREAKS_SINK, DriftReport
-from hephaestus.reconciler import backfill, publications, rotation, sinktopics
-from hephaestus.reconciler.model import Desired, Live
+from hephaestus.fleet.model import Desired, Live
+from hephaestus.publications import change as publications
+from hephaestus.publications.change import PublicationChange, Publications
+from hephaestus.reconciler import backfill, rotation, sinktopics
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, Unhealthy, changes_of, is_ksqldb_managed, plan
 from hephaestus.reconciler.plan import step_effects as effects_of
-from hephaestus.reconciler.publications import PublicationChange, Published
 from hephaestus.safety.values import Resolver
 
 
@@ -38,15 +39,6 @@ class KafkaTopics:
     names: frozenset[str] = frozenset()
     unchecked: str = ""  # why Kafka was not asked at all (no kafka_bootstrap)
     error: str = ""  # why its topics could not be listed: a warning, never a crash
-
-
-@dataclass(frozen=True)
-class Publications:
-    """The publications the sources need, as read from their databases (`reconciler.pubdb`)."""
-
-    state: Mapping[tuple[str, str], Published] = field(default_factory=dict, hash=False)
-    warnings: tuple[str, ...] = ()  # a database the project does not name: left alone
-    problems: publications.Problems = field(default_factory=dict, hash=False)  # could not be read
 
 
 @dataclass(frozen=True, kw_only=True)  # keywords only: strings side by side

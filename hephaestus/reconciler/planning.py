@@ -16,13 +16,14 @@ from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.drift.model import DriftReport
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError
+from hephaestus.fleet.model import Desired, Live, config_hash
 from hephaestus.project import Cluster, Project, normalised_url
-from hephaestus.reconciler import health, pubdb, rotation, sealed
-from hephaestus.reconciler.model import Desired, Live, config_hash
+from hephaestus.publications import db as pubdb
+from hephaestus.publications.change import PublicationChange
+from hephaestus.reconciler import health, rotation, sealed
 from hephaestus.reconciler.outcome import Basis, Secrets, StepResult
 from hephaestus.reconciler.plan import Plan, Policy, Step, Unhealthy
 from hephaestus.reconciler.planner import KafkaTopics, Needs, Seal, Seen, Wanted, needs
-from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety.seal import new_salt
 from hephaestus.secrets import REDACTOR, is_sensitive
 from hephaestus.state import ownership

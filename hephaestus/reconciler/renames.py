@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hephaestus.reconciler.model import Desired, Live, comparable
+from hephaestus.fleet.model import Desired, Live, comparable
 
 
 @dataclass(frozen=True)

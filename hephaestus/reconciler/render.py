@@ -7,9 +7,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import KeyChange, Plan, Step
-from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.secrets import digest, is_placeholder, is_sensitive, mask_value
 
 Style = Callable[[str, str], str]  # (text, action) -> text, e.g. colour on a terminal

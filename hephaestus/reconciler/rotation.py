@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from hephaestus.reconciler.model import Desired, Live
+from hephaestus.fleet.model import Desired, Live
 from hephaestus.reconciler.plan import TARGET_STATES, Plan, Step
 from hephaestus.safety import effects
 from hephaestus.safety.values import Resolver, Value, known, shown, unread

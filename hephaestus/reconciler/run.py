@@ -25,6 +25,7 @@ from hephaestus.connect import ConnectClient
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError, InputError, InputErrors
 from hephaestus.fleet.desired import held_back, load_desired
+from hephaestus.fleet.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import (
     apply,
@@ -32,14 +33,13 @@ from hephaestus.reconciler import (
     notice,
     planner,
     planning,
+    prepare,
     probetables,
-    pubdb,
     sealed,
     topicwrite,
 )
 from hephaestus.reconciler.claims import OwnershipClaims
 from hephaestus.reconciler.journal import StepJournal
-from hephaestus.reconciler.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
 from hephaestus.reconciler.planner import Wanted
@@ -289,7 +289,7 @@ class _Reconcile:
             made = probetables.ensure_all(self.project, cluster.name, p)
             if not all(r.ok for r in made):
                 return replace(base, prepared=made, error="nothing written to Connect: a probe table could not be made")
-            prepared = (*made, *pubdb.alter_all(self.project, p))
+            prepared = (*made, *prepare.alter_all(self.project, p, go.cleared))
             if not all(r.ok for r in prepared):
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
             marks = OwnershipClaims(self.store, self.project, cluster, self.run_id, live)

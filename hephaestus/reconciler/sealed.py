@@ -35,12 +35,12 @@ from types import MappingProxyType
 from typing import Any
 
 from hephaestus.errors import HephaestusError, InputError
+from hephaestus.fleet.model import Desired, Live
 from hephaestus.jsonschemas import packaged_validator
 from hephaestus.project import Cluster, Project
-from hephaestus.reconciler.model import Desired, Live
+from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Step
-from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety import seal
 from hephaestus.safety.effects import few
 from hephaestus.safety.seal import Fingerprints

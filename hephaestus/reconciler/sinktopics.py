@@ -15,9 +15,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from hephaestus.fleet.model import Live
 from hephaestus.fleet.topics import topics_of
 from hephaestus.fleet.writers import TopicWriter, writers_of
-from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import Action, Need, Plan
 from hephaestus.safety import views
 from hephaestus.safety.values import Resolver

@@ -2,7 +2,7 @@
 
 Before the writes: for every updated source whose table.include.list gained tables, check the
 tables (exist, primary key, signal table). Every reconcile then adds them to the publication
-(reconciler.publications), before the connector update. After the writes: once the updated
+(publications.change), before the connector update. After the writes: once the updated
 source runs and a *new* walsender holds its slot, insert one execute-snapshot signal for the
 new tables only.
 

@@ -149,8 +149,8 @@ def test_markdown_and_slack_escape_what_comes_from_the_cluster() -> None:
 def test_publication_changes_show_first_in_text_json_and_markdown() -> None:
     from dataclasses import replace
 
+    from hephaestus.publications.change import PublicationChange
     from hephaestus.reconciler.outcome import StepResult
-    from hephaestus.reconciler.publications import PublicationChange
 
     change = PublicationChange("bob", "pub", ("public.t",), ("public.[x](http://evil)",), ("src",))
     p = replace(plan("c", {}, {}, Policy()), publications=(change,))

@@ -39,7 +39,7 @@ WRITES = {
 EXECUTORS = {
     "hephaestus/reconciler/apply.py": "apply.execute takes the cluster's Cleared",
     "hephaestus/reconciler/moves.py": "a rename, called by apply._send only",
-    "hephaestus/reconciler/run.py": "publication changes, inside _written with the Cleared plan",
+    "hephaestus/reconciler/prepare.py": "publication changes, each in the Cleared handed by run._written",
     "hephaestus/offsets/run.py": "offsets.apply takes a Cleared",
     "hephaestus/adopt/run.py": "import.write takes a Cleared",
     "hephaestus/slots/run.py": "slots.drop takes a Cleared",
@@ -56,7 +56,7 @@ EXECUTORS = {
 EDGES = {
     "hephaestus/connect/client.py",
     "hephaestus/kafka.py",
-    "hephaestus/reconciler/pubdb.py",
+    "hephaestus/publications/db.py",
     "hephaestus/snapshot/db.py",
 }
 

@@ -5,10 +5,10 @@ list widens; merged per source, once per database; a new table is not back-fille
 from __future__ import annotations
 
 from hephaestus.classes import POSTGRES_SOURCE
+from hephaestus.fleet.model import Live
+from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler.backfill import planned
-from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.plan import KeyChange, Plan, Step
-from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety.values import NO_RESOLVER
 
 SRC = {

@@ -7,9 +7,9 @@ import pytest
 
 from hephaestus.classes import DEBEZIUM_SINK, POSTGRES_SOURCE
 from hephaestus.errors import InputError
+from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler import gating
 from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, Step, plan
-from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.gate import Allow, Item, Refused, allow_of, check, clear, judge
 

@@ -20,9 +20,9 @@ from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet.health import HealthProbe
+from hephaestus.fleet.model import Live
 from hephaestus.reconciler.apply import ApplyOptions
 from hephaestus.reconciler.journal import StepJournal
-from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.rollout import executor

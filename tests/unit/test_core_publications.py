@@ -1,13 +1,13 @@
-"""Publication upkeep (reconciler.publications, pure): what each publication gains and loses,
+"""Publication upkeep (publications.change, pure): what each publication gains and loses,
 and what stops an apply (mutation-tested core)."""
 
 from __future__ import annotations
 
 import pytest
 
+from hephaestus.fleet.model import Desired, Live
 from hephaestus.fleet.sources import POSTGRES_SOURCE
-from hephaestus.reconciler.model import Desired, Live
-from hephaestus.reconciler.publications import PublicationChange, PublicationSource, Published, sources, upkeep
+from hephaestus.publications.change import PublicationChange, PublicationSource, Published, sources, upkeep
 
 KEY = ("bob", "pub")
 

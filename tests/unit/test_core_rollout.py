@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from hephaestus.fleet.lag import HealthSample
-from hephaestus.reconciler.model import Live
+from hephaestus.fleet.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Step
 from hephaestus.reconciler.rollout.rules import describe, failures, stages, total_lag, undo

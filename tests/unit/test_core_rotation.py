@@ -5,8 +5,8 @@ masked value with nothing recorded says."""
 from __future__ import annotations
 
 from hephaestus.classes import POSTGRES_SOURCE
+from hephaestus.fleet.model import Desired
 from hephaestus.reconciler import rotation
-from hephaestus.reconciler.model import Desired
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.safety.values import NO_RESOLVER, Resolver
 

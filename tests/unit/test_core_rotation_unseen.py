@@ -8,8 +8,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from hephaestus.fleet.model import Desired
 from hephaestus.reconciler import rotation
-from hephaestus.reconciler.model import Desired
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.safety.values import Ref, Resolver, unread
 

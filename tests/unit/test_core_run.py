@@ -717,8 +717,8 @@ def upkeep_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[World
     """A source of bob capturing public.users and public.t; bob's publication lacks public.t.
     `calls` records each publication read and change, with the Connect writes made before it."""
     from hephaestus.project import Database
-    from hephaestus.reconciler import run as run_mod
-    from hephaestus.reconciler.publications import Published
+    from hephaestus.publications import db as pubdb
+    from hephaestus.publications.change import Published
 
     w = World(tmp_path, "c")
     w.project = replace(w.project, databases={"bob": Database("bob", "dbname=bob", None)})
@@ -744,13 +744,13 @@ def upkeep_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[World
     def alter(dsn: str, change: Any) -> None:
         calls.append(("alter", dsn, change, len(w.doubles["c"].writes())))
 
-    monkeypatch.setattr(run_mod.pubdb, "read", read)
-    monkeypatch.setattr(run_mod.pubdb, "alter", alter)
+    monkeypatch.setattr(pubdb, "read", read)
+    monkeypatch.setattr(pubdb, "alter", alter)
     return w, calls
 
 
 def test_publication_changes_are_applied_before_any_connector_write(upkeep_world: tuple[World, list[Any]]) -> None:
-    from hephaestus.reconciler.publications import PublicationChange
+    from hephaestus.publications.change import PublicationChange
 
     w, calls = upkeep_world
     (out,) = w.run()
@@ -774,14 +774,14 @@ def test_a_dry_run_plans_the_publication_change_and_runs_none(upkeep_world: tupl
 def test_a_failed_publication_change_writes_nothing_to_connect(
     upkeep_world: tuple[World, list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hephaestus.reconciler import run as run_mod
+    from hephaestus.publications import db as pubdb
 
     w, _ = upkeep_world
 
     def refuse(dsn: str, change: Any) -> None:
         raise HephaestusError("database bob: permission denied for publication pub")
 
-    monkeypatch.setattr(run_mod.pubdb, "alter", refuse)
+    monkeypatch.setattr(pubdb, "alter", refuse)
     (out,) = w.run()
     assert out.prepared == (
         StepResult("bob/pub", "publication", False, "database bob: permission denied for publication pub"),
@@ -793,14 +793,14 @@ def test_a_failed_publication_change_writes_nothing_to_connect(
 def test_a_publication_that_cannot_be_read_stops_that_source_naming_why(
     upkeep_world: tuple[World, list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hephaestus.reconciler import run as run_mod
+    from hephaestus.publications import db as pubdb
 
     w, _ = upkeep_world
 
     def unreadable(dsn: str, database: str, publication: str, named: Any) -> Any:
         raise HephaestusError("database bob: connection refused")
 
-    monkeypatch.setattr(run_mod.pubdb, "read", unreadable)
+    monkeypatch.setattr(pubdb, "read", unreadable)
     (out,) = w.run()
     assert out.invalid == {
         "src": {"publication.name": ("cannot read publication pub: database bob: connection refused",)}
@@ -861,7 +861,7 @@ def test_a_delete_that_failed_is_finished_by_the_next_run_and_never_another_team
 
 
 def test_a_mark_on_a_connector_still_running_its_config_is_claimed_again(tmp_path: Path) -> None:
-    from hephaestus.reconciler.model import config_hash
+    from hephaestus.fleet.model import config_hash
     from hephaestus.state.ownership import releasing
 
     w = World(tmp_path, "c")

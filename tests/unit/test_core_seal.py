@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from hephaestus.errors import HephaestusError, InputError
+from hephaestus.fleet.model import Desired, Live
 from hephaestus.project import Project, load_project
+from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler import sealed
-from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Step
-from hephaestus.reconciler.publications import PublicationChange
 from hephaestus.safety import seal
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.seal import Fingerprints

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from hephaestus.fleet.model import Desired, Live
+from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler import planner
-from hephaestus.reconciler.model import Desired, Live
 from hephaestus.reconciler.outcome import Basis
 from hephaestus.reconciler.plan import Plan, Policy, Step, Unhealthy
 from hephaestus.reconciler.planner import KafkaTopics, Publications, Seen, Wanted
-from hephaestus.reconciler.publications import PublicationChange
 
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
 NOTHING_PUBLISHED = Publications()

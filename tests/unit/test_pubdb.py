@@ -1,4 +1,4 @@
-"""The publications edge (hephaestus.reconciler.pubdb) through the PostgreSQL seam
+"""The publications edge (hephaestus.publications.db; apply's order in reconciler.prepare) through the PostgreSQL seam
 (tests/unit/pgfake.py): the statements a read and an alter send, what they make of the
 answers, and how a driver error reaches the user.
 
@@ -15,12 +15,14 @@ import psycopg
 import pytest
 
 from hephaestus import pg
+from hephaestus.fleet.model import Desired
 from hephaestus.project import Database, Project
-from hephaestus.reconciler import pubdb
-from hephaestus.reconciler.model import Desired
+from hephaestus.publications import db as pubdb
+from hephaestus.publications.change import PublicationChange, Published
+from hephaestus.reconciler import prepare
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan
-from hephaestus.reconciler.publications import PublicationChange, Published
+from tests.unit.conftest import cleared
 from tests.unit.pgfake import Server
 
 ABSENT = (
@@ -140,6 +142,10 @@ def plan_of(*changes: PublicationChange) -> Plan:
     return Plan("c", (), publications=changes)
 
 
+def applied(proj: Project, p: Plan) -> tuple[StepResult, ...]:
+    return prepare.alter_all(proj, p, cleared(p))
+
+
 def by_dsn(servers: dict[str, Server]) -> Any:
     return lambda dsn, **options: servers[dsn].connect(dsn, **options)
 
@@ -149,7 +155,7 @@ def test_alter_all_applies_each_change_in_order_and_says_what_it_did() -> None:
     first = PublicationChange("bob", "pub", ("public.t",), (), ("src",))
     second = PublicationChange("eve", "pub2", (), ("public.u",), ("s2", "s3"))
     with pg.seam(by_dsn({"dbname=bob": ok, "dbname=eve": ok})):
-        got = pubdb.alter_all(project(bob="dbname=bob", eve="dbname=eve"), plan_of(first, second))
+        got = applied(project(bob="dbname=bob", eve="dbname=eve"), plan_of(first, second))
     assert got == (
         StepResult("bob/pub", "publication", True, "add public.t (for src)", wrote=True),
         StepResult("eve/pub2", "publication", True, "drop public.u (for s2, s3)", wrote=True),
@@ -169,7 +175,7 @@ def test_alter_all_stops_at_the_first_failure_and_runs_nothing_after_it() -> Non
     )
     servers = {"dbname=bob": ok, "dbname=eve": refused, "dbname=zed": never}
     with pg.seam(by_dsn(servers)):
-        got = pubdb.alter_all(project(bob="dbname=bob", eve="dbname=eve", zed="dbname=zed"), plan_of(*changes))
+        got = applied(project(bob="dbname=bob", eve="dbname=eve", zed="dbname=zed"), plan_of(*changes))
     assert got == (
         StepResult("bob/pub", "publication", True, "add public.t (for src)", wrote=True),
         StepResult("eve/pub", "publication", False, "database eve: must be owner of publication pub"),
@@ -179,7 +185,7 @@ def test_alter_all_stops_at_the_first_failure_and_runs_nothing_after_it() -> Non
 
 def test_alter_all_reports_a_database_missing_from_the_project_as_that_changes_failure() -> None:
     with pg.seam(Server().connect):
-        (got,) = pubdb.alter_all(project(), plan_of(PublicationChange("bob", "pub", ("public.t",), (), ("src",))))
+        (got,) = applied(project(), plan_of(PublicationChange("bob", "pub", ("public.t",), (), ("src",))))
     assert got == StepResult(
         "bob/pub", "publication", False, "database 'bob' is not in p.yaml (databases:): publication upkeep needs it"
     )
@@ -221,3 +227,18 @@ def test_published_leaves_a_database_the_project_does_not_name_alone_and_stops_o
     assert got.problems == {
         "bob": {"publication.name": ("cannot read publication pub: database bob: connection refused",)}
     }
+
+
+def test_alter_all_writes_no_change_the_gate_did_not_pass() -> None:
+    """The plan apply holds is the cleared one; a change outside the pass is a defect, never a write."""
+    db = Server(handlers=[lambda text, params: []])
+    passed, stray = (PublicationChange(d, "pub", ("public.t",), (), ("src",)) for d in ("bob", "eve"))
+    with pg.seam(by_dsn({"dbname=bob": db, "dbname=eve": db})):
+        got = prepare.alter_all(
+            project(bob="dbname=bob", eve="dbname=eve"), plan_of(passed, stray), cleared(plan_of(passed))
+        )
+    assert got == (
+        StepResult("bob/pub", "publication", True, "add public.t (for src)", wrote=True),
+        StepResult("eve/pub", "publication", False, "not cleared by the safety gate"),
+    )
+    assert db.statements == ['ALTER PUBLICATION "pub" ADD TABLE "public"."t"']

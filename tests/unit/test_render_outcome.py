@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
+from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler import render
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Unhealthy
-from hephaestus.reconciler.publications import PublicationChange
 
 
 def styled(text: str, action: str) -> str:

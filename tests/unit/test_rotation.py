@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from hephaestus.fleet.model import Desired, Live
 from hephaestus.reconciler import rotation
-from hephaestus.reconciler.model import Desired, Live
 from tests.connect_double import ConnectDouble
 from tests.unit.conftest import Project
 

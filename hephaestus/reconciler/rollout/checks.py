@@ -31,11 +31,11 @@ from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.fleet import health
 from hephaestus.fleet.health import HealthProbe
+from hephaestus.fleet.model import Live
 from hephaestus.fleet.read import read_slots
 from hephaestus.fleet.slots import Slot
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import gating
-from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import TARGET_STATES, Plan, Policy, step_effects
 from hephaestus.reconciler.rollout import executor

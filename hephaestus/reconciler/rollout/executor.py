@@ -26,10 +26,10 @@ from hephaestus.connect import ConnectClient
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet import health
 from hephaestus.fleet.lag import HealthSample
+from hephaestus.fleet.model import Live
 from hephaestus.fleet.topics import DLQ_KEY
 from hephaestus.reconciler import apply
 from hephaestus.reconciler.journal import StepJournal as Journal
-from hephaestus.reconciler.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Plan, Step
 from hephaestus.reconciler.rollout.rules import Failure, Stage, failures, stages, total_lag, undo

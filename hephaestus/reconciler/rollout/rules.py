@@ -25,7 +25,7 @@ from fnmatch import fnmatchcase
 
 from hephaestus.classes import POSTGRES_SOURCE as SOURCE
 from hephaestus.fleet.lag import HealthSample
-from hephaestus.reconciler.model import Live
+from hephaestus.fleet.model import Live
 from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import TARGET_STATES, Action, Step, diff
 from hephaestus.reconciler.waves import reads, topic_prefix, waves

@@ -17,10 +17,10 @@ include list streams nothing until someone adds it there. Every reconcile plans 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from hephaestus.fleet.model import Desired, Live
 from hephaestus.fleet.sources import POSTGRES_SOURCE, SIGNAL_TABLE_DDL, captured, source_ref
-from hephaestus.reconciler.model import Desired, Live
 from hephaestus.safety.views import probe_named
 
 Problems = dict[str, dict[str, tuple[str, ...]]]  # connector -> key -> messages (as config/validate)
@@ -150,3 +150,12 @@ def _source_problems(s: PublicationSource, pub: Published) -> dict[str, tuple[st
             f"ignores every signal until it is; run ALTER PUBLICATION {s.publication} ADD TABLE {s.signal_table};",
         )
     return found
+
+
+@dataclass(frozen=True)
+class Publications:
+    """The publications the sources need, as read from their databases (`publications.db`)."""
+
+    state: Mapping[tuple[str, str], Published] = field(default_factory=dict, hash=False)
+    warnings: tuple[str, ...] = ()  # a database the project does not name: left alone
+    problems: Problems = field(default_factory=dict, hash=False)  # could not be read

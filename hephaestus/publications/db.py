@@ -1,5 +1,5 @@
 """Publications in the source databases (edge: psycopg): read what the sources need, apply a
-planned change."""
+planned change (reconcile's apply runs it: `reconciler.prepare`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,11 @@ from typing import Any
 
 from hephaestus import pg
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.model import Desired, Live
 from hephaestus.pg import table_ident
 from hephaestus.project import Project
-from hephaestus.reconciler import publications
-from hephaestus.reconciler.model import Desired, Live
-from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import Plan
-from hephaestus.reconciler.planner import Publications
-from hephaestus.reconciler.publications import PublicationChange, Published
+from hephaestus.publications import change as publications
+from hephaestus.publications.change import PublicationChange, Publications, Published
 
 
 def read(dsn: str, database: str, publication: str, named: Iterable[str]) -> Published:
@@ -58,18 +55,6 @@ def alter(dsn: str, change: PublicationChange) -> None:
 def _connect(dsn: str, database: str) -> AbstractContextManager[Any]:
     """A short autocommit session; every driver error becomes one line naming the database."""
     return pg.session(dsn, f"database {database}", application="hephaestus publications")
-
-
-def alter_all(project: Project, p: Plan) -> tuple[StepResult, ...]:
-    """Each planned change, in order, stopping at the first that fails (nothing after it runs)."""
-    done: list[StepResult] = []
-    for ch in p.publications:
-        try:
-            alter(project.dsn(ch.database, "publication upkeep"), ch)
-        except HephaestusError as exc:
-            return (*done, StepResult(ch.name, "publication", False, str(exc)))
-        done.append(StepResult(ch.name, "publication", True, ch.describe().split(": ", 1)[1], wrote=True))
-    return tuple(done)
 
 
 def published(project: Project, desired: Mapping[str, Desired], live: Mapping[str, Live]) -> Publications:
