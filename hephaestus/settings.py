@@ -19,7 +19,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeVar
 
+# Reconcile's defaults, each written once: `policy:` (PolicySettings) and the options a run
+# builds without a project (reconciler.apply.ApplyOptions, reconciler.run.RunOptions,
+# connect.ready.ReadyOptions) take these.
 WRITE_CONCURRENCY = 64  # measured: 100 updates take 7 s at 64 in flight, 36 s one at a time (bench/README.md)
+CONCURRENCY = 4  # config/validate calls at once
+INITIAL_STATE = "RUNNING"  # what a created connector starts as
+READY_TIMEOUT_S = 180.0
+STABILITY_WINDOW_S = 10.0
+UNASSIGNED_GRACE_S = 60.0  # a task UNASSIGNED this long after a rebalance counts as unhealthy
 # The delete policy (safety.gate, reconciler.plan and `policy:` take these): more deletes, or
 # a larger share of the owned sinks, in one run is refused unless forced.
 MAX_DELETES = 10
@@ -38,12 +46,12 @@ class PolicySettings:
     ignore_keys: tuple[str, ...] = ()
     max_deletes: int = MAX_DELETES
     max_delete_share: float = MAX_DELETE_SHARE
-    concurrency: int = 4
+    concurrency: int = CONCURRENCY
     write_concurrency: int = WRITE_CONCURRENCY
-    ready_timeout_s: float = 180.0
-    initial_state: str = "RUNNING"
-    stability_window_s: float = 10.0
-    unassigned_grace_s: float = 60.0
+    ready_timeout_s: float = READY_TIMEOUT_S
+    initial_state: str = INITIAL_STATE
+    stability_window_s: float = STABILITY_WINDOW_S
+    unassigned_grace_s: float = UNASSIGNED_GRACE_S
     batch_size: int = 0
     batch_interval_s: float = 0.0
     max_failures: int | None = None  # None: a paced rollout stops at its first failed batch

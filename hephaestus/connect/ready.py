@@ -24,6 +24,7 @@ from hephaestus.connect.client import ConnectClient
 from hephaestus.connect.errors import ConnectError
 from hephaestus.connect.models import FAILED, RUNNING, ConnectorStatus
 from hephaestus.connect.redact import redact, sensitive_values
+from hephaestus.settings import READY_TIMEOUT_S, STABILITY_WINDOW_S
 
 UNREACHABLE = "unknown: cluster unreachable"
 
@@ -37,11 +38,11 @@ class Target:
 
 @dataclass(frozen=True)
 class ReadyOptions:
-    timeout_s: float = 180.0
+    timeout_s: float = READY_TIMEOUT_S
     # 10 s: a JDBC sink joins its consumer group (the broker delays a new group's first
     # rebalance by 3 s), fetches and writes its first batch within ~5 s of starting; twice
     # that catches it with margin, and the window runs once for all connectors of a wave.
-    stable_s: float = 10.0
+    stable_s: float = STABILITY_WINDOW_S
     poll_s: float = 0.5  # the longest pause between two listings (1 s made a wave up to 1 s late)
     # The first pause: a connector written a moment ago is often RUNNING within a tenth of a
     # second; pauses then double up to poll_s (a listing of hundreds costs tens of ms).

@@ -26,7 +26,7 @@ from hephaestus.reconciler.plan import TARGET_STATES, Plan, Step
 from hephaestus.reconciler.waves import batches as cut
 from hephaestus.reconciler.waves import reads, topic_prefix, waves
 from hephaestus.safety.gate import Cleared
-from hephaestus.settings import WRITE_CONCURRENCY
+from hephaestus.settings import CONCURRENCY, INITIAL_STATE, WRITE_CONCURRENCY
 from hephaestus.state.audit import AuditUnavailable
 
 Invalid = dict[str, dict[str, tuple[str, ...]]]
@@ -37,14 +37,14 @@ Progress = Callable[[StepResult, int, int], None]  # (finished step, done so far
 
 @dataclass(frozen=True, kw_only=True)  # keywords only: counts and seconds side by side
 class ApplyOptions:
-    concurrency: int = 4  # config/validate calls at once (answered by any worker, in parallel)
+    concurrency: int = CONCURRENCY  # config/validate calls at once (answered by any worker, in parallel)
     # Writes at once. Connect queues every config write on one herder thread (forwarded to the
     # leader, written to the config topic, read back): in flight together they only wait on
     # each other (see bench/README.md, "apply").
     write_concurrency: int = WRITE_CONCURRENCY
     ready: ReadyOptions = field(default_factory=ReadyOptions)
     progress: Progress | None = None
-    initial_state: str = "RUNNING"  # creates may start PAUSED or STOPPED (Connect 3.7+)
+    initial_state: str = INITIAL_STATE  # creates may start PAUSED or STOPPED (Connect 3.7+)
     # Paced rollouts: writes go in waves (reconciler.waves) and, with a batch size, in batches
     # of it, each ready before the next; after `max_failures` batches with a failure the rest
     # is left untouched (reported "not applied").

@@ -46,7 +46,7 @@ from hephaestus.reconciler.planner import Wanted
 from hephaestus.reconciler.planning import Read, check_targets, remember, targeted
 from hephaestus.reconciler.rollout import checks, executor
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
-from hephaestus.settings import RolloutSettings
+from hephaestus.settings import UNASSIGNED_GRACE_S, RolloutSettings
 from hephaestus.state import ownership
 from hephaestus.state.backend import DEFAULT_TIMEOUT_S, connect_lock, journal_for, ownership_store
 from hephaestus.state.lock import new_run_id
@@ -69,7 +69,7 @@ class RunOptions:
     deploy_custom: bool = False
     apply: apply.ApplyOptions = apply.ApplyOptions()
     drift_only: bool = False  # leave the health of managed connectors out of the report
-    unassigned_grace_s: float = 60.0
+    unassigned_grace_s: float = UNASSIGNED_GRACE_S
     lock_timeout_s: float = DEFAULT_TIMEOUT_S
     allow: Allow = Allow()  # --allow-destructive[=CODE,…]
     targets: tuple[str, ...] = ()  # --target globs: plan and apply only these connectors

@@ -172,3 +172,26 @@ def test_waves_that_do_not_ascend_are_an_error_naming_the_file_and_field(
         load_project(path)
     assert (err.value.file, err.value.field) == (str(path), where)
     assert "must ascend" in str(err.value)
+
+
+def test_a_run_without_a_project_defaults_as_an_empty_policy_does() -> None:
+    """Issue 44: each default is written once (settings); the options a run builds without a
+    project file agree with `policy:` left empty, key by key."""
+    from hephaestus.connect.ready import ReadyOptions
+    from hephaestus.reconciler.apply import ApplyOptions
+    from hephaestus.reconciler.run import RunOptions
+    from hephaestus.settings import PolicySettings
+
+    policy, applied, ready = PolicySettings(), ApplyOptions(), ReadyOptions()
+    assert (applied.concurrency, applied.write_concurrency, applied.initial_state) == (
+        policy.concurrency,
+        policy.write_concurrency,
+        policy.initial_state,
+    )
+    assert (applied.batch_size, applied.batch_interval_s, applied.max_failures) == (
+        policy.batch_size,
+        policy.batch_interval_s,
+        policy.max_failures,
+    )
+    assert (ready.timeout_s, ready.stable_s) == (policy.ready_timeout_s, policy.stability_window_s)
+    assert RunOptions().unassigned_grace_s == policy.unassigned_grace_s
