@@ -43,6 +43,12 @@ class ConnectorStatus:
     def failed_tasks(self) -> tuple[TaskState, ...]:
         return tuple(t for t in self.tasks if t.state == FAILED)
 
+    @property
+    def failure_traces(self) -> tuple[str | None, ...]:
+        """The traces of what is FAILED (its tasks, then itself): a RUNNING task may still carry
+        the trace of a failure a restart mended."""
+        return (*(t.trace for t in self.failed_tasks), self.trace if self.state == FAILED else None)
+
 
 @dataclass(frozen=True)
 class LiveConnector(ConnectorStatus):

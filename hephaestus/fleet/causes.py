@@ -18,7 +18,7 @@ login itself, its task staying RUNNING.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -217,6 +217,14 @@ def classify(trace: str | None) -> Cause | None:
         if found := regex.search(why):
             return Cause(rule.id, rule.kind, _text(rule.text, found.groupdict()))
     return None
+
+
+def deciding(traces: Iterable[str | None]) -> str:
+    """Of a connector's traces (its tasks', then its own), the one whose cause decides for heal
+    and status alike: the first a permanent rule knows (no restart mends a connector while one of
+    its tasks fails so), else the first; "" when there is none."""
+    found = [t for t in traces if t]
+    return next((t for t in found if (c := classify(t)) is not None and c.permanent), found[0] if found else "")
 
 
 def _text(template: str, groups: Mapping[str, str | None]) -> str:

@@ -14,6 +14,7 @@ from hephaestus.connect.ready import ReadyOptions, Target, root_cause, wait_read
 from hephaestus.connect.redact import sensitive_values
 from hephaestus.drift.model import DriftReport, Finding
 from hephaestus.drift.read import schema_report
+from hephaestus.fleet.causes import deciding
 from hephaestus.heal import schema
 from hephaestus.heal.policy import Decision, HealConfig, Observed, decide
 from hephaestus.notify import slack
@@ -80,7 +81,7 @@ def observe(c: LiveConnector, mended: bool = False) -> Observed:
 
 def _trace(c: LiveConnector, causes: int = 3) -> str:
     """The trace's first line and its last `Caused by:` lines: the root cause, not stack frames."""
-    raw = next((t.trace for t in c.tasks if t.trace), None) or c.trace
+    raw = deciding(c.failure_traces)
     return root_cause(raw, sensitive_values(c.config), causes, sep="\n") if raw else ""
 
 

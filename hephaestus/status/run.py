@@ -18,7 +18,7 @@ from hephaestus.drift.model import UNKNOWN, DriftReport, Finding
 from hephaestus.drift.pipelines import Runs
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError, InputErrors
-from hephaestus.fleet.causes import classify
+from hephaestus.fleet.causes import classify, deciding
 from hephaestus.fleet.desired import load_desired
 from hephaestus.fleet.lag import lag, lag_age, waiting
 from hephaestus.fleet.read import Listings, Read, listings, read_all
@@ -144,9 +144,8 @@ def _view(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Lim
 
 def _permanent(c: LiveConnector) -> str:
     """The cause of a failure no restart fixes, read from its trace (fleet.causes), or ""."""
-    traces = [t.trace for t in c.tasks if t.state == "FAILED"] + ([c.trace] if c.state == "FAILED" else [])
-    found = next((f for t in traces if (f := classify(t)) is not None and f.permanent), None)
-    return found.text if found else ""
+    found = classify(deciding(c.failure_traces))
+    return found.text if found is not None and found.permanent else ""
 
 
 def _slotted(cluster: str, c: LiveConnector, slots: Mapping[str, Slot], limits: Limits) -> ConnectorView:

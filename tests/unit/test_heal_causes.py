@@ -128,3 +128,23 @@ def test_the_heal_page_lists_every_rule_with_its_kind_in_order() -> None:
     page = (Path(__file__).parents[2] / "docs" / "heal.md").read_text()
     rows = re.findall(r"^\| `([a-z-]+)` \| (permanent|transient) \|", page, re.M)
     assert rows == [(r.id, r.kind) for r in RULES]
+
+
+def test_heal_and_status_read_the_same_deciding_trace_of_a_connector() -> None:
+    """One task fails transiently, another for good: heal and status both go by the permanent
+    cause (before, heal read the first task's trace and restarted what status called permanent)."""
+    from hephaestus.fleet.causes import deciding
+    from hephaestus.fleet.slots import Limits
+    from hephaestus.status.run import _view
+
+    tasks = (
+        TaskState(0, "FAILED", "w1", trace("jdbc-sink-connection-refused")),
+        TaskState(1, "FAILED", "w1", trace("jdbc-sink-not-null")),
+    )
+    c = LiveConnector("c", "sink", "RUNNING", "w1", None, tasks, {})
+    heal_cause = classify(observe(c).trace)
+    assert heal_cause is not None and heal_cause.rule == "not-null-violation"
+    assert _view("k", c, {}, Limits()).cause == "not-null constraint violated (column email)"
+    transient = LiveConnector("c", "sink", "RUNNING", "w1", None, tasks[:1], {})
+    assert classify(observe(transient).trace) == classify(tasks[0].trace)
+    assert deciding([None, "", "a", "b"]) == "a" and deciding([None, ""]) == ""
