@@ -13,12 +13,12 @@ import sys
 import click
 
 from hephaestus import __version__
-from hephaestus.commands import register
+from hephaestus.commands import LazyGroup
 from hephaestus.commands.common import EXIT_ERROR, EXIT_OK
 from hephaestus.errors import HephaestusError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hephaestus")
 @click.option("--verbose", "-v", is_flag=True, help="Log each HTTP request (method, path, status; never bodies).")
 def cli(verbose: bool) -> None:
@@ -33,8 +33,6 @@ def cli(verbose: bool) -> None:
     for noisy in ("httpx", "httpcore", "slack_sdk"):  # their DEBUG lines carry headers and URLs
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-
-register(cli)
 
 
 def run(argv: list[str] | None = None) -> int:

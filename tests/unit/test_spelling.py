@@ -14,7 +14,10 @@ ASKS = {"reconcile", "offsets reset", "offsets set", "slots", "dlq replay", "dlq
 
 
 def commands(group: click.Group = cli, path: str = "") -> Iterator[tuple[str, click.Command]]:
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        assert cmd is not None, name
         where = f"{path} {name}".strip()
         if isinstance(cmd, click.Group):
             yield from commands(cmd, where)
@@ -43,7 +46,8 @@ def test_minus_v_means_verbose_and_nothing_else() -> None:
 
 @pytest.mark.parametrize("alias, canonical", [("--deployCustomSinkConnector", "--deploy-custom-sinks")])
 def test_the_references_flags_are_aliases_named_in_help(alias: str, canonical: str) -> None:
-    reconcile = cli.commands["reconcile"]
+    reconcile = cli.get_command(click.Context(cli), "reconcile")
+    assert reconcile is not None
     (option,) = [o for o in options(reconcile) if alias in o.opts]
     assert option.opts[0] == canonical
     shown = reconcile.get_help(click.Context(reconcile))
