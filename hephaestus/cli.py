@@ -34,7 +34,6 @@ def cli(verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; everything it prints passes the redactor."""
     from hephaestus.commands.streams import redacted_output

@@ -9,6 +9,7 @@ tests/unit/test_lazy_commands.py holds COMMANDS to what the modules define.
 from __future__ import annotations
 
 import importlib
+
 import click
 
 # command name -> the module under hephaestus.commands that defines it

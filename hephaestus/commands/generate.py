@@ -37,7 +37,7 @@ _dir = FOLDER
 def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_file: Path) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched). An Avro
     definition naming no schema registry takes its cluster's from the project file."""
-    from hephaestus.generator import run_generate, sync_editor_schemas
+    from hephaestus.generator.run import run_generate, sync_editor_schemas
 
     result = run_generate(definitions, catalogs, out, check, registries_of(project_file))
     changes = [f"{line.split(' ', 1)[0]} {out / line.split(' ', 1)[1]}" for line in result.changes.lines()]

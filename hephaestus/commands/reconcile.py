@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the workflow's modules load only when the command runs
     from hephaestus.project import Project
     from hephaestus.reconciler.workflow import (
         ClusterOutcome,
+        Parked,
         PreparedRun,
         Progress,
         RolloutHooks,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # the workflow's modules load only when the command runs
         StepResult,
     )
     from hephaestus.snapshot.hooks import SnapshotHooks
+    from hephaestus.state.audit import Journal
 
 
 @click.command()
@@ -238,10 +240,16 @@ def _snapshot_hooks(project: Project, new_tables: bool) -> SnapshotHooks:
 def _run(
     project: Project, prepared: PreparedRun, options: RunOptions, hooks: RolloutHooks | None
 ) -> list[ClusterOutcome]:
-    from hephaestus.dlq.run import replay_parked  # a rollback replays what its sinks parked
     from hephaestus.reconciler.workflow import reconcile as run_reconcile
 
-    return run_reconcile(project, prepared, options, hooks, replay_parked)
+    return run_reconcile(project, prepared, options, hooks, _replay_parked)
+
+
+def _replay_parked(parked: Parked, journal: Journal) -> int:
+    """A rollback replays what its sinks parked (dlq), loaded only when one does."""
+    from hephaestus.dlq.run import replay_parked
+
+    return replay_parked(parked, journal)
 
 
 def _asker(output: str) -> Callable[[Sequence[ClusterOutcome]], str] | None:

@@ -34,7 +34,7 @@ from hephaestus.reconciler.apply import Progress
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.rollout import checks
 from hephaestus.reconciler.rollout.checks import RolloutHooks
-from hephaestus.reconciler.rollout.executor import GiveBack
+from hephaestus.reconciler.rollout.executor import GiveBack, Parked
 from hephaestus.reconciler.run import RunOptions, apply_options_of
 from hephaestus.reconciler.sealed import PlanScope
 from hephaestus.safety.gate import allow_of
@@ -44,6 +44,7 @@ __all__ = [
     "Approval",
     "ClusterOutcome",
     "GiveBack",
+    "Parked",
     "PlanScope",
     "PreparedRun",
     "Progress",
