@@ -51,3 +51,10 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return self.commands.get(cmd_name) or loaded(cmd_name)
+
+
+def subcommands(group: click.Group) -> dict[str, click.Command]:
+    """Every command of a group by name, each loaded (the lazy root's too): for docs and checks."""
+    ctx = click.Context(group)
+    found = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    return {name: cmd for name, cmd in found.items() if cmd is not None}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
+from functools import partial
 from typing import TypeVar
 
 from hephaestus import kafka
@@ -182,7 +183,7 @@ def _basis(
     masked = {n: _masked(c, typed[n]) for n, c in mine.items() if n in wanted.desired}
     secrets = _secrets(r, wanted, policy, {n: rotation.secret_keys(mine[n].config, t) for n, t in typed.items()})
     live = {n: _live(c, wanted.desired.get(n), masked.get(n, ()), secrets) for n, c in mine.items()}
-    owned = frozenset(n for n, c in r.claims.items() if n in live and owns(c, config_hash(live[n].config)))
+    owned = frozenset(n for n, c in r.claims.items() if n in live and owns(c, partial(config_hash, live[n].config)))
     return Basis(normalised_url(r.cluster.url), r.kafka, live, owned, secrets=secrets), masked
 
 

@@ -105,7 +105,17 @@ def test_a_releasing_claim_keeps_its_connector_and_scope_and_says_when_and_which
     mark = releasing(claim, "0123abcd", "r2")
     assert (mark.connector, mark.scope, mark.how, mark.run_id) == ("a", "x_*", "releasing 0123abcd", "r2")
     assert mark.since.endswith("+00:00") and mark.since >= claim.since
-    assert owns(mark, "0123abcd") and not owns(mark, "ffff0000") and not owns(mark, None) and owns(claim, None)
+    assert owns(mark, lambda: "0123abcd") and not owns(mark, lambda: "ffff0000") and not owns(mark, lambda: None)
+
+
+def test_a_kept_claim_is_owned_without_fingerprinting_its_config() -> None:
+    """Issue 47: the fingerprint is computed for a claim being released only."""
+    (claim,) = claims_of(["a"], "x_*", "created", "r1")
+
+    def never() -> str:
+        raise AssertionError("fingerprinted a claim that is not being released")
+
+    assert owns(claim, never)
 
 
 def test_the_store_is_the_state_database_else_a_file(tmp_path: Path) -> None:

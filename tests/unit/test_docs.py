@@ -157,7 +157,7 @@ def check(args: list[str]) -> Checked:
                 problems.append(f"unknown flag {token} of `hephaestus {' '.join(path)}`".replace(" `", "`"))
             rest.pop(0)
             continue
-        sub = command.commands.get(token)
+        sub = command.get_command(click.Context(command), token)
         if sub is None:
             if not _placeholder(token):
                 problems.append(f"unknown command `hephaestus {' '.join([*path, token])}`")

@@ -19,9 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_command_is_mapped_to_the_module_that_defines_it() -> None:
-    defined = {
-        c.name: f for f in FEATURES for c in importlib.import_module(f"hephaestus.commands.{f}").commands
-    }
+    defined = {c.name: f for f in FEATURES for c in importlib.import_module(f"hephaestus.commands.{f}").commands}
     assert defined == COMMANDS
     files = {p.stem for p in (REPO / "hephaestus/commands").glob("*.py")}
     assert set(FEATURES) <= files

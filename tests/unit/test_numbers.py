@@ -10,12 +10,13 @@ import click
 import pytest
 
 from hephaestus.cli import cli as main
+from hephaestus.commands import subcommands
 from hephaestus.commands.common import Finite
 
 
 def options(group: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Parameter]]:
     if isinstance(group, click.Group):
-        for name, sub in group.commands.items():
+        for name, sub in subcommands(group).items():
             yield from options(sub, (*path, name))
         return
     for p in group.params:

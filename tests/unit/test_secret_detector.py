@@ -10,6 +10,7 @@ import click
 import pytest
 
 from hephaestus.cli import cli
+from hephaestus.commands import subcommands
 from hephaestus.secrets import REDACTOR, plaintext
 from tests.connect_double import ConnectDouble
 from tests.unit.conftest import Project
@@ -75,7 +76,7 @@ def test_validate_and_import_refuse_the_same_configs(world: tuple[Project, Conne
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
     found: list[tuple[tuple[str, ...], click.Command]] = [(path, group)]
-    for name, cmd in sorted(group.commands.items()):
+    for name, cmd in sorted(subcommands(group).items()):
         if isinstance(cmd, click.Group):
             found += _commands(cmd, (*path, name))
         else:

@@ -9,15 +9,13 @@ import click
 import pytest
 
 from hephaestus.cli import cli
+from hephaestus.commands import subcommands
 
 ASKS = {"reconcile", "offsets reset", "offsets set", "slots", "dlq replay", "dlq purge"}
 
 
 def commands(group: click.Group = cli, path: str = "") -> Iterator[tuple[str, click.Command]]:
-    ctx = click.Context(group)
-    for name in group.list_commands(ctx):
-        cmd = group.get_command(ctx, name)
-        assert cmd is not None, name
+    for name, cmd in subcommands(group).items():
         where = f"{path} {name}".strip()
         if isinstance(cmd, click.Group):
             yield from commands(cmd, where)
