@@ -72,6 +72,9 @@ _NEEDS: tuple[tuple[str, ...], ...] = (
     ("xox",),
     ("eyJ",),
 )
+# All of them at once: most values of a fleet (topics, class names, numbers) hold none, and one
+# search in C spares them ten (issue 47: learning 5,000 live configs cost ~100 ms in the loop).
+_ANY_NEED = re.compile("|".join(re.escape(n) for needs in _NEEDS for n in needs))
 
 
 @lru_cache(maxsize=4096)
@@ -156,6 +159,8 @@ class Redactor:
         for value in self._ordered:
             if value in text:
                 text = text.replace(value, MASK)
+        if not _ANY_NEED.search(text):
+            return text
         for pattern, needs in zip(_PATTERNS, _NEEDS, strict=True):
             if any(n in text for n in needs):  # a substring test is ~100x cheaper than a scan
                 text = pattern.sub(_masked, text)
@@ -173,6 +178,8 @@ def _kept(found: str) -> bool:
 
 
 def _embedded(value: str) -> list[str]:
+    if not _ANY_NEED.search(value):
+        return []
     return [
         m.group("secret")
         for p, needs in zip(_PATTERNS, _NEEDS, strict=True)

@@ -42,8 +42,11 @@ _NONE: Mapping[str, Any] = MappingProxyType({})  # a default that no caller can 
 WRITTEN = ("create", "update", "rename")  # the writes Connect validates first (config/validate)
 
 
+_MASK_STARTS = frozenset("*[<hrmHRM")  # what a mask can begin with: most values are spared the regex
+
+
 def is_mask(value: str | None) -> bool:
-    return value is not None and bool(_MASK.match(value))
+    return value is not None and value[:1] in _MASK_STARTS and bool(_MASK.match(value))
 
 
 def masked_keys(config: Mapping[str, str]) -> tuple[str, ...]:
@@ -115,7 +118,7 @@ def unreadable(desired: Mapping[str, Desired], resolve: Resolver) -> tuple[Unrea
         Unread(name, key, *found)
         for name, d in sorted(desired.items())
         for key, raw in sorted(d.config.items())
-        if (found := unread(resolve(raw)))[0]
+        if "${" in raw and (found := unread(resolve(raw)))[0]  # only a placeholder can be unread
     )
 
 
