@@ -25,6 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import ports  # bench/ports.py: the stack's ports, from dev/stack/env.sh's variables
 import psycopg
 from psycopg import sql
 
@@ -34,7 +35,7 @@ from hephaestus.accuracy.run import AccuracyOptions, run_accuracy
 from hephaestus.generator.definitions import load_definitions
 from hephaestus.project import load_project
 
-DSN = "host=127.0.0.1 port=25432 user=postgres password=postgres"
+DSN = ports.PG_DSN
 
 TABLE = """
 CREATE TABLE users (
@@ -119,7 +120,10 @@ def project(root: Path, src: str, dst: str) -> None:
     )
     (root / "hephaestus.yaml").write_text(
         "clusters: {bench: {connectors: c}}\ndatabases:\n"
-        + "".join(f"  {db}: {{dsn: 'host=127.0.0.1 port=25432 user=postgres dbname={db}'}}\n" for db in (src, dst))
+        + "".join(
+            f"  {db}: {{dsn: 'host={ports.PG_HOST} port={ports.PG_PORT} user=postgres dbname={db}'}}\n"
+            for db in (src, dst)
+        )
     )
 
 

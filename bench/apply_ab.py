@@ -25,11 +25,12 @@ import time
 from pathlib import Path
 
 import httpx
+import ports  # bench/ports.py: the stack's ports, from dev/stack/env.sh's variables
 import yaml
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-CONNECT = "http://127.0.0.1:28083"
+CONNECT = ports.CONNECT
 PREFIX = "bench_ab_"
 
 
@@ -40,7 +41,7 @@ def write_fleet(folder: Path, count: int, batch_size: int) -> None:
         config = {
             "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
             "topics": f"bench.ab.{i}",
-            "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+            "connection.url": ports.JDBC_URL,
             "connection.username": "postgres",
             "connection.password": "${file:secrets/connect.properties:bob_password}",
             "insert.mode": "upsert",

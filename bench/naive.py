@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import ports  # bench/ports.py: the stack's ports, from dev/stack/env.sh's variables
+
 POLL_S = 0.02
 TIMEOUT_S = 180.0
 
@@ -78,7 +80,7 @@ def run(url: str, folder: Path) -> tuple[dict[str, int], int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--url", default="http://127.0.0.1:28083")
+    parser.add_argument("--url", default=ports.CONNECT)
     parser.add_argument("folder", type=Path)
     args = parser.parse_args()
     outcomes, requests = run(args.url, args.folder)

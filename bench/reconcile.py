@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ports  # bench/ports.py: the stack's ports, from dev/stack/env.sh's variables
 import yaml
 
 from hephaestus.cli import run
 
-CONNECT = "http://127.0.0.1:28083"
+CONNECT = ports.CONNECT
 
 
 def write_fleet(root: Path, count: int, batch_size: int) -> None:
@@ -31,7 +32,7 @@ def write_fleet(root: Path, count: int, batch_size: int) -> None:
         config = {
             "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
             "topics": f"bench.topic.{i}",
-            "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+            "connection.url": ports.JDBC_URL,
             "connection.username": "postgres",
             "connection.password": "${file:secrets/connect.properties:bob_password}",
             "insert.mode": "upsert",

@@ -23,12 +23,13 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import httpx
+import ports  # bench/ports.py: the stack's ports, from dev/stack/env.sh's variables
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hephaestus.cli import run  # noqa: E402
 
-CONNECT = "http://127.0.0.1:28083"
+CONNECT = ports.CONNECT
 PREFIX = "bench_scale_"
 LOG = Path(os.environ.get("HEPH_STACK_DIR", "/tmp/hephaestus-stack")) / "logs/connect1.log"
 SINK = "io.debezium.connector.jdbc.JdbcSinkConnector"
@@ -39,7 +40,7 @@ def config(i: int) -> dict[str, str]:
         "connector.class": SINK,
         "topics": f"bench.scale.{i}",
         "tasks.max": "1",
-        "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+        "connection.url": ports.JDBC_URL,
         "connection.username": "postgres",
         "connection.password": "${file:secrets/connect.properties:bob_password}",
     }

@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 
 import httpx
+import ports  # bench/ports.py: the stack's ports, from dev/stack/env.sh's variables
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-CONNECT = "http://127.0.0.1:28083"
+CONNECT = ports.CONNECT
 PREFIX = "bench_start_"
 PYTHON = str(REPO / ".venv/bin/python")
 HEPHAESTUS = str(REPO / ".venv/bin/hephaestus")
@@ -34,7 +35,7 @@ def config(i: int) -> dict[str, str]:
     return {
         "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
         "topics": f"bench.start.{i}",
-        "connection.url": "jdbc:postgresql://127.0.0.1:25432/postgres",
+        "connection.url": ports.JDBC_URL,
         "connection.username": "postgres",
         "connection.password": "${file:secrets/connect.properties:bob_password}",
         "tasks.max": "1",

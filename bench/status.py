@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import httpx
+import ports  # bench/ports.py: the stack's ports, from dev/stack/env.sh's variables
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,8 +36,10 @@ DATABASES = ("bob", "auth", "eureka", "fatima", "lmsdwh", "tokyo_jprep_dwh")
 def project(root: Path) -> Path:
     path = root / "hephaestus.yaml"
     doc = yaml.safe_load(path.read_text())
-    doc["clusters"]["bench"]["kafka_bootstrap"] = "127.0.0.1:29092"
-    doc["databases"] = {d: {"dsn": f"host=127.0.0.1 port=25432 user=postgres dbname={d}"} for d in DATABASES}
+    doc["clusters"]["bench"]["kafka_bootstrap"] = ports.BOOTSTRAP
+    doc["databases"] = {
+        d: {"dsn": f"host={ports.PG_HOST} port={ports.PG_PORT} user=postgres dbname={d}"} for d in DATABASES
+    }
     path.write_text(yaml.safe_dump(doc))
     return path
 

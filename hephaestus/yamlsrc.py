@@ -144,6 +144,8 @@ def load_json(path: Path) -> Any:
         raise InputError(file, "invalid JSON: number too long") from exc
     # Too deep needs more than MAX_DEPTH brackets, a lone surrogate a `\\u` escape: two scans of
     # the text spare most files the walk, and strings are only walked when an escape is there.
+    # (Reading the depth off the text instead, strings out and innermost pairs removed pass by
+    # pass, measured 3x slower than this walk on a 1.4 MB catalog: issue 47.)
     strings = "\\u" in text
     if strings or text.count("{") + text.count("[") > MAX_DEPTH:
         _check_tree(file, data, strings)

@@ -16,6 +16,7 @@ from hephaestus.yamlsrc import PathElem, YamlDoc, clip, format_path, load_json, 
 NOT_CATALOGS = ".schema.json"
 # PostgreSQL cuts names at 63 bytes (NAMEDATALEN - 1): a longer one names nothing that exists.
 PG_NAME_MAX = 63
+SHORT = PG_NAME_MAX // 4  # UTF-8 takes at most 4 bytes a character
 
 
 def too_long(name: str) -> str:
@@ -64,13 +65,18 @@ def parse_catalog(file: str, data: Any) -> Catalog:
 
 
 def _long_names(file: str, data: dict[str, Any]) -> list[InputError]:
-    """Names too long for PostgreSQL (generation quotes them whole in its messages)."""
-    names: list[tuple[list[PathElem], str]] = [(["database"], data["database"])]
+    """Names too long for PostgreSQL (generation quotes them whole in its messages). A name of
+    at most SHORT characters fits whatever they are: only longer ones are encoded and measured."""
+    found: list[tuple[list[PathElem], str]] = [(["database"], data["database"])]
     for table, raw in data["tables"].items():
-        names += [(["tables", table], part) for part in table.split(".")]
-        names += [(["tables", table, "columns", i, "name"], c["name"]) for i, c in enumerate(raw["columns"])]
-        names += [(["tables", table, "primary_key", i], k) for i, k in enumerate(raw["primary_key"])]
-    return [InputError(file, too_long(name), field=format_path(path)) for path, name in names if too_long(name)]
+        found += [(["tables", table], part) for part in table.split(".") if len(part) > SHORT]
+        found += [
+            (["tables", table, "columns", i, "name"], c["name"])
+            for i, c in enumerate(raw["columns"])
+            if len(c["name"]) > SHORT
+        ]
+        found += [(["tables", table, "primary_key", i], k) for i, k in enumerate(raw["primary_key"]) if len(k) > SHORT]
+    return [InputError(file, why, field=format_path(path)) for path, name in found if (why := too_long(name))]
 
 
 def _table(raw: dict[str, Any]) -> TableSchema:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tests.unit.conftest import Project, Result
 
 GOOD = """\
@@ -227,3 +230,45 @@ def test_long_names_in_a_snapshot(project: Project) -> None:
     for field in ("tables.public.tttt", "columns[0].name", "primary_key[0]"):
         assert field in result.err
     assert "t" * 41 not in result.err and "c" * 41 not in result.err
+
+
+def _depth(value: object) -> int:
+    """Container nesting as _check_tree counts it (a scalar is 0, `[]` is 1)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ax', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet='[]{}"\\k', max_size=3), inner, max_size=3)
+    ),
+    max_leaves=40,
+)
+
+
+@given(data=_JSON, wrap=st.integers(0, 70))
+def test_load_json_refuses_exactly_what_nests_deeper_than_the_limit(data: object, wrap: int) -> None:
+    """Brackets inside strings never count (the text pre-check only spares the walk), and the
+    verdict is the nesting's, on both sides of the limit."""
+    import tempfile
+    from pathlib import Path
+
+    from hephaestus.errors import InputError
+    from hephaestus.yamlsrc import MAX_DEPTH, load_json
+
+    for _ in range(wrap):
+        data = [data]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "doc.json"
+        path.write_text(json.dumps(data))
+        try:
+            load_json(path)
+            refused = False
+        except InputError as exc:
+            assert "nested deeper" in str(exc)
+            refused = True
+    assert refused == (_depth(data) > MAX_DEPTH)
