@@ -139,7 +139,6 @@ def accuracy(
     1 an error."""
     from hephaestus.accuracy import publish, render
     from hephaestus.accuracy.bisect import DeepOptions
-    from hephaestus.accuracy.mend import RepairOptions
     from hephaestus.accuracy.run import AccuracyOptions, run_accuracy
     from hephaestus.generator.definitions import load_definitions
     from hephaestus.project import load_project
@@ -153,7 +152,10 @@ def accuracy(
         definitions, lambda c: project.clusters[c].schema_registry_url if c in project.clusters else None
     )
     _warn_shared(project, defs, options)
-    how = RepairOptions(max_keys, batch_keys, delete_extra, repair_timeout)
+    if dry_run or repair:  # the repair's machinery loads only when a repair is asked for
+        from hephaestus.accuracy.mend import RepairOptions
+
+        how = RepairOptions(max_keys, batch_keys, delete_extra, repair_timeout)
     if dry_run:  # writes nothing: no signal, no delete, no notification, no metrics
         sys.exit(_preview(project, defs, options, how, output))
     if repair:
