@@ -6,8 +6,8 @@ floor in fresh processes, with wall and CPU time (CPU moves less with a loaded m
   process that GETs the listing (urllib) and `json.loads` it;
 - `generate`, 300 sinks x 400 columns: against one Python process writing the same 301 files;
 - `accuracy` counts, one table pair of --rows rows (throwaway PostgreSQL): against two `psql`
-  count(*) at once (and with accuracy's default filter); `--deep` with one row differing: against the same, and against one hashing
-  pass over both tables at once (psql);
+  count(*) at once (and with accuracy's default filter); `--deep` with one row differing:
+  against the same, and against one hashing pass over both tables at once (psql);
 - with `--stack`, the unpaced update of 50 sinks on the real Connect: bench/rollout.py's
   hephaestus against Connect's own best in-flight level.
 
