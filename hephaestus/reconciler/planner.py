@@ -55,6 +55,9 @@ class Seen:
     publications: Publications = Publications()
     topics: KafkaTopics | None = None  # None: no sink starts to read topics
     schema: DriftReport = DriftReport()  # the sources' schema drift (hephaestus.drift)
+    # The steps as drafted when what to read was decided (`needs`): `planned` takes them rather
+    # than drafting again (issue 47). Nothing read after that decision changes a draft.
+    draft: Plan | str | None = field(default=None, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class Needs:
 
     kept: frozenset[str]  # managed connectors the plan does not write: their health is reported
     topics: bool  # a sink starts to read topics: Kafka's are listed
+    draft: Plan | str = field(default="", hash=False, compare=False)  # what they were read off
 
 
 class Seal(Protocol):
@@ -82,12 +86,12 @@ def needs(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Need
         return None
     writes = {s.name for s in draft.writes}
     kept = frozenset(n for n in wanted.desired if wanted.dry_run or n not in writes)
-    return Needs(kept, bool(sinktopics.starting(draft, seen.every) or sinktopics.regexes(draft)))
+    return Needs(kept, bool(sinktopics.starting(draft, seen.every) or sinktopics.regexes(draft)), draft)
 
 
 def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> ClusterOutcome:
     """The cluster planned (or its sealed steps taken), not yet judged by the gate."""
-    draft = drafted(seen, wanted, policy, seal)
+    draft = seen.draft if seen.draft is not None else drafted(seen, wanted, policy, seal)
     if isinstance(draft, str):
         return ClusterOutcome(seen.cluster, seen.url, None, error=draft, basis=seen.basis)
     unread = _unread(draft, wanted, policy) if seen.basis.secrets else ()

@@ -163,6 +163,7 @@ def _needed(
         publications=pubs,
         topics=_topics(r.cluster, need),
         schema=DriftReport() if wanted.drift_only else _schema(project, r.cluster, wanted),
+        draft=need.draft,
     )
 
 

@@ -6,6 +6,9 @@ tests/unit/test_core_run.py's; that the module cannot import an edge is pyprojec
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+
+import pytest
 
 from hephaestus.fleet.model import Desired, Live
 from hephaestus.publications.change import PublicationChange
@@ -101,3 +104,18 @@ def test_a_sealed_plan_for_another_cluster_reads_and_plans_nothing() -> None:
     assert planner.needs(seen(live), want, Policy(), OtherCluster()) is None
     out = planner.planned(seen(live), want, Policy(), OtherCluster())
     assert out.plan is None and out.error == "plan made for another cluster, not http://connect:8083"
+
+
+def test_the_steps_are_drafted_once_for_what_to_read_and_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47: `needs` drafts the steps, `planned` takes that draft from the Seen; the plan is
+    the one a fresh draft gives."""
+    live = {"a": Live("a", sink("t1"), "sink", "RUNNING"), "b": Live("b", sink("t2"), "sink", "RUNNING")}
+    want = wanted(Desired("a", sink("t3")), Desired("b", sink("t2")))
+    fresh = planner.planned(seen(live), want, Policy(), None)
+    drafts: list[str] = []
+    real = planner.drafted
+    monkeypatch.setattr(planner, "drafted", lambda *a: drafts.append("draft") or real(*a))
+    need = planner.needs(seen(live), want, Policy(), None)
+    assert need is not None
+    again = planner.planned(replace(seen(live), draft=need.draft), want, Policy(), None)
+    assert drafts == ["draft"] and again == fresh
