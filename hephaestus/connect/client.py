@@ -213,9 +213,10 @@ class ConnectClient:
         REDACTOR.learn_config(found)
         return found
 
-    def task_configs(self, name: str) -> list[dict[str, str]]:
-        """`GET /connectors/{name}/tasks`: the config each task was last given."""
-        return self._shaped(Request("GET", _path(name, "tasks"), name), parse.task_configs)
+    def task_configs(self, name: str, once: bool = False) -> list[dict[str, str]]:
+        """`GET /connectors/{name}/tasks`: the config each task was last given. `once`: no retry
+        (a readiness poll asks again at its next listing)."""
+        return self._shaped(Request("GET", _path(name, "tasks"), name), parse.task_configs, once)
 
     def status(self, name: str) -> ConnectorStatus:
         """State and tasks only (no config); it lags writes, so 404 just after a create."""

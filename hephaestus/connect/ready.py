@@ -144,8 +144,11 @@ class _Watch:
         return running and not self.config_seen
 
     def fetch_config(self, client: ConnectClient) -> None:
+        """Asked once: during the rebalance a write starts, Connect answers `…/tasks` 409 or 500
+        for a while, and a retry inside the poll (0.5, 1, 2 s …) held every other connector's
+        verdict until it ended (issue 47: 2 s of a 50-sink update). The next poll asks again."""
         try:
-            self.config_seen = runs_config(client.task_configs(self.target.name), self.target.config or {})
+            self.config_seen = runs_config(client.task_configs(self.target.name, once=True), self.target.config or {})
         except ConnectError:
             return
         if not self.config_seen:

@@ -83,7 +83,8 @@ class Fake:
             raise listing
         return dict(listing)
 
-    def task_configs(self, name: str) -> list[dict[str, str]]:
+    def task_configs(self, name: str, once: bool = False) -> list[dict[str, str]]:
+        assert once, "a readiness poll asks once: a retry inside it holds every other verdict"
         self.task_calls.append(name)
         script = self.tasks[name]
         answer = script.pop(0) if len(script) > 1 else script[0]
