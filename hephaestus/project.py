@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
 
 from hephaestus import settings
 from hephaestus.errors import HephaestusError, InputError, InputErrors
@@ -27,6 +24,7 @@ from hephaestus.settings import (
     RolloutSettings,
     StateSettings,
 )
+from hephaestus.urls import normalised_url
 from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
@@ -350,47 +348,6 @@ def _ksqldb(name: str, raw: dict[str, Any], base: Path) -> KsqlDB:
 def _database(name: str, raw: dict[str, Any]) -> Database:
     dsn = os.environ.get(raw["dsn_env"], "") if "dsn_env" in raw else ""
     return Database(name, dsn or raw.get("dsn", f"dbname={name}"), _secret(raw.get("password")))
-
-
-def normalised_url(url: str) -> str:
-    """`http://host:port/path` with scheme and host lower-cased, the default port made explicit
-    and credentials left out: one Connect cluster, one spelling. The standard library's parser
-    (httpx costs ~50 ms to import, and `validate` sends no request); ValueError when unusable."""
-    parts = urlsplit(url)
-    port = parts.port  # ValueError: not a number, or out of range
-    host = _host(parts.hostname or "")
-    scheme = parts.scheme.lower()
-    port = port or {"http": 80, "https": 443}.get(scheme, 0)
-    return f"{scheme}://{host}:{port}{unquote(_without_dots(parts.path)).rstrip('/')}"
-
-
-_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
-
-
-def _without_dots(path: str) -> str:
-    """The path with its `.` and `..` segments resolved (RFC 3986, 5.2.4): `/a/./b/../c` is `/a/c`."""
-    kept: list[str] = []
-    for segment in path.split("/"):
-        if segment == "..":
-            if kept and kept != [""]:
-                kept.pop()
-        elif segment != ".":
-            kept.append(segment)
-    return "/".join(kept)
-
-
-def _host(host: str) -> str:
-    """A DNS name (one IDNA can encode), or an IP address as ipaddress reads it ("027.0.0.1"
-    refused); spelled as httpx spelt it before, so that lock keys and sealed plans keep theirs."""
-    if ":" in host or re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+", host):
-        return str(ipaddress.ip_address(host))
-    try:
-        ascii_name = host if host.isascii() else host.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise ValueError(f"invalid host {host!r}") from exc
-    if not _NAME.fullmatch(ascii_name):
-        raise ValueError(f"invalid host {host!r}")
-    return host
 
 
 def _secret(raw: dict[str, str] | None) -> SecretRef | None:

@@ -18,7 +18,7 @@ from hephaestus.drift.model import DriftReport
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.fleet.model import Desired, Live, config_hash
-from hephaestus.project import Cluster, Project, normalised_url
+from hephaestus.project import Cluster, Project
 from hephaestus.publications import db as pubdb
 from hephaestus.publications.change import PublicationChange
 from hephaestus.reconciler import health, rotation, sealed
@@ -31,6 +31,7 @@ from hephaestus.state import ownership
 from hephaestus.state.backend import prints_store
 from hephaestus.state.ownership import Claim, owns
 from hephaestus.state.prints import Prints, PrintsUnavailable, fingerprints
+from hephaestus.urls import normalised_url
 
 T = TypeVar("T")
 NO_CLIENT = "no client (its credentials are not set here)"

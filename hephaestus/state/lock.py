@@ -33,8 +33,8 @@ from typing import IO, Any, Protocol
 from hephaestus import pg
 from hephaestus.errors import HephaestusError
 from hephaestus.polling import Bound, until
-from hephaestus.project import normalised_url
 from hephaestus.state import schema
+from hephaestus.urls import normalised_url
 
 POLL_S = 0.5
 _CLASS_ID = 0x48455048  # "HEPH": the advisory lock namespace of hephaestus

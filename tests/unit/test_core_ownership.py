@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.globs import globs_overlap, scopes_overlap
-from hephaestus.project import Project, load_project, normalised_url
+from hephaestus.project import Project, load_project
 from hephaestus.settings import StateSettings
 from hephaestus.state.backend import ownership_store
 from hephaestus.state.ownership import (
@@ -29,6 +29,7 @@ from hephaestus.state.ownership import (
     releasing,
     scope_of,
 )
+from hephaestus.urls import normalised_url
 
 
 def test_claims_round_trip_per_project_and_cluster(tmp_path: Path) -> None:
