@@ -29,7 +29,9 @@ COPY . .
 RUN python3 -m pip wheel --no-cache-dir --disable-pip-version-check --no-deps -w /dist . \
  && python3 -m pip --python /opt/hephaestus/bin/python install --no-cache-dir --disable-pip-version-check \
       --no-deps /dist/*.whl \
- && /opt/hephaestus/bin/hephaestus job list
+ && /opt/hephaestus/bin/hephaestus job list \
+ && HEPHAESTUS_CACHE_DIR=/opt/hephaestus/cache /opt/hephaestus/bin/python -m hephaestus.jsonschemas \
+ && chmod -R a+rX /opt/hephaestus/cache
 # The desired state; a folder the commit does not have is simply absent.
 RUN mkdir -p /state \
  && for d in connectors definitions catalogs schemas ksql_migrations; do \
@@ -55,7 +57,9 @@ RUN if command -v dpkg >/dev/null && dpkg -s python3-pip >/dev/null 2>&1; then \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin hephaestus
 COPY --from=build /opt/hephaestus /opt/hephaestus
 COPY --from=build /state /app
+# The schemas' validators, compiled at build time (root's files: read, never rewritten).
 ENV PATH=/opt/hephaestus/bin:$PATH \
+    HEPHAESTUS_CACHE_DIR=/opt/hephaestus/cache \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HEPHAESTUS_PROJECT=/etc/hephaestus/project/hephaestus.yaml

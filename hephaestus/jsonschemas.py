@@ -11,8 +11,9 @@ fastjsonschema writes ~250 KB of Python per schema, and compiling it cost ~50 ms
 command (issue 47). The compiled code is kept in the user's cache folder (`HEPHAESTUS_CACHE_DIR`,
 else `$XDG_CACHE_HOME/hephaestus`, else `~/.cache/hephaestus`), named by the hash of the schema,
 fastjsonschema's version and the interpreter's: a changed schema is a new file, never a stale
-one. A folder or file that is not the user's own, or is writable by others, is not read (it
-would be code run as this user); an unwritable or damaged cache only costs the compile.
+one. A folder or file that is neither the user's nor root's, or is writable by others, is not
+read (it would be code run as this user); an unwritable or damaged cache only costs the compile.
+The image compiles them at build time (`python -m hephaestus.jsonschemas`, root's files).
 """
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ def packaged_validator(package: str, name: str) -> Checker:
     return Checker(packaged_schema(package, name))
 
 
+PACKAGED = (
+    ("hephaestus", "project.schema.json"),
+    ("hephaestus.generator", "definitions.schema.json"),
+    ("hephaestus.generator", "catalog.schema.json"),
+    ("hephaestus.reconciler", "plan.schema.json"),
+)
+
+
 def compiled(schema: dict[str, Any]) -> Callable[[Any], Any]:
     """fastjsonschema's validator of `schema`, its code read from the cache when it is there."""
     import fastjsonschema
@@ -118,9 +127,9 @@ def _cached(path: Path) -> tuple[str, CodeType] | None:
 
 
 def _own(path: Path) -> bool:
-    """The user's own, and writable by nobody else."""
+    """The user's own or root's (an image's build), and writable by nobody else."""
     found = path.stat()
-    return found.st_uid == os.getuid() and not found.st_mode & 0o022
+    return found.st_uid in (os.getuid(), 0) and not found.st_mode & 0o022
 
 
 def _keep(path: Path, found: tuple[str, CodeType]) -> None:
@@ -133,3 +142,14 @@ def _keep(path: Path, found: tuple[str, CodeType]) -> None:
         os.replace(spare, path)
     except OSError:  # a read-only home (a container): the compile is all it costs
         pass
+
+
+def warm() -> list[Path]:
+    """Every packaged schema's validator compiled into the cache (the image's build runs it)."""
+    for package, name in PACKAGED:
+        compiled(packaged_schema(package, name))
+    return sorted(cache_dir().glob("schema-*.marshal"))
+
+
+if __name__ == "__main__":
+    print(f"{len(warm())} schema validators in {cache_dir()}")

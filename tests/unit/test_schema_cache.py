@@ -94,14 +94,23 @@ def test_the_default_folder_is_the_users_cache(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_every_packaged_schema_compiles_through_the_cache(cache: Path) -> None:
-    for package, name in [
-        ("hephaestus", "project.schema.json"),
-        ("hephaestus.generator", "definitions.schema.json"),
-        ("hephaestus.generator", "catalog.schema.json"),
-        ("hephaestus.reconciler", "plan.schema.json"),
-    ]:
+    for package, name in jsonschemas.PACKAGED:
         schema = packaged_schema(package, name)
         before = copy.deepcopy(schema)
         assert callable(compiled(schema)) and callable(compiled(schema))
         assert schema == before, "fastjsonschema rewrites $refs in place: it gets a copy"
     assert len(list(cache.glob("schema-*.marshal"))) == 4
+
+
+def test_the_images_build_warms_every_packaged_schema(tmp_path: Path) -> None:
+    """`python -m hephaestus.jsonschemas` (the Dockerfile's build stage) leaves one file per schema."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HEPHAESTUS_CACHE_DIR": str(tmp_path / "built")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "hephaestus.jsonschemas"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"{len(jsonschemas.PACKAGED)} schema validators in ")
+    assert len(list((tmp_path / "built").glob("schema-*.marshal"))) == len(jsonschemas.PACKAGED)
