@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from hephaestus.cli import cli
 from hephaestus.commands import COMMANDS, FEATURES
@@ -97,3 +98,18 @@ def test_a_no_op_dry_run_imports_nothing_heavy_it_does_not_use(tmp_path: Path) -
         not {"hephaestus.dlq.run", "hephaestus.generator.run", "hephaestus.accuracy", "hephaestus.snapshot.hooks"}
         & found
     )
+
+
+def test_the_entry_point_answers_version_itself_and_hands_the_rest_to_the_cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In process (the child-process checks above are out of coverage's sight)."""
+    from hephaestus import __version__, entry
+
+    monkeypatch.setattr(sys, "argv", ["hephaestus", "--version"])
+    entry.main()
+    assert capsys.readouterr().out == f"hephaestus, version {__version__}\n"
+    monkeypatch.setattr(sys, "argv", ["hephaestus", "nosuch"])
+    with pytest.raises(SystemExit) as exited:
+        entry.main()
+    assert exited.value.code == 1 and "No such command 'nosuch'" in capsys.readouterr().err
