@@ -27,8 +27,16 @@ if TYPE_CHECKING:
 @definitions_option
 @catalogs_option
 @click.option("--define", "-d", "defines", multiple=True, help="ksql variable name=value (repeatable).")
-def validate(project_file: Path, definitions: Path, catalogs: Path, defines: tuple[str, ...]) -> None:
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="A folder with neither a project file nor definitions passes (else exit 1: nothing was checked).",
+)
+def validate(
+    project_file: Path, definitions: Path, catalogs: Path, defines: tuple[str, ...], allow_empty: bool
+) -> None:
     """Check the project file, definitions, connector files and ksql migrations offline."""
+    _named(project_file)
     found: list[str] = []
     errors: list[str] = []
     checks: list[Callable[[], str]] = []
@@ -44,7 +52,21 @@ def validate(project_file: Path, definitions: Path, catalogs: Path, defines: tup
             errors.append(str(exc))
     if errors:
         raise HephaestusError("\n".join(errors))
+    if not checks and not allow_empty:  # a typo'd folder or a run elsewhere must not pass as checked
+        raise HephaestusError(
+            f"nothing to check here: no project file {project_file} and no definitions folder {definitions} "
+            f"in {Path.cwd()} (run it in the repository's root, or pass --allow-empty)"
+        )
     click.echo("ok: " + ("; ".join(f for f in found if f) or "nothing to check here"))
+
+
+def _named(project_file: Path) -> None:
+    """A project file named by --project or HEPHAESTUS_PROJECT must exist: a typo there checked
+    nothing and passed (issue 48). The default one may be absent (a definitions-only folder)."""
+    source = click.get_current_context().get_parameter_source("project_file")
+    if source is not click.core.ParameterSource.DEFAULT and not project_file.is_file():
+        by = "HEPHAESTUS_PROJECT" if source is click.core.ParameterSource.ENVIRONMENT else "--project"
+        raise HephaestusError(f"{project_file}: no such project file (named by {by})")
 
 
 def _project(project_file: Path, errors: list[str]) -> Project | None:

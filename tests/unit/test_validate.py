@@ -63,8 +63,31 @@ def test_every_problem_is_named_with_file_and_line_and_nothing_needs_a_cluster(
     assert f"{migration.name}:" in err and "${nope} is not defined" in err
 
 
-def test_nothing_to_check_is_not_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert validate(tmp_path, capsys)[:2] == (0, "ok: nothing to check here\n")
+def test_a_project_file_named_but_absent_is_an_error_not_a_green_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48: a typo in --project or HEPHAESTUS_PROJECT checked nothing and exited 0."""
+    code, out, err = validate(tmp_path, capsys, "--allow-empty")
+    assert (code, out) == (
+        1,
+        "",
+    ) and f"{tmp_path / 'hephaestus.yaml'}: no such project file (named by --project)" in err
+    monkeypatch.setenv("HEPHAESTUS_PROJECT", str(tmp_path / "typo.yaml"))
+    code = run(["validate"])
+    assert code == 1 and "typo.yaml: no such project file (named by HEPHAESTUS_PROJECT)" in capsys.readouterr().err
+
+
+def test_a_folder_with_nothing_to_check_fails_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run in the wrong folder, validate used to say `ok: nothing to check here` and exit 0: the
+    pre-commit hook and CI were green while they checked nothing."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HEPHAESTUS_PROJECT", raising=False)
+    assert run(["validate"]) == 1
+    assert "nothing to check here: no project file hephaestus.yaml and no definitions folder" in capsys.readouterr().err
+    assert run(["validate", "--allow-empty"]) == 0
+    assert capsys.readouterr().out == "ok: nothing to check here\n"
 
 
 def test_the_hooks_offered_to_users_run_commands_that_pass_here(capsys: pytest.CaptureFixture[str]) -> None:
