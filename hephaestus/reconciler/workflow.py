@@ -208,18 +208,19 @@ def approve(
     ask: Callable[[Outcomes], str] | None,
 ) -> Approval:
     """Show the plan and ask for `yes` (Terraform's prompt); what was shown is sealed and is
-    what may apply. `ask` is None without a terminal: then nothing is applied unasked."""
+    what may apply. `ask` is None without a terminal: then nothing is applied unasked, and a
+    plan with nothing to apply is exit 0 as with one (issue 48: it was exit 1, "would apply")."""
+    shown = preview(replace(prepared.options, dry_run=True))
+    check_canaries(project, shown, prepared.options.rollout)
+    if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in shown):
+        stopped = any(o.refused or o.failed for o in shown)
+        return Approval(exit_code=exit_code(shown, True, False) if stopped else EXIT_OK)
     if ask is None:
         raise HephaestusError(
             "reconcile would apply changes without a terminal to confirm them: pass "
             "--auto-approve (the `job run` jobs do), or review with --dry-run --out and "
             "apply with --plan"
         )
-    shown = preview(replace(prepared.options, dry_run=True))
-    check_canaries(project, shown, prepared.options.rollout)
-    if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in shown):
-        stopped = any(o.refused or o.failed for o in shown)
-        return Approval(exit_code=exit_code(shown, True, False) if stopped else EXIT_OK)
     if ask(shown).strip() != "yes":
         raise HephaestusError("apply cancelled: nothing was changed")
     return Approval(sealed.build(project, shown, prepared.scope, prepared.clusters, prepared.options.rollout))

@@ -54,8 +54,18 @@ def prepared(tmp_path: Path) -> workflow.PreparedRun:
 def test_without_a_terminal_nothing_is_applied_unasked(tmp_path: Path) -> None:
     p = prepared(tmp_path)
     assert p.needs_approval
+    pending = Outcome(plan=type("P", (), {"in_sync": False})())
     with pytest.raises(HephaestusError, match="without a terminal to confirm them: pass --auto-approve"):
-        workflow.approve(Project("p.yaml", {}, {}), p, lambda o: pytest.fail("nothing is planned"), None)
+        workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [pending], None)  # type: ignore[list-item, return-value]
+
+
+def test_without_a_terminal_nothing_to_apply_is_exit_0_and_a_refusal_exit_2(tmp_path: Path) -> None:
+    """Issue 48: a cron or CI run with nothing to change exited 1, "would apply changes"."""
+    p = prepared(tmp_path)
+    calm = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome()], None)  # type: ignore[list-item, return-value]
+    assert calm == workflow.Approval(None, 0)
+    refused = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome(refused="x")], None)  # type: ignore[list-item, return-value]
+    assert refused == workflow.Approval(None, 2)
 
 
 def test_a_plan_with_nothing_to_apply_is_not_asked_about_and_a_refused_one_exits_2(tmp_path: Path) -> None:
