@@ -31,6 +31,7 @@ COMMANDS = {
     "exporter": "status",
     "offsets": "offsets",
     "graph": "graph",
+    "share": "share",
 }
 FEATURES = tuple(dict.fromkeys(COMMANDS.values()))
 
