@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -180,6 +181,7 @@ def reconcile(
     )
     progress = _progress() if sys.stderr.isatty() else None
     prepared = workflow.prepare(project, request, progress, lambda line: click.echo(line, err=True))
+    prepared = replace(prepared, options=replace(prepared.options, migrations=partial(_migrations, project)))
     hooks = None if dry_run else _hooks(project, prepared)
     options = prepared.options
     if prepared.needs_approval and not auto_approve:
@@ -195,6 +197,13 @@ def reconcile(
     if out:
         _save(out, project, outcomes, prepared)
     sys.exit(workflow.exit_code(outcomes, dry_run, exit_code))
+
+
+def _migrations(project: Project) -> dict[str, str]:
+    """The topics the project's ksqlDB migrations write: a sink reading one waits for it."""
+    from hephaestus.ksql.producers import topics_written
+
+    return topics_written(project)
 
 
 def _rollout_flags(

@@ -22,21 +22,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hephaestus.fleet.ksqltopics import AS_SELECT, CREATE, DROP, FLAGS, INSERT, NAME, ident, topic_of
 from hephaestus.graph.model import DeclaredConnector, KsqlStatement
 
-_NAME = r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)"
-_FLAGS = re.IGNORECASE | re.DOTALL
-_CREATE = re.compile(
-    rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:SOURCE\s+)?(STREAM|TABLE)\s+(?:IF\s+NOT\s+EXISTS\s+)?{_NAME}", _FLAGS
-)
 _CONNECTOR = re.compile(
-    rf"^\s*CREATE\s+(SOURCE|SINK)\s+CONNECTOR\s+(?:IF\s+NOT\s+EXISTS\s+)?{_NAME}\s+WITH\s*\((.*)\)\s*;?\s*$", _FLAGS
+    rf"^\s*CREATE\s+(SOURCE|SINK)\s+CONNECTOR\s+(?:IF\s+NOT\s+EXISTS\s+)?{NAME}\s+WITH\s*\((.*)\)\s*;?\s*$", FLAGS
 )
-_INSERT = re.compile(rf"^\s*INSERT\s+INTO\s+{_NAME}\s+(?:WITH\s*\(.*?\)\s*)?SELECT\b", _FLAGS)
-_DROP = re.compile(rf"^\s*DROP\s+(STREAM|TABLE|CONNECTOR)\s+(?:IF\s+EXISTS\s+)?{_NAME}", _FLAGS)
-_AS_SELECT = re.compile(r"\bAS\s+SELECT\b", _FLAGS)
-_READS = re.compile(rf"\b(?:FROM|JOIN)\s+{_NAME}", _FLAGS)
-_TOPIC = re.compile(r"\bKAFKA_TOPIC\s*=\s*'((?:[^']|'')*)'", _FLAGS)
+_READS = re.compile(rf"\b(?:FROM|JOIN)\s+{NAME}", FLAGS)
 _STRING = re.compile(r"'(?:[^']|'')*'")
 _PROPERTY = re.compile(r"""('(?:[^']|'')*'|"[^"]*"|`[^`]*`|[A-Za-z_][\w.]*)\s*=\s*'((?:[^']|'')*)'""")
 
@@ -81,31 +73,25 @@ def _read(found: Flow, s: KsqlStatement) -> None:
         name = ident(m.group(2))
         config = {unquote(k): unquote(v) for k, v in _PROPERTY.findall(m.group(3))}
         found.connectors[(s.cluster, name)] = DeclaredConnector(cluster_label(s.cluster), name, config, s.origin)
-    elif m := _CREATE.match(text):
+    elif m := CREATE.match(text):
         found.relations[(s.cluster, ident(m.group(2)))] = _relation(s, m.group(1).upper(), ident(m.group(2)))
-    elif m := _INSERT.match(text):
+    elif m := INSERT.match(text):
         found.inserts.append((s.cluster, ident(m.group(1)), _sources(text)))
-    elif m := _DROP.match(text):
+    elif m := DROP.match(text):
         what, name = m.group(1).upper(), ident(m.group(2))
         (found.connectors if what == "CONNECTOR" else found.relations).pop((s.cluster, name), None)
 
 
 def _relation(s: KsqlStatement, what: str, name: str) -> Relation:
-    head, *query = _AS_SELECT.split(s.text, maxsplit=1)
-    topic = _TOPIC.search(head)
+    head, *query = AS_SELECT.split(s.text, maxsplit=1)
     reads = _sources(query[0]) if query else ()
-    return Relation(s.cluster, name, what, topic.group(1).replace("''", "'") if topic else name, reads, s.origin)
+    return Relation(s.cluster, name, what, topic_of(head, name), reads, s.origin)
 
 
 def _sources(query: str) -> tuple[str, ...]:
     """The relations a query reads (FROM and JOIN), string literals left out."""
     bare = _STRING.sub("''", query)
     return tuple(dict.fromkeys(ident(n) for n in _READS.findall(bare)))
-
-
-def ident(name: str) -> str:
-    """ksqlDB's name for an identifier: back-quoted as written, otherwise upper case."""
-    return name[1:-1] if name.startswith("`") else name.upper()
 
 
 def unquote(text: str) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hephaestus.fleet.model import Live
-from hephaestus.reconciler.plan import Plan
+from hephaestus.reconciler.plan import Held, Plan
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,15 @@ class ClusterOutcome:
         return self.plan is not None and bool(self.plan.refused) and not self.applied
 
     @property
+    def held(self) -> tuple[Held, ...]:
+        """Sinks held back while the rest was written (their topics do not exist yet)."""
+        return self.plan.held if self.plan is not None else ()
+
+    @property
     def unhealthy(self) -> bool:
         return self.plan is not None and not self.plan.healthy
 
     @property
     def drift(self) -> bool:
         """Something to write, or a source schema change that needs someone (issue 45)."""
-        return self.plan is not None and (not self.plan.in_sync or bool(self.plan.schema))
+        return self.plan is not None and (not self.plan.in_sync or bool(self.plan.schema) or bool(self.plan.held))

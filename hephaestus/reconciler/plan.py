@@ -132,6 +132,20 @@ class Backfill:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A sink held back this run while the rest of its cluster's plan is written (issue 48): it
+    reads a topic that does not exist yet. `migration`: the ksqlDB migration that writes it (the
+    sink waits for it); none, and nothing in git writes it."""
+
+    name: str
+    why: str
+    migration: str = ""
+
+    def describe(self) -> str:
+        return f"held {self.name}: {self.why}"
+
+
+@dataclass(frozen=True)
 class Plan:
     cluster: str
     steps: tuple[Step, ...]
@@ -145,6 +159,7 @@ class Plan:
     needs: tuple[Need, ...] = ()  # topics created just before their sink (reconciler.sinktopics)
     backfills: tuple[Backfill, ...] = ()  # sent once the writes are done (reconciler.backfill)
     schema: tuple[Finding, ...] = ()  # what the sources' schema drift does to data (hephaestus.drift)
+    held: tuple[Held, ...] = ()  # sinks not written this run: their topics do not exist yet
 
     def needs_of(self, sink: str) -> tuple[Need, ...]:
         return tuple(n for n in self.needs if n.sink == sink)

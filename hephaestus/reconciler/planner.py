@@ -5,7 +5,7 @@ this module needs neither the seal's files nor its key."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -30,6 +30,9 @@ class Wanted:
     drift_only: bool
     dry_run: bool
     unassigned_grace_s: float
+    # {topic: the ksqlDB migration that writes it}, read only when a sink starts to read a topic
+    # (the project's migrations, compiled by the CLI: the reconciler imports no feature).
+    migrations: Callable[[], Mapping[str, str]] | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class KafkaTopics:
     names: frozenset[str] = frozenset()
     unchecked: str = ""  # why Kafka was not asked at all (no kafka_bootstrap)
     error: str = ""  # why its topics could not be listed: a warning, never a crash
+    written: Mapping[str, str] = field(default_factory=dict, hash=False)  # by ksqlDB migrations: {topic: which}
 
 
 @dataclass(frozen=True, kw_only=True)  # keywords only: strings side by side
@@ -100,7 +104,7 @@ def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Cl
     if seal is not None:
         stale = seal.stale(p, seen.basis)
         p = replace(p, refusals=(stale,) if stale else ())
-    p = _with_topics(p, seen, policy.resolve)
+    p = _with_topics(p, seen, policy.resolve, exact=seal is not None)
     p = _held(
         replace(
             p,
@@ -184,8 +188,8 @@ def _with_publications(
     return p, {**read.problems, **wrong}
 
 
-def _with_topics(p: Plan, seen: Seen, resolve: Resolver) -> Plan:
-    """The plan checked against the topics Kafka has (`reconciler.sinktopics`)."""
+def _with_topics(p: Plan, seen: Seen, resolve: Resolver, exact: bool) -> Plan:
+    """The plan checked against the topics Kafka has and the migrations write (`reconciler.sinktopics`)."""
     t = seen.topics
     if t is None:
         return p
@@ -193,7 +197,7 @@ def _with_topics(p: Plan, seen: Seen, resolve: Resolver) -> Plan:
         return sinktopics.unchecked(p, seen.every, t.unchecked)
     if t.error:
         return replace(p, warnings=(*p.warnings, f"topics not checked: {t.error}"))
-    return sinktopics.checked(p, seen.every, t.names, resolve)
+    return sinktopics.checked(p, seen.every, t.names, resolve, t.written, exact)
 
 
 def strangers(seen: Seen, desired: Mapping[str, Desired], held: frozenset[str]) -> tuple[str, ...]:

@@ -162,7 +162,7 @@ def _needed(
         basis=replace(found.basis, published=published),
         health=_health(client, need, wanted, mine),
         publications=pubs,
-        topics=_topics(r.cluster, need),
+        topics=_topics(r.cluster, need, wanted),
         schema=DriftReport() if wanted.drift_only else _schema(project, r.cluster, wanted),
         draft=need.draft,
     )
@@ -201,16 +201,18 @@ def _health(
     return health.findings(kept, statuses, wanted.unassigned_grace_s)
 
 
-def _topics(cluster: Cluster, need: Needs) -> KafkaTopics | None:
-    """The topics Kafka has, listed once and only when a sink starts to read topics."""
+def _topics(cluster: Cluster, need: Needs, wanted: Wanted) -> KafkaTopics | None:
+    """The topics Kafka has and those ksqlDB migrations write, read once and only when a sink
+    starts to read topics."""
     if not need.topics:
         return None
     if not cluster.kafka_bootstrap:
         return KafkaTopics(unchecked="no kafka_bootstrap")
     try:
-        return KafkaTopics(kafka.topic_names(cluster.kafka_bootstrap))
+        names = kafka.topic_names(cluster.kafka_bootstrap)
     except HephaestusError as exc:
         return KafkaTopics(error=str(exc))
+    return KafkaTopics(names, written=wanted.migrations() if wanted.migrations else {})
 
 
 def _secrets(r: Read, wanted: Wanted, policy: Policy, typed: Mapping[str, frozenset[str]]) -> Secrets | None:

@@ -35,6 +35,7 @@ def summary(plan: Plan) -> str:
     renames = f"{c['rename']} to rename, " if c["rename"] else ""
     adopt = f", {len(plan.adopt)} to adopt" if plan.adopt else ""
     pubs = f", {len(plan.publications)} publications to change" if plan.publications else ""
+    pubs += f", {len(plan.held)} held" if plan.held else ""
     states = f"{c['state']} to pause/resume/stop, " if c["state"] else ""
     states += f"{c['restart']} to restart, " if c["restart"] else ""
     return (
@@ -113,6 +114,7 @@ def _plan_lines(plan: Plan, style: Style) -> list[str]:
     for b in plan.backfills:
         lines += [style(f"+ {b.describe()}", "update")] + [style(f"    {e.describe()}", "update") for e in b.effects]
     lines += [style(f"unhealthy {u.name}: {u.reason}", "error") for u in plan.health]
+    lines += [style(h.describe(), "error") for h in plan.held]
     lines += [style(f"schema: {f.describe()}", "error") for f in plan.schema]
     if plan.adopt:
         lines.append(f"adopt (record as owned, no write to Connect): {_listed(plan.adopt, 10)}")
@@ -176,7 +178,7 @@ def _plan_dict(plan: Plan | None) -> dict[str, Any]:
     """The plan's fields of a cluster's outcome (empty when it could not be planned)."""
     if plan is None:
         empty: dict[str, Any] = {
-            k: [] for k in ("refusals", "health", "adopt", "warnings", "needs", "steps", "backfills", "schema")
+            k: [] for k in ("refusals", "health", "adopt", "warnings", "needs", "steps", "backfills", "schema", "held")
         }
         return {**empty, "refused": None, "counts": {}, "publications": []}
     return {
@@ -198,6 +200,8 @@ def _plan_dict(plan: Plan | None) -> dict[str, Any]:
             {"source": b.source, "tables": list(b.tables), "why": b.why, "effects": [e.describe() for e in b.effects]}
             for b in plan.backfills
         ],
+        # Sinks held back, the rest written: their topics do not exist yet (issue 48).
+        "held": [{"name": h.name, "why": h.why, "migration": h.migration or None} for h in plan.held],
         # A source's schema drift, by its effect on data (hephaestus.drift; issue 45).
         "schema": [
             {"effect": f.code, "subject": f.subject, "pipeline": f.pipeline, "why": f.why, "sinks": list(f.sinks)}
@@ -265,6 +269,7 @@ def _md_notes(o: ClusterOutcome, plan: Plan) -> list[str]:
     """Errors, refusal, warnings, adoptions, health, publications, back-fills, schema drift."""
     out = [f"**error:** {md_text(o.error)}\n"] if o.error else []
     out += [f"> **refused:** {md_text(plan.refused)}\n"] if plan.refused else []
+    out += [f"> **held:** {md_code(h.name)}: {md_text(h.why)}\n" for h in plan.held]
     out += [f"> **warning:** {md_text(w)}\n" for w in plan.warnings]
     if plan.adopt:
         out.append(f"Adopted (recorded as owned, no write): {', '.join(md_code(n) for n in plan.adopt)}\n")

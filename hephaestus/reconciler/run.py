@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
@@ -75,6 +75,9 @@ class RunOptions:
     targets: tuple[str, ...] = ()  # --target globs: plan and apply only these connectors
     sealed: sealed.Sealed | None = None  # a sealed plan (saved, or shown and approved): its steps, exactly
     rollout: Mapping[str, Any] = field(default_factory=dict)  # rollout keys given as flags (--canary …)
+    # {topic: the ksqlDB migration that writes it}, asked only when a sink starts to read a topic
+    # Kafka lacks (issue 48: a migration is a producer, as a source is).
+    migrations: Callable[[], Mapping[str, str]] | None = field(default=None, compare=False)
 
 
 def policy_of(project: Project, force: bool, allow: Allow = Allow()) -> Policy:
@@ -201,7 +204,7 @@ class _Reconcile:
         self, name: str, desired: Mapping[str, Mapping[str, Desired]], held: Mapping[str, frozenset[str]]
     ) -> Wanted:
         o = self.options
-        return Wanted(desired[name], held[name], o.targets, o.drift_only, o.dry_run, o.unassigned_grace_s)
+        return Wanted(desired[name], held[name], o.targets, o.drift_only, o.dry_run, o.unassigned_grace_s, o.migrations)
 
     def planned(
         self,

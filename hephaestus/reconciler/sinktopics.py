@@ -5,8 +5,13 @@ A sink created first makes the broker auto-create its topics with the broker's d
 waits forever on a typo (strimzi#2752). So: a missing topic that a source writes (a source
 step of this plan, or a source live on the cluster, whose topic namespace is a prefix of it) is
 needed: created as that source would create it, just before the sink is sent (Debezium
-creates a table's topic only at its first record: an empty table's would never come). A
-missing topic nothing writes refuses the plan.
+creates a table's topic only at its first record: an empty table's would never come).
+
+A missing topic no source writes holds back only the sink that reads it (issue 48): the rest of
+the plan is written, the sink is named with its reason, and the run exits 2. When a ksqlDB
+migration writes the topic (`fleet.ksqltopics`), the sink waits for that migration, and the
+plan names it: the chart's hooks run the migrations before reconcile. A sealed plan is applied
+exactly or not at all, so there such a sink refuses the plan.
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from hephaestus.fleet.ksqltopics import waiting
 from hephaestus.fleet.model import Live
 from hephaestus.fleet.topics import topics_of
 from hephaestus.fleet.writers import TopicWriter, writers_of
-from hephaestus.reconciler.plan import Action, Need, Plan
+from hephaestus.reconciler.plan import Action, Held, Need, Plan
 from hephaestus.safety import views
 from hephaestus.safety.values import Resolver
 
@@ -50,20 +56,55 @@ def writers(p: Plan, live: Mapping[str, Live], resolve: Resolver) -> list[TopicW
     return writers_of({**running, **planned}, resolve)
 
 
-def checked(p: Plan, live: Mapping[str, Live], existing: frozenset[str], resolve: Resolver) -> Plan:
-    """The plan with its sinks' needs, a refusal per sink reading a topic nothing writes, and a
-    warning per `topics.regex` sink that matches no topic yet."""
+def checked(
+    p: Plan,
+    live: Mapping[str, Live],
+    existing: frozenset[str],
+    resolve: Resolver,
+    migrations: Mapping[str, str] | None = None,
+    exact: bool = False,
+) -> Plan:
+    """The plan with its sinks' needs, each sink reading a topic no source writes held (`exact`,
+    a sealed plan: refused), and a warning per `topics.regex` sink that matches no topic yet.
+    `migrations`: {topic: the ksqlDB migration that writes it}."""
     sources = writers(p, live, resolve)
     needs: list[Need] = []
-    refusals: list[str] = []
+    held: list[Held] = []
     for sink, topics in sorted(starting(p, live).items()):
         missing = [t for t in topics if t not in existing]
         found = {t: next((w for w in sources if w.writes(t)), None) for t in missing}
         needs += _needs(sink, found)
         if orphans := [t for t, w in found.items() if w is None]:
-            refusals.append(refusal(sink, orphans))
+            held.append(hold(sink, orphans, migrations or {}))
     warnings = [unmatched(s, r) for s, r in sorted(regexes(p).items()) if not _matches(r, existing)]
-    return replace(p, needs=tuple(needs), refusals=(*p.refusals, *refusals), warnings=(*p.warnings, *warnings))
+    p = replace(p, needs=tuple(needs), warnings=(*p.warnings, *warnings))
+    if exact:
+        return replace(p, refusals=(*p.refusals, *(f"sink {h.name} {h.why}" for h in held)))
+    return held_back(p, tuple(held))
+
+
+def hold(sink: str, orphans: Sequence[str], migrations: Mapping[str, str]) -> Held:
+    """Why `sink` waits: the migration that writes all its missing topics, or what nothing writes."""
+    waits = waiting(orphans, migrations)
+    if len(waits) == len(orphans):
+        by = sorted(set(waits.values()))
+        why = (
+            f"reads {', '.join(orphans)}, which ksqlDB migration {', '.join(by)} writes and which does not exist "
+            f"yet: it waits for that migration (`hephaestus ksql apply`; the chart's hooks run the migrations "
+            f"before reconcile), then the next reconcile creates it"
+        )
+        return Held(sink, why, by[0])
+    return Held(sink, unwritten([t for t in orphans if t not in waits]))
+
+
+def held_back(p: Plan, held: tuple[Held, ...]) -> Plan:
+    """The plan without the held sinks' steps and needs: nothing else depends on a sink."""
+    names = {h.name for h in held}
+    if not names:
+        return p
+    steps = tuple(s for s in p.steps if s.name not in names)
+    needs = tuple(n for n in p.needs if n.sink not in names)
+    return replace(p, steps=steps, needs=needs, held=(*p.held, *held))
 
 
 def _needs(sink: str, found: Mapping[str, TopicWriter | None]) -> list[Need]:
@@ -100,9 +141,13 @@ def _matches(regex: str, existing: frozenset[str]) -> bool:
 
 
 def refusal(sink: str, topics: Sequence[str]) -> str:
+    return f"sink {sink} {unwritten(topics)}"
+
+
+def unwritten(topics: Sequence[str]) -> str:
     return (
-        f"sink {sink} reads topics that do not exist and that no source writes: {', '.join(topics)}: "
-        f"create them, or deploy the source that writes them first"
+        f"reads topics that do not exist and that no source or ksqlDB migration writes: "
+        f"{', '.join(topics)}: create them, or deploy what writes them first"
     )
 
 

@@ -213,8 +213,8 @@ def approve(
     shown = preview(replace(prepared.options, dry_run=True))
     check_canaries(project, shown, prepared.options.rollout)
     if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in shown):
-        stopped = any(o.refused or o.failed for o in shown)
-        return Approval(exit_code=exit_code(shown, True, False) if stopped else EXIT_OK)
+        stopped = any(o.refused or o.failed or o.held for o in shown)
+        return Approval(exit_code=exit_code(shown, False, False) if stopped else EXIT_OK)
     if ask is None:
         raise HephaestusError(
             "reconcile would apply changes without a terminal to confirm them: pass "
@@ -235,12 +235,14 @@ def check_canaries(project: Project, outcomes: Outcomes, flags: Mapping[str, Any
 
 
 def exit_code(outcomes: Outcomes, dry_run: bool, drift_exit: bool) -> int:
-    """The exit policy (Helm hooks and cron read it): 1 a failure, 2 a refusal, or with
-    --dry-run --exit-code drift or an unhealthy managed connector; 1 when an apply left a
-    managed connector unhealthy; else 0."""
+    """The exit policy (Helm hooks and cron read it): 1 a failure, 2 a refusal, or an apply in
+    part (a sink held back, the rest written: issue 48), or with --dry-run --exit-code drift or
+    an unhealthy managed connector; 1 when an apply left a managed connector unhealthy; else 0.
+    A dry run whose sink only waits for a ksqlDB migration is drift, not a refusal: the deploy
+    runs the migrations first."""
     if any(o.failed for o in outcomes):
         return EXIT_ERROR
-    if any(o.refused for o in outcomes):
+    if any(o.refused for o in outcomes) or any(not (dry_run and h.migration) for o in outcomes for h in o.held):
         return EXIT_DRIFT
     unhealthy = any(o.unhealthy for o in outcomes)
     if not dry_run and unhealthy:

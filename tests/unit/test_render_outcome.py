@@ -37,6 +37,7 @@ def test_a_cluster_that_could_not_be_planned_is_its_error_in_text_and_empty_in_j
             "publications": [],
             "backfills": [],
             "schema": [],
+            "held": [],
             "results": [],
             "rollout": None,
             "requests": 0,
@@ -120,3 +121,15 @@ def test_the_json_of_an_outcome_holds_the_plan_the_results_and_the_rollout() -> 
         "rollback": [vars(OK), vars(BAD)],
     }
     assert doc["counts"]["create"] == 0 and (doc["requests"], doc["writes"]) == (3, 1)
+
+
+def test_a_held_sink_is_named_with_its_reason_and_counted_in_text_json_and_markdown() -> None:
+    from hephaestus.reconciler.plan import Held
+
+    held = Held("k", "reads t, which ksqlDB migration kec V1__f.sql:2 writes", "kec V1__f.sql:2")
+    out = ClusterOutcome("c", "http://c", Plan("c", (), held=(held,)))
+    text = render.text([out])
+    assert "held k: reads t, which ksqlDB migration kec V1__f.sql:2 writes" in text and ", 1 held" in text
+    (cluster,) = json.loads(render.as_json([out]))["clusters"]
+    assert cluster["held"] == [{"name": "k", "why": held.why, "migration": "kec V1__f.sql:2"}]
+    assert "**held:** `k`" in render.markdown([out])

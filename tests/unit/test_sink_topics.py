@@ -14,7 +14,7 @@ import pytest
 from hephaestus import kafka
 from hephaestus.classes import POSTGRES_SOURCE as POSTGRES
 from hephaestus.reconciler import sinktopics
-from hephaestus.reconciler.plan import Desired, Live, Plan, Policy, Scope, plan
+from hephaestus.reconciler.plan import Desired, Held, Live, Plan, Policy, Scope, plan
 from hephaestus.safety.values import NO_RESOLVER
 from tests.connect_double import ConnectDouble
 from tests.unit.conftest import Project
@@ -76,18 +76,45 @@ def test_a_table_the_source_does_not_capture_is_not_its_topic() -> None:
     typo = "local.manabie.bob.public.userz"
     p, live = planned({"src": only_users, "k": sink(f"{USERS},{typo},local.manabie.bob.public.USER_groups")})
     found = sinktopics.checked(p, live, frozenset(), NO_RESOLVER)
-    assert [n.topics for n in found.needs] == [(USERS, "local.manabie.bob.public.USER_groups")]
-    assert found.refusals == (sinktopics.refusal("k", [typo]),)  # a typo under its namespace: refused
+    # A typo under its namespace: the sink is held (its needs go with it), the source is written.
+    assert found.held == (Held("k", sinktopics.unwritten([typo])),) and found.refusals == ()
+    assert found.needs == () and [s.name for s in found.writes] == ["src"]
 
 
-def test_a_missing_topic_nothing_writes_refuses_the_plan_naming_sink_and_topics() -> None:
+def test_a_missing_topic_nothing_writes_holds_back_only_that_sink_naming_it_and_the_topics() -> None:
+    """Issue 48: a refusal holds back only what depends on it; the source and the other sink go."""
     p, live = planned({"src": SRC, "k": sink(f"{USERS},typo.users,other.t"), "ok": sink("there")})
     found = sinktopics.checked(p, live, frozenset({"there"}), NO_RESOLVER)
-    assert found.refusals == (
-        "sink k reads topics that do not exist and that no source writes: typo.users, other.t: "
-        "create them, or deploy the source that writes them first",
-    )
-    assert [n.topics for n in found.needs] == [(USERS,)]
+    assert found.refusals == ()
+    assert [h.describe() for h in found.held] == [
+        "held k: reads topics that do not exist and that no source or ksqlDB migration writes: typo.users, "
+        "other.t: create them, or deploy what writes them first"
+    ]
+    assert [s.name for s in found.writes] == ["ok", "src"] and found.needs == ()
+
+
+MIGRATED = "local.manabie.kec.fact_invoice"
+BY = "kec V000002__fact_invoice.sql:41"
+
+
+def test_a_topic_a_ksqldb_migration_writes_holds_the_sink_waiting_for_that_migration() -> None:
+    p, live = planned({"src": SRC, "k": sink(MIGRATED)})
+    found = sinktopics.checked(p, live, frozenset(), NO_RESOLVER, {MIGRATED: BY})
+    (held,) = found.held
+    assert (held.name, held.migration) == ("k", BY) and found.refusals == ()
+    assert f"which ksqlDB migration {BY} writes" in held.why and "hephaestus ksql apply" in held.why
+    assert [s.name for s in found.writes] == ["src"]
+    # One topic a migration writes and one nothing writes: nothing to wait for, only to fix.
+    p, live = planned({"k": sink(f"{MIGRATED},typo")})
+    (held,) = sinktopics.checked(p, live, frozenset(), NO_RESOLVER, {MIGRATED: BY}).held
+    assert held.migration == "" and held.why == sinktopics.unwritten(["typo"])
+
+
+def test_a_sealed_plan_is_exact_so_a_sink_whose_topic_is_missing_refuses_it() -> None:
+    p, live = planned({"src": SRC, "k": sink("typo.users")})
+    found = sinktopics.checked(p, live, frozenset(), NO_RESOLVER, exact=True)
+    assert found.held == () and found.refusals == (sinktopics.refusal("k", ["typo.users"]),)
+    assert [s.name for s in found.writes] == ["k", "src"]
 
 
 def test_a_regex_sink_matching_no_topic_is_a_warning_and_without_kafka_one_warning() -> None:
@@ -137,14 +164,40 @@ def audit(project: Project) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (project.root / "audit.jsonl").read_text().splitlines()]
 
 
-def test_a_sink_reading_a_topic_nothing_writes_exits_2_and_writes_nothing(
+def test_a_sink_reading_a_topic_nothing_writes_is_held_the_rest_applied_and_exit_2(
     project: Project, served: tuple[ConnectDouble, str], broker: Cluster
 ) -> None:
-    double = fleet(project, served, {"k": sink("typo.users")})
+    double = fleet(project, served, {"k": sink("typo.users"), "ok": sink("there")})
     out = cli(project, "--auto-approve")
-    assert out.code == 2, out.err
-    assert "sink k reads topics that do not exist" in out.out + out.err and "typo.users" in out.out + out.err
-    assert double.writes() == [] and broker.created == []
+    assert out.code == 2, out.err  # an apply in part: not 0
+    (cluster,) = json.loads(out.out)["clusters"]
+    assert [h["name"] for h in cluster["held"]] == ["k"] and "typo.users" in cluster["held"][0]["why"]
+    assert cluster["refused"] is None
+    assert [w for w in double.writes() if w[0] == "POST"] == [("POST", "/connectors")]
+    assert set(double.connectors) == {"ok"} and broker.created == []
+
+
+def test_a_sink_a_migration_feeds_waits_for_it_naming_it_and_a_dry_run_is_not_refused(
+    project: Project, served: tuple[ConnectDouble, str], broker: Cluster
+) -> None:
+    double = fleet(project, served, {"k": sink(MIGRATED), "ok": sink("there")})
+    folder = project.root / "ksql_migrations" / "kec"
+    folder.mkdir(parents=True)
+    (folder / "V000001__fact.sql").write_text(
+        "CREATE STREAM S (ID INT) WITH (KAFKA_TOPIC='in', VALUE_FORMAT='JSON', PARTITIONS=1);\n"
+        f"CREATE TABLE FACT_INVOICE WITH (KAFKA_TOPIC='{MIGRATED}', VALUE_FORMAT='JSON') AS\n"
+        "  SELECT ID, COUNT(*) AS N FROM S GROUP BY ID;\n"
+    )
+    with (project.root / "hephaestus.yaml").open("a") as f:
+        f.write("ksqldb:\n  kec:\n    url: http://127.0.0.1:1\n    migrations: ksql_migrations/kec\n")
+    dry = cli(project, "--dry-run")
+    assert dry.code == 0, dry.out + dry.err  # the deploy runs the migrations first
+    (cluster,) = json.loads(dry.out)["clusters"]
+    assert cluster["held"] == [{"name": "k", "migration": "kec V000001__fact.sql:2", "why": cluster["held"][0]["why"]}]
+    assert cluster["counts"]["create"] == 1
+    applied = cli(project, "--auto-approve")
+    assert applied.code == 2, applied.out + applied.err
+    assert set(double.connectors) == {"ok"}
 
 
 def test_the_topic_is_created_with_the_sources_settings_before_the_sink(
@@ -227,4 +280,4 @@ def test_only_a_source_writes_topics() -> None:
     odd_sink = {**sink("x"), "topic.prefix": "bob"}  # a sink's own keys never make it a writer
     p, live = planned({"k": sink("bob.public.users")}, {"odd": Live("odd", odd_sink, "sink", "RUNNING")})
     found = sinktopics.checked(p, live, frozenset(), NO_RESOLVER)
-    assert found.refusals == (sinktopics.refusal("k", ["bob.public.users"]),)
+    assert found.held == (Held("k", sinktopics.unwritten(["bob.public.users"])),)

@@ -12,6 +12,7 @@ import pytest
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.project import Project
 from hephaestus.reconciler import workflow
+from hephaestus.reconciler.plan import Held
 from hephaestus.reconciler.sealed import PlanScope
 
 
@@ -25,6 +26,7 @@ class Outcome:
     drift: bool = False
     plan: Any = None
     cluster: str = "c"
+    held: tuple[Held, ...] = ()
 
 
 @pytest.mark.parametrize(
@@ -40,6 +42,15 @@ class Outcome:
         (Outcome(drift=True), True, True, 2),
         (Outcome(drift=True), True, False, 0),
         (Outcome(drift=True), False, True, 0),  # --exit-code is a dry run's
+        # Issue 48: an apply in part (a sink held back, the rest written) is exit 2; in a dry
+        # run, a sink that only waits for a ksqlDB migration is drift (the deploy runs those
+        # first), one whose topic nothing writes is refused as before.
+        (Outcome(held=(Held("s", "why", "kec V000002__f.sql:3"),)), False, False, 2),
+        (Outcome(held=(Held("s", "why", "kec V000002__f.sql:3"),)), True, False, 0),
+        (Outcome(held=(Held("s", "why", "kec V000002__f.sql:3"),), drift=True), True, True, 2),
+        (Outcome(held=(Held("s", "why"),)), True, False, 2),
+        (Outcome(held=(Held("s", "why"),)), False, False, 2),
+        (Outcome(held=(Held("s", "why"),), failed=True), False, False, 1),
     ],
 )
 def test_the_exit_policy(outcome: Outcome, dry_run: bool, drift_exit: bool, code: int) -> None:
