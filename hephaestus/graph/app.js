@@ -29,7 +29,12 @@
   function element(n) {
     byId[n.id] = n;
     n.shown = shownState(n);
-    n.haystack = [n.label, n.cluster, n.database].join(' ').toLowerCase();
+    // A table is also found as people name it: `auth.users` for auth.public.users.
+    n.names = [n.label.toLowerCase()];
+    if (n.kind === 'table' && n.label.indexOf(n.database + '.public.') === 0) {
+      n.names.push((n.database + '.' + n.label.slice(n.database.length + 8)).toLowerCase());
+    }
+    n.haystack = n.names.concat([n.cluster, n.database]).join(' ').toLowerCase();
     var text = n.label.length * 7, lines = Math.ceil(text / WRAP);
     var classes = [n.kind, liveClass(n)].join(' ').trim();
     var size = { w: Math.max(60, Math.min(WRAP, text) + 20), h: 12 + 15 * lines };
@@ -377,14 +382,32 @@
   }
   api.focus = focus;
 
+  /* How well a node's names match the text: 0 a name is the text, 1 a name starts or ends
+     (after a separator) with it, 2 a name holds it, 3 only its cluster or database does. */
+  function rank(n, q) {
+    return Math.min.apply(null, n.names.map(function (name) {
+      if (name === q) { return 0; }
+      var before = name.length - q.length - 1;
+      if (name.indexOf(q) === 0 || (before >= 0 && name.slice(before + 1) === q && /[._\/ -]/.test(name[before]))) { return 1; }
+      return name.indexOf(q) >= 0 ? 2 : 3;
+    }));
+  }
+
   /* Search: names, clusters and databases that contain the text; the matches are marked and
-     brought into view, and listed to pick one. */
+     brought into view, and listed to pick one, best matches first (so that a table is listed
+     before the hundreds of connectors whose names merely hold its name). */
   function search(text) {
     var q = text.trim().toLowerCase(), list = $('results');
     cy.nodes().removeClass('match');
     list.replaceChildren();
     if (!q) { list.hidden = true; return cy.collection(); }
-    var found = cy.nodes().filter(function (n) { return !n.hasClass('hidden') && byId[n.id()].haystack.indexOf(q) >= 0; });
+    var ranked = [];
+    cy.nodes().forEach(function (n, i) {
+      var d = byId[n.id()];
+      if (!n.hasClass('hidden') && d.haystack.indexOf(q) >= 0) { ranked.push({ n: n, r: rank(d, q), i: i }); }
+    });
+    ranked.sort(function (a, b) { return a.r - b.r || a.i - b.i; });
+    var found = cy.collection(ranked.map(function (m) { return m.n; }));
     found.addClass('match');
     found.slice(0, 50).forEach(function (n) {
       var d = byId[n.id()], li = document.createElement('li'), b = document.createElement('button');

@@ -299,3 +299,25 @@ def test_no_two_nodes_of_the_hub_fleet_overlap(hub: Browser) -> None:
                     return found; })()"""
     )
     assert overlaps == 0
+
+
+def listed(b: Browser, text: str) -> list[str]:
+    """The search's result list for `text`, as shown."""
+    b.page.fill("#search", text)
+    return [t.split("  \u2014 ")[0] for t in b.page.locator("#results li").all_text_contents()]
+
+
+def test_table_search_finds_the_tables_sinks_write_first(hub: Browser) -> None:
+    """A table is named as people name it (`auth.t07`, `auth.public.t07`); at 1,448 connectors
+    the tables are listed before the hundreds of connectors whose names merely contain the text."""
+    sinks = [f"{db}.public.t07" for db in HUB_SINKS]
+    assert listed(hub, "auth.t07") == ["auth.public.t07"]
+    assert listed(hub, "auth.public.t07") == ["auth.public.t07"]
+    assert sorted(listed(hub, "t07")[:5]) == sorted(["bob.public.t07", *sinks])
+    assert listed(hub, "eureka") == [f"eureka.public.t{i:02d}" for i in range(50)], "50 listed, tables first"
+    hub.page.fill("#search", "fatima.t59")
+    hub.page.press("#search", "Enter")
+    assert hub.page.evaluate("hephaestusGraph.selected") == "table:fatima/public.t59"
+    hub.page.fill("#search", "")
+    hub.page.evaluate("hephaestusGraph.clear()")
+    assert hub.problems == []
