@@ -305,6 +305,14 @@
     api.selected = id;
     panel(byId[id], up, down);
     cy.resize();  // the panel took its share of the width
+    bringIntoView(cy.nodes().filter(function (n) { return path.nodes[n.id()]; }), 40);
+  }
+
+  /* Fits the view to `eles` in the canvas's room (beside the panel when it is open), no closer
+     than a zoom of 1.2. */
+  function bringIntoView(eles, padding) {
+    cy.fit(eles, padding);
+    if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
   }
   api.select = select;
 
@@ -377,8 +385,6 @@
     if (node.empty()) { return; }
     if (node.hasClass('hidden')) { resetFilters(); }
     select(id);
-    cy.center(node);
-    if (cy.zoom() < 0.8) { cy.zoom({ level: 0.8, position: node.position() }); }
   }
   api.focus = focus;
 
@@ -418,10 +424,7 @@
       list.append(li);
     });
     list.hidden = found.empty();
-    if (found.nonempty()) {
-      cy.fit(found, 60);
-      if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(found); }
-    }
+    if (found.nonempty()) { bringIntoView(found, 60); }
     return found;
   }
   api.search = search;

@@ -321,3 +321,48 @@ def test_table_search_finds_the_tables_sinks_write_first(hub: Browser) -> None:
     hub.page.fill("#search", "")
     hub.page.evaluate("hephaestusGraph.clear()")
     assert hub.problems == []
+
+
+def in_view(b: Browser) -> dict[str, Any]:
+    """Where the selected node's path is drawn, against the canvas and the panel beside it."""
+    found: dict[str, Any] = b.page.evaluate(
+        """(() => { const cy = hephaestusGraph.cy, path = cy.nodes('.highlighted, .selected');
+                    const box = path.renderedBoundingBox({includeLabels: false});
+                    const canvas = document.getElementById('cy').getBoundingClientRect();
+                    const panel = document.getElementById('panel').getBoundingClientRect();
+                    return {nodes: path.length, x1: box.x1, x2: box.x2, y1: box.y1, y2: box.y2,
+                            width: cy.width(), height: cy.height(), zoom: cy.zoom(),
+                            canvas_right: canvas.right, panel_left: panel.left,
+                            panel: !document.getElementById('panel').hidden}; })()"""
+    )
+    return found
+
+
+def test_a_selected_nodes_path_is_fitted_into_the_room_the_panel_leaves(hub: Browser) -> None:
+    """Picked from the search's list, then clicked on the canvas: each time the whole path is
+    drawn beside the panel, as large as it fits."""
+    sink, table = "connector:platforms/local_manabie_bob_to_auth_t07_sink", "table:bob/public.t07"
+    hub.page.fill("#search", "local_manabie_bob_to_auth_t07_sink")
+    hub.page.locator("#results li button").click()
+    assert hub.page.evaluate("hephaestusGraph.selected") == sink
+    assert_fitted(in_view(hub))
+    at = hub.page.evaluate(
+        """id => { const p = hephaestusGraph.cy.getElementById(id).renderedPosition();
+                   const r = document.getElementById('cy').getBoundingClientRect();
+                   return {x: r.left + p.x, y: r.top + p.y}; }""",
+        table,
+    )
+    hub.page.mouse.click(at["x"], at["y"])
+    assert hub.page.evaluate("hephaestusGraph.selected") == table
+    assert_fitted(in_view(hub))
+    hub.page.evaluate("hephaestusGraph.clear()")
+    assert hub.problems == []
+
+
+def assert_fitted(seen: dict[str, Any]) -> None:
+    print(f"\npath of {seen['nodes']} nodes fitted at zoom {seen['zoom']:.2f}")
+    assert seen["panel"] and seen["canvas_right"] <= seen["panel_left"] + 1, ("the canvas stops at the panel", seen)
+    assert seen["x1"] >= 0 and seen["y1"] >= 0, seen
+    assert seen["x2"] <= seen["width"] and seen["y2"] <= seen["height"], ("all of it beside the panel", seen)
+    fill = max((seen["x2"] - seen["x1"]) / seen["width"], (seen["y2"] - seen["y1"]) / seen["height"])
+    assert fill > 0.6 or seen["zoom"] >= 1.2, ("fitted, not merely inside", seen)
