@@ -29,7 +29,12 @@
   function element(n) {
     byId[n.id] = n;
     n.shown = shownState(n);
-    n.haystack = [n.label, n.cluster, n.database].join(' ').toLowerCase();
+    // A table is also found as people name it: `auth.users` for auth.public.users.
+    n.names = [n.label.toLowerCase()];
+    if (n.kind === 'table' && n.label.indexOf(n.database + '.public.') === 0) {
+      n.names.push((n.database + '.' + n.label.slice(n.database.length + 8)).toLowerCase());
+    }
+    n.haystack = n.names.concat([n.cluster, n.database]).join(' ').toLowerCase();
     var text = n.label.length * 7, lines = Math.ceil(text / WRAP);
     var classes = [n.kind, liveClass(n)].join(' ').trim();
     var size = { w: Math.max(60, Math.min(WRAP, text) + 20), h: 12 + 15 * lines };
@@ -73,34 +78,174 @@
     textureOnViewport: big, hideEdgesOnViewport: big, pixelRatio: big ? 1 : 'auto'
   });
 
+  var NODE_SEP = 10, RANK_SEP = 50;
+
   function layoutOptions() {
-    return { name: 'dagre', rankDir: 'LR', nodeSep: 10, rankSep: 50, edgeSep: 4,
+    return { name: 'dagre', rankDir: 'LR', nodeSep: NODE_SEP, rankSep: RANK_SEP, edgeSep: 4,
              ranker: big ? 'longest-path' : 'network-simplex', fit: false, animate: false };
   }
 
-  /* dagre lays each connected component out in layers, left to right; the components are
-     then set side by side in rows, largest first (as ELK's separateConnectedComponents
-     does), so that a fleet of hundreds of pipelines fills the screen rather than one column. */
+  /* The layout. dagre lays each connected part out in layers, left to right; the parts are then
+     set side by side in rows, largest first (as ELK's separateConnectedComponents does), so that
+     a fleet of hundreds of pipelines fills the screen rather than one column.
+
+     A part whose layers stand much taller than the screen is hub-shaped: a source of hundreds
+     of tables, a topic read by hundreds of sinks. Its layers cannot be reshaped, so the part is
+     split at its hubs (its nodes of highest degree, as few as leave no piece larger than the
+     square root of the part); each piece is laid out by dagre and the pieces are set in rows
+     as the parts are, the hubs in the middle. A piece keeps what a hub connector carries
+     through it: the table a source reads and the topic it writes it to stay one piece. */
+  var GAP = 40;
+  var HUB_PART = 40;  // nodes: a smaller part is left as dagre lays it out
+
   function arrange(eles) {
     cy.resize();
-    var boxes = eles.components().map(function (c) {
-      c.layout(layoutOptions()).run();
-      return { c: c, bb: c.boundingBox() };
-    }).sort(function (a, b) { return b.bb.h - a.bb.h || b.bb.w - a.bb.w; });
-    var gap = 40, area = 0, widest = 0;
-    boxes.forEach(function (b) { area += (b.bb.w + gap) * (b.bb.h + gap); widest = Math.max(widest, b.bb.w); });
-    var row = Math.max(widest, Math.sqrt(area * Math.max(cy.width(), 1) / Math.max(cy.height(), 1)));
-    var x = 0, y = 0, height = 0;
+    var started = Date.now(), aspect = Math.max(cy.height(), 1) / Math.max(cy.width(), 1);
     cy.batch(function () {
-      boxes.forEach(function (b) {
-        if (x > 0 && x + b.bb.w > row) { x = 0; y += height + gap; height = 0; }
-        var dx = x - b.bb.x1, dy = y - b.bb.y1;
-        b.c.nodes().forEach(function (n) { var p = n.position(); n.position({ x: p.x + dx, y: p.y + dy }); });
-        x += b.bb.w + gap;
-        height = Math.max(height, b.bb.h);
-      });
+      pack(eles.components().map(function (c) { return laidOut(c, aspect); }), aspect, null);
     });
+    api.layoutMs = Date.now() - started;
     cy.fit(eles, 20);
+  }
+
+  function laidOut(c, aspect) {
+    var large = c.nodes().length >= HUB_PART, spread = null;
+    if (large && layers(c) > 3 * aspect) { spread = spreadAtHubs(c, aspect); }  // dagre's run spared
+    if (spread) { return spread; }
+    c.layout(layoutOptions()).run();
+    var bb = c.boundingBox();
+    if (large && bb.h > 2 * aspect * bb.w) { spread = spreadAtHubs(c, aspect); }
+    return spread || { c: c, bb: bb };
+  }
+
+  /* How tall dagre's layers of `c` would be for their width (height / width), roughly: each
+     node in the layer of its longest path from a node nothing feeds. */
+  function layers(c) {
+    var into = {}, layer = {}, queue = [], tall = [], wide = [];
+    c.nodes().forEach(function (n) { into[n.id()] = 0; layer[n.id()] = 0; });
+    c.edges().forEach(function (e) { into[e.target().id()] += 1; });
+    c.nodes().forEach(function (n) { if (!into[n.id()]) { queue.push(n); } });
+    for (var i = 0; i < queue.length; i++) {
+      queue[i].outgoers('edge').intersection(c).forEach(function (e) {
+        var t = e.target().id();
+        layer[t] = Math.max(layer[t], layer[queue[i].id()] + 1);
+        if (--into[t] === 0) { queue.push(e.target()); }
+      });
+    }
+    c.nodes().forEach(function (n) {
+      var l = layer[n.id()];
+      tall[l] = (tall[l] || 0) + n.data('h') + NODE_SEP;
+      wide[l] = Math.max(wide[l] || 0, n.data('w') + RANK_SEP);
+    });
+    var h = Math.max.apply(null, tall.filter(Boolean)), w = wide.reduce(function (s, x) { return s + (x || 0); }, 0);
+    return h / Math.max(w, 1);
+  }
+
+  /* Sets the boxes in rows about as wide as the screen's shape asks, tallest first; `middle`
+     (a box or null) goes in the middle of the middle row, and the rows are then centred. */
+  function pack(boxes, aspect, middle) {
+    boxes.sort(function (a, b) { return b.bb.h - a.bb.h || b.bb.w - a.bb.w; });
+    var area = 0, widest = 0;
+    boxes.concat(middle ? [middle] : []).forEach(function (b) {
+      area += (b.bb.w + GAP) * (b.bb.h + GAP);
+      widest = Math.max(widest, b.bb.w);
+    });
+    var limit = Math.max(widest, Math.sqrt(area / aspect)), rows = [[]], x = 0;
+    boxes.forEach(function (b) {
+      if (x > 0 && x + b.bb.w > limit) { rows.push([]); x = 0; }
+      rows[rows.length - 1].push(b);
+      x += b.bb.w + GAP;
+    });
+    if (middle) {
+      var row = rows[Math.floor((rows.length - 1) / 2)];
+      row.splice(Math.ceil(row.length / 2), 0, middle);
+    }
+    var sizes = rows.map(function (r) {
+      return { w: r.reduce(function (s, b) { return s + b.bb.w + GAP; }, -GAP),
+               h: r.reduce(function (s, b) { return Math.max(s, b.bb.h); }, 0) };
+    });
+    var full = Math.max.apply(null, sizes.map(function (z) { return z.w; })), y = 0;
+    rows.forEach(function (r, i) {
+      var at = middle ? (full - sizes[i].w) / 2 : 0;
+      r.forEach(function (b) {
+        var top = b === middle ? y + (sizes[i].h - b.bb.h) / 2 : y;
+        shift(b.c.nodes(), at - b.bb.x1, top - b.bb.y1);
+        at += b.bb.w + GAP;
+      });
+      y += sizes[i].h + GAP;
+    });
+  }
+
+  function shift(nodes, dx, dy) {
+    nodes.forEach(function (n) { var p = n.position(); n.position({ x: p.x + dx, y: p.y + dy }); });
+  }
+
+  function spreadAtHubs(c, aspect) {
+    var found = hubsOf(c);
+    if (!found) { return null; }
+    var joins = cy.add(found.joins.map(function (j, i) {
+      return { group: 'edges', data: { id: '\u001fjoin' + i, source: j[0], target: j[1] }, classes: 'join' };
+    }));
+    var edges = c.edges().union(joins), boxes = found.pieces.map(function (ids) {
+      var inside = {};
+      ids.forEach(function (id) { inside[id] = true; });
+      var piece = cy.collection(ids.map(function (id) { return cy.getElementById(id); })).union(
+        edges.filter(function (e) { return inside[e.source().id()] && inside[e.target().id()]; }));
+      return boxOf(piece);
+    });
+    var hubs = c.nodes().filter(function (n) { return found.hubs[n.id()]; });
+    var middle = boxOf(hubs.union(c.edges().filter(function (e) { return found.hubs[e.source().id()] && found.hubs[e.target().id()]; })));
+    cy.remove(joins);
+    pack(boxes, aspect, middle);
+    return { c: c, bb: c.boundingBox() };
+  }
+
+  function boxOf(eles) {
+    if (eles.length === 1) { eles.position({ x: 0, y: 0 }); } else { eles.layout(layoutOptions()).run(); }
+    return { c: eles, bb: eles.boundingBox() };
+  }
+
+  /* The hubs of a part: its nodes of highest degree (3 or more), degree by degree, until no
+     piece left is larger than the square root of the part (12 nodes at least), taking at most
+     a quarter of its nodes. Null when that leaves it whole. */
+  function hubsOf(c) {
+    var degree = {}, n = c.nodes().length, limit = Math.max(12, Math.ceil(Math.sqrt(n)));
+    c.edges().forEach(function (e) {
+      [e.source().id(), e.target().id()].forEach(function (id) { degree[id] = (degree[id] || 0) + 1; });
+    });
+    var ids = Object.keys(degree).filter(function (id) { return degree[id] >= 3; });
+    ids.sort(function (a, b) { return degree[b] - degree[a]; });
+    var hubs = {}, split = null, i = 0;
+    while (i < ids.length && i < n / 4) {
+      var d = degree[ids[i]];
+      for (; i < ids.length && degree[ids[i]] === d; i++) { hubs[ids[i]] = true; }
+      split = piecesOf(c, hubs);
+      if (split.largest <= limit) { break; }
+    }
+    return split && split.pieces.length > 1 ? { hubs: hubs, pieces: split.pieces, joins: split.joins } : null;
+  }
+
+  /* The pieces of part `c` without its hubs (each a list of node ids), and the joins that hold
+     together what a hub connector carries: an edge out of it names (`via`) the node its
+     records come from. */
+  function piecesOf(c, hubs) {
+    var parent = {}, joins = [];
+    var find = function (x) { while (parent[x] !== x) { parent[x] = parent[parent[x]]; x = parent[x]; } return x; };
+    var union = function (a, b) { a = find(a); b = find(b); if (a !== b) { parent[a] = b; } };
+    c.nodes().forEach(function (node) { if (!hubs[node.id()]) { parent[node.id()] = node.id(); } });
+    c.edges().forEach(function (e) {
+      var s = e.source().id(), t = e.target().id(), via = e.data('via');
+      if (!hubs[s] && !hubs[t]) { union(s, t); }
+      else if (hubs[s] && !hubs[t] && via && via !== t && parent[via] !== undefined) { union(via, t); joins.push([via, t]); }
+    });
+    var groups = {}, pieces = [], largest = 0;
+    Object.keys(parent).forEach(function (id) {
+      var root = find(id);
+      if (!groups[root]) { groups[root] = []; pieces.push(groups[root]); }
+      groups[root].push(id);
+    });
+    pieces.forEach(function (p) { largest = Math.max(largest, p.length); });
+    return { pieces: pieces, joins: joins, largest: largest };
   }
 
   var initial = {};
@@ -160,6 +305,14 @@
     api.selected = id;
     panel(byId[id], up, down);
     cy.resize();  // the panel took its share of the width
+    bringIntoView(cy.nodes().filter(function (n) { return path.nodes[n.id()]; }), 40);
+  }
+
+  /* Fits the view to `eles` in the canvas's room (beside the panel when it is open), no closer
+     than a zoom of 1.2. */
+  function bringIntoView(eles, padding) {
+    cy.fit(eles, padding);
+    if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
   }
   api.select = select;
 
@@ -232,19 +385,35 @@
     if (node.empty()) { return; }
     if (node.hasClass('hidden')) { resetFilters(); }
     select(id);
-    cy.center(node);
-    if (cy.zoom() < 0.8) { cy.zoom({ level: 0.8, position: node.position() }); }
   }
   api.focus = focus;
 
+  /* How well a node's names match the text: 0 a name is the text, 1 a name starts or ends
+     (after a separator) with it, 2 a name holds it, 3 only its cluster or database does. */
+  function rank(n, q) {
+    return Math.min.apply(null, n.names.map(function (name) {
+      if (name === q) { return 0; }
+      var before = name.length - q.length - 1;
+      if (name.indexOf(q) === 0 || (before >= 0 && name.slice(before + 1) === q && /[._\/ -]/.test(name[before]))) { return 1; }
+      return name.indexOf(q) >= 0 ? 2 : 3;
+    }));
+  }
+
   /* Search: names, clusters and databases that contain the text; the matches are marked and
-     brought into view, and listed to pick one. */
+     brought into view, and listed to pick one, best matches first (so that a table is listed
+     before the hundreds of connectors whose names merely hold its name). */
   function search(text) {
     var q = text.trim().toLowerCase(), list = $('results');
     cy.nodes().removeClass('match');
     list.replaceChildren();
     if (!q) { list.hidden = true; return cy.collection(); }
-    var found = cy.nodes().filter(function (n) { return !n.hasClass('hidden') && byId[n.id()].haystack.indexOf(q) >= 0; });
+    var ranked = [];
+    cy.nodes().forEach(function (n, i) {
+      var d = byId[n.id()];
+      if (!n.hasClass('hidden') && d.haystack.indexOf(q) >= 0) { ranked.push({ n: n, r: rank(d, q), i: i }); }
+    });
+    ranked.sort(function (a, b) { return a.r - b.r || a.i - b.i; });
+    var found = cy.collection(ranked.map(function (m) { return m.n; }));
     found.addClass('match');
     found.slice(0, 50).forEach(function (n) {
       var d = byId[n.id()], li = document.createElement('li'), b = document.createElement('button');
@@ -255,10 +424,7 @@
       list.append(li);
     });
     list.hidden = found.empty();
-    if (found.nonempty()) {
-      cy.fit(found, 60);
-      if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(found); }
-    }
+    if (found.nonempty()) { bringIntoView(found, 60); }
     return found;
   }
   api.search = search;

@@ -27,6 +27,7 @@ DbKey = tuple[str, str, str]  # host (lower case), port, database name
 _PATTERN_CHARS = re.compile(r"[\\^$*+?()\[\]{}|]")
 _URL = re.compile(r"^postgresql://([^/:]+):(\d+)/(.*)$")
 _KEY = re.compile(r"\$\{[^}]*:([^:}]+)\}")
+_URL_SUFFIX = re.compile(r"[_.-](jdbc[_.-])?url$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -180,17 +181,32 @@ def targets(
 
 
 def _target_database(url: Value | None, dbs: Mapping[DbKey, str]) -> tuple[str, bool]:
-    """The project's name for the database a sink writes, else `host:port/db`; a placeholder
-    that cannot be resolved here is shown as `${…:key}`. Also: whether it is PostgreSQL."""
+    """The database a sink writes, named as its sources' side names it, so that one database is
+    one name on the page; also: whether it is PostgreSQL (a project database is).
+
+    - A JDBC URL (literal, or a placeholder resolved here): the project's name for its host,
+      port and database; else the project database of that database name (the workers may
+      reach it at another address than hephaestus does); else `host:port/db`.
+    - A placeholder not resolved here: its key names the database. The generator writes
+      `${file:…:<database>_url}` (generator.naming.secret), so the key less its `_url` is the
+      project's name when one matches (case aside), else it is shown as is."""
     if url is None:
         return "", False  # no connection.url: not a JDBC sink, its target is not known here
     value = known(url)
+    names = {n.lower(): n for n in dbs.values()}
     if value is None:
         raw = url.text if isinstance(url, Ref) else ""
         found = _KEY.search(raw)
-        return ("${…:" + found.group(1) + "}" if found else raw or "?"), False
+        if found is None:
+            return raw or "?", False
+        key = _URL_SUFFIX.sub("", found.group(1)) or found.group(1)
+        name = names.get(key.lower())
+        return (name, True) if name else (key, False)
     match = _URL.match(value)
     if match is None:
         return value, False
-    host, port, name = match.groups()
-    return dbs.get((host, port, name), f"{host}:{port}/{name}"), True
+    host, port, database = match.groups()
+    if found_name := dbs.get((host, port, database)):
+        return found_name, True
+    same_name = {n for (_, _, d), n in dbs.items() if d == database}
+    return (same_name.pop() if len(same_name) == 1 else f"{host}:{port}/{database}"), True

@@ -185,6 +185,33 @@ def test_other_plugins_are_sources_or_sinks_by_their_class_then_by_reading_topic
     assert "table:bob/public.users" in lineage.path("connector:c/s3")
 
 
+def test_a_sinks_database_is_the_projects_name_whether_its_url_is_a_placeholder_or_literal() -> None:
+    """The generator writes `${file:…:<database>_url}`: the key names the database, as the
+    source's side names it; a literal URL of another address of a project database is that one."""
+    dbs = {("127.0.0.1", "25432", "auth"): "auth", ("127.0.0.1", "25432", "kec"): "kec_dwh"}
+    urls = {
+        "to_auth": "${file:secrets/c.properties:auth_url}",
+        "to_kec": "${file:secrets/c.properties:KEC_DWH_URL}",
+        "to_wh": "${env:warehouse_url}",
+        "inside": "jdbc:postgresql://postgres:5432/auth?ssl=true",
+        "elsewhere": "jdbc:postgresql://wh:5432/dwh",
+    }
+    sinks = [sink(n, url=u, topics="bob.public.users", **{"collection.name.format": "users"}) for n, u in urls.items()]
+    lineage = build([source("bob_source", "public.users"), *sinks], dbs=dbs)
+    found = {n.label: n.database for n in lineage.nodes if n.kind == "sink"}
+    assert found == {
+        "to_auth": "auth",
+        "to_kec": "kec_dwh",
+        "to_wh": "warehouse",
+        "inside": "auth",
+        "elsewhere": "wh:5432/dwh",
+    }
+    tables = {n.id for n in lineage.nodes if n.kind == "table"}
+    # A project database is PostgreSQL: a table without a schema lands in public, as a source names it.
+    assert {"table:auth/public.users", "table:kec_dwh/public.users", "table:warehouse/users"} <= tables
+    assert lineage.node("table:auth/public.users").label == "auth.public.users"
+
+
 # --- the page --------------------------------------------------------------------------------
 
 
@@ -406,6 +433,16 @@ def test_the_example_project_is_drawn_across_its_clusters_and_ksqldb(
         "ksqldb lmsdwh",
     }
     assert data["warnings"] == []
+    # One database is one name, the project's: a sink's `${file:…:auth_url}` is auth.
+    projects = {"bob", "lmsdwh", "auth", "eureka", "fatima", "tokyo_jprep_dwh", "invoicemgmt", "kec_dwh"}
+    assert {n["database"] for n in nodes.values() if n["database"]} <= projects
+    assert nodes["table:auth/public.users"]["label"] == "auth.public.users"
+    # …so the table ksqlDB's sink writes is the one the lmsdwh source reads: one node, one path.
+    dim_user = "table:lmsdwh/public.dim_user"
+    assert {e.source for e in lineage.edges if e.target == dim_user} == {"connector:ksqldb lmsdwh/LMSDWH_DIM_USER_SINK"}
+    assert {e.target for e in lineage.edges if e.source == dim_user} == {
+        "connector:lmsdwh/local_manabie_lmsdwh_source_connector"
+    }
 
 
 def test_the_freshness_probe_is_no_lineage() -> None:

@@ -16,6 +16,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,23 +104,38 @@ def page_file(fleet: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(chromium: str, page_file: Path) -> Iterator[Browser]:
+def chrome(chromium: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        chrome = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        page = chrome.new_page(viewport={"width": 1600, "height": 1000})
-        b = Browser(page)
-        page.on("console", lambda m: b.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: b.problems.append(f"page error: {e}"))
-        page.on("dialog", lambda d: (b.problems.append(f"dialog: {d.message}"), d.dismiss()))
-        page.on("request", lambda r: None if r.url.startswith("file:") else b.problems.append(f"fetch: {r.url}"))
-        start = time.monotonic()
-        page.goto(page_file.as_uri())
-        page.wait_for_function("document.body.dataset.ready === 'true'", timeout=120_000)
-        print(f"\n{page_file.stat().st_size // 1024} KiB page laid out in {time.monotonic() - start:.1f} s")
+        launched = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@contextmanager
+def opened(chrome: Any, page_file: Path) -> Iterator[Browser]:
+    """The page in its own tab from file://, laid out, every problem it shows collected."""
+    page = chrome.new_page(viewport={"width": 1600, "height": 1000})
+    b = Browser(page)
+    page.on("console", lambda m: b.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: b.problems.append(f"page error: {e}"))
+    page.on("dialog", lambda d: (b.problems.append(f"dialog: {d.message}"), d.dismiss()))
+    page.on("request", lambda r: None if r.url.startswith("file:") else b.problems.append(f"fetch: {r.url}"))
+    start = time.monotonic()
+    page.goto(page_file.as_uri())
+    page.wait_for_function("document.body.dataset.ready === 'true'", timeout=120_000)
+    layout = page.evaluate("hephaestusGraph.layoutMs")
+    took = time.monotonic() - start
+    print(f"\n{page_file.stat().st_size // 1024} KiB page ready in {took:.1f} s (layout {layout} ms)")
+    yield b
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chrome: Any, page_file: Path) -> Iterator[Browser]:
+    with opened(chrome, page_file) as b:
         yield b
-        chrome.close()
 
 
 def classes(b: Browser, *ids: str) -> dict[str, list[str]]:
@@ -197,3 +213,156 @@ def test_the_whole_fleet_is_drawn(browser: Browser) -> None:
     )
     assert counts[0] + counts[1] >= 300 and counts[4] == 2, counts
     assert browser.page.evaluate("hephaestusGraph.cy.nodes().every(n => isFinite(n.position('x')))")
+
+
+# --- a hub-shaped fleet of 1,448 connectors ---------------------------------------------------
+
+ENVS_ORGS = [(e, o) for e in ("local", "stag", "uat") for o in ("manabie", "jprep")]
+HUB_TABLES = 60
+HUB_SINKS = ("auth", "eureka", "fatima", "tokyo")  # each table's topic feeds a sink into each
+
+
+@pytest.fixture(scope="module")
+def hub_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One database of 60 tables, captured by a source per env and org (6), each table's topic
+    read by a sink into each of 4 databases (1,440), as the generator fans a hub out; and one
+    small pipeline beside it: 1,448 connectors, nearly all in one connected part whose hubs are
+    the 6 sources (120 edges each). The sinks' URLs are the generator's placeholders."""
+    root = tmp_path_factory.mktemp("hub")
+    dbs = "".join(f"  {d}: {{dsn: 'host=pg port=5432 dbname={d}'}}\n" for d in ("bob", "other", *HUB_SINKS))
+    folder = root / "connectors" / "platforms"
+    (root / "hephaestus.yaml").write_text(
+        f"clusters:\n  platforms: {{url: 'http://127.0.0.1:9/p', connectors: {folder}}}\ndatabases:\n{dbs}"
+    )
+    tables = [f"public.t{i:02d}" for i in range(HUB_TABLES)]
+    for env, org in ENVS_ORGS:
+        prefix = f"{env}.{org}.bob"
+        source = {"connector.class": PG_SOURCE, "database.hostname": "pg", "database.dbname": "bob"}
+        source |= {"topic.prefix": prefix, "table.include.list": ",".join(tables)}
+        _write(folder / "source" / f"{env}_{org}_bob_source.json", f"{env}_{org}_bob_source", source)
+        for table in tables:
+            short = table.removeprefix("public.")
+            for db in HUB_SINKS:
+                name = f"{env}_{org}_bob_to_{db}_{short}_sink"
+                url = f"${{file:secrets/connect.properties:{db}_url}}"
+                config = {"connector.class": JDBC_SINK, "topics": f"{prefix}.{table}", "connection.url": url}
+                _write(folder / "sink" / f"{name}.json", name, {**config, "collection.name.format": short})
+    other = {"connector.class": PG_SOURCE, "database.hostname": "pg", "database.dbname": "other"}
+    other |= {"topic.prefix": "other", "table.include.list": "public.x"}
+    _write(folder / "source" / "other_source.json", "other_source", other)
+    _write(folder / "sink" / "other_x_sink.json", "other_x_sink", _sink("other.public.x", "x"))
+    out = root / "graph.html"
+    assert run(["graph", "--project", str(root / "hephaestus.yaml"), "--output", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def hub(chrome: Any, hub_page: Path) -> Iterator[Browser]:
+    with opened(chrome, hub_page) as b:
+        yield b
+
+
+def test_a_hub_shaped_fleet_is_laid_out_across_the_screen(hub: Browser, hub_page: Path) -> None:
+    """Before, dagre's layers of the one big part stood 43 times taller than wide: the whole
+    page was one column at the minimum zoom (0.02), its nodes covering 0.5 % of the canvas."""
+    shot = hub_page.with_name("hub-fleet.png")
+    hub.page.screenshot(path=str(shot))
+    print(f"\nscreenshot: {shot}")
+    seen = hub.page.evaluate(
+        """(() => { const cy = hephaestusGraph.cy, bb = cy.elements().boundingBox(), z = cy.zoom();
+                    let area = 0;
+                    cy.nodes().forEach(n => { area += n.outerWidth() * n.outerHeight(); });
+                    const screen = cy.width() * cy.height();
+                    return {connectors: cy.nodes('.source, .sink').length, zoom: z, w: bb.w, h: bb.h,
+                            width: cy.width(), height: cy.height(), cover: area * z * z / screen}; })()"""
+    )
+    print(f"zoom at fit {seen['zoom']:.3f}, height/width {seen['h'] / seen['w']:.2f}, nodes cover {seen['cover']:.0%}")
+    assert seen["connectors"] == 1448
+    screen = seen["height"] / seen["width"]
+    assert screen / 2 <= seen["h"] / seen["w"] <= screen * 2, ("the graph has the screen's shape", seen)
+    # Fit to the screen: 0.1 is five times the floor the one column hit, and the nodes cover a
+    # tenth of the canvas at least (0.3 is where they would fill it edge to edge, no gap at all).
+    assert seen["zoom"] > 0.1 and seen["cover"] > 0.1, seen
+    assert hub.problems == []
+
+
+def test_no_two_nodes_of_the_hub_fleet_overlap(hub: Browser) -> None:
+    overlaps = hub.page.evaluate(
+        """(() => { const boxes = hephaestusGraph.cy.nodes().map(n => n.boundingBox({includeLabels: false}));
+                    boxes.sort((a, b) => a.x1 - b.x1);
+                    let found = 0;
+                    for (let i = 0; i < boxes.length; i++) {
+                      for (let j = i + 1; j < boxes.length && boxes[j].x1 < boxes[i].x2; j++) {
+                        if (boxes[j].y1 < boxes[i].y2 && boxes[i].y1 < boxes[j].y2) { found++; }
+                      }
+                    }
+                    return found; })()"""
+    )
+    assert overlaps == 0
+
+
+def listed(b: Browser, text: str) -> list[str]:
+    """The search's result list for `text`, as shown."""
+    b.page.fill("#search", text)
+    return [t.split("  \u2014 ")[0] for t in b.page.locator("#results li").all_text_contents()]
+
+
+def test_table_search_finds_the_tables_sinks_write_first(hub: Browser) -> None:
+    """A table is named as people name it (`auth.t07`, `auth.public.t07`); at 1,448 connectors
+    the tables are listed before the hundreds of connectors whose names merely contain the text."""
+    sinks = [f"{db}.public.t07" for db in HUB_SINKS]
+    assert listed(hub, "auth.t07") == ["auth.public.t07"]
+    assert listed(hub, "auth.public.t07") == ["auth.public.t07"]
+    assert sorted(listed(hub, "t07")[:5]) == sorted(["bob.public.t07", *sinks])
+    assert listed(hub, "eureka") == [f"eureka.public.t{i:02d}" for i in range(50)], "50 listed, tables first"
+    hub.page.fill("#search", "fatima.t59")
+    hub.page.press("#search", "Enter")
+    assert hub.page.evaluate("hephaestusGraph.selected") == "table:fatima/public.t59"
+    hub.page.fill("#search", "")
+    hub.page.evaluate("hephaestusGraph.clear()")
+    assert hub.problems == []
+
+
+def in_view(b: Browser) -> dict[str, Any]:
+    """Where the selected node's path is drawn, against the canvas and the panel beside it."""
+    found: dict[str, Any] = b.page.evaluate(
+        """(() => { const cy = hephaestusGraph.cy, path = cy.nodes('.highlighted, .selected');
+                    const box = path.renderedBoundingBox({includeLabels: false});
+                    const canvas = document.getElementById('cy').getBoundingClientRect();
+                    const panel = document.getElementById('panel').getBoundingClientRect();
+                    return {nodes: path.length, x1: box.x1, x2: box.x2, y1: box.y1, y2: box.y2,
+                            width: cy.width(), height: cy.height(), zoom: cy.zoom(),
+                            canvas_right: canvas.right, panel_left: panel.left,
+                            panel: !document.getElementById('panel').hidden}; })()"""
+    )
+    return found
+
+
+def test_a_selected_nodes_path_is_fitted_into_the_room_the_panel_leaves(hub: Browser) -> None:
+    """Picked from the search's list, then clicked on the canvas: each time the whole path is
+    drawn beside the panel, as large as it fits."""
+    sink, table = "connector:platforms/local_manabie_bob_to_auth_t07_sink", "table:bob/public.t07"
+    hub.page.fill("#search", "local_manabie_bob_to_auth_t07_sink")
+    hub.page.locator("#results li button").click()
+    assert hub.page.evaluate("hephaestusGraph.selected") == sink
+    assert_fitted(in_view(hub))
+    at = hub.page.evaluate(
+        """id => { const p = hephaestusGraph.cy.getElementById(id).renderedPosition();
+                   const r = document.getElementById('cy').getBoundingClientRect();
+                   return {x: r.left + p.x, y: r.top + p.y}; }""",
+        table,
+    )
+    hub.page.mouse.click(at["x"], at["y"])
+    assert hub.page.evaluate("hephaestusGraph.selected") == table
+    assert_fitted(in_view(hub))
+    hub.page.evaluate("hephaestusGraph.clear()")
+    assert hub.problems == []
+
+
+def assert_fitted(seen: dict[str, Any]) -> None:
+    print(f"\npath of {seen['nodes']} nodes fitted at zoom {seen['zoom']:.2f}")
+    assert seen["panel"] and seen["canvas_right"] <= seen["panel_left"] + 1, ("the canvas stops at the panel", seen)
+    assert seen["x1"] >= 0 and seen["y1"] >= 0, seen
+    assert seen["x2"] <= seen["width"] and seen["y2"] <= seen["height"], ("all of it beside the panel", seen)
+    fill = max((seen["x2"] - seen["x1"]) / seen["width"], (seen["y2"] - seen["y1"]) / seen["height"])
+    assert fill > 0.6 or seen["zoom"] >= 1.2, ("fitted, not merely inside", seen)
