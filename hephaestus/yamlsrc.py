@@ -15,7 +15,7 @@ so hostile input always ends as an InputError naming the file (and line), never 
   aliases are refused, not bounded: nothing here needs them, and without them an alias bomb
   cannot exist. Tags other than !!str, !!map, !!seq are refused; mapping keys are their text.
 - JSON: duplicate keys and NaN/Infinity are refused. Messages echo at most CLIP characters of a
-  value (jsonschema's embed the whole instance).
+  value (jsonschema's embed the whole instance); a name (a key) is shown whole (NAME_CLIP).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from hephaestus.yamlevents import PathElem as PathElem
 from hephaestus.yamlevents import clip as clip
 from hephaestus.yamlevents import core_scalar as core_scalar
 from hephaestus.yamlevents import format_path as format_path
+from hephaestus.yamlevents import named as named
 
 if TYPE_CHECKING:
     import jsonschema
@@ -189,7 +190,7 @@ def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                _refuse(file, f"duplicate key {clip(key)}")
+                _refuse(file, f"duplicate key {named(key)}")
             seen.add(key)
     return out
 
@@ -309,7 +310,7 @@ def _schema_errors(doc: YamlDoc, err: jsonschema.ValidationError) -> list[InputE
         return [
             InputError(
                 doc.file,
-                f"unknown key {clip(k)} (allowed: {listed})",
+                f"unknown key {named(k)} (allowed: {listed})",
                 field=format_path([*path, k]),
                 line=doc.key_line(path, k),
             )
