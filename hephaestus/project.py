@@ -46,15 +46,17 @@ class SecretRef:
         return value
 
     def _read(self, what: str) -> str:
+        # `what` names the secret ("the password of cluster c"). Worded so that no word of ours
+        # follows "password:" or "secret:", which the redactor rightly masks in any other text.
         if self.env is not None:
             value = os.environ.get(self.env)
             if value is None:
-                raise HephaestusError(f"{what}: environment variable {self.env} is not set")
+                raise HephaestusError(f"environment variable {self.env} is not set: it holds {what}")
             return value
         try:
             return Path(self.file or "").read_text().strip()
         except OSError as exc:
-            raise HephaestusError(f"{what}: cannot read secret file {self.file}: {exc.strerror}") from exc
+            raise HephaestusError(f"cannot read secret file {self.file} ({exc.strerror}): it holds {what}") from exc
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class Cluster:
     rollout: RolloutKeys | None = None  # its `rollout:` keys, over the project's
 
     def auth(self) -> tuple[str, str] | None:
-        return basic_auth(self.username, self.password, f"cluster {self.name} password")
+        return basic_auth(self.username, self.password, f"the password of cluster {self.name}")
 
     def selects(self, name: str) -> bool:
         """In this deployment's share of the cluster (`select` globs; all when none): every
@@ -111,7 +113,7 @@ class KsqlDB:
     timeout_s: float = 30.0
 
     def auth(self) -> tuple[str, str] | None:
-        return basic_auth(self.username, self.password, f"ksqlDB {self.name} password")
+        return basic_auth(self.username, self.password, f"the password of ksqlDB {self.name}")
 
 
 def basic_auth(username: str | None, password: SecretRef | None, what: str) -> tuple[str, str] | None:
@@ -154,14 +156,14 @@ class Project:
             return db.dsn
         from psycopg.conninfo import make_conninfo  # psycopg costs ~80 ms to import: only when a DSN is used
 
-        return make_conninfo(db.dsn, password=db.password.resolve(f"database {database} password"))
+        return make_conninfo(db.dsn, password=db.password.resolve(f"the password of database {database}"))
 
     def webhook(self) -> str | None:
         """The Slack webhook URL, or None when not configured or not resolvable (never fatal)."""
         if self.slack_webhook is None:
             return None
         try:
-            return self.slack_webhook.resolve("slack webhook")
+            return self.slack_webhook.resolve("the Slack webhook")
         except HephaestusError as exc:
             log.warning("slack notifications off: %s", exc)
             return None
