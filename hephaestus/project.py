@@ -205,7 +205,7 @@ def load_project(path: Path) -> Project:
     if errors:
         raise InputErrors(errors)
     project = _build(doc, path.parent)
-    _check_shared_urls(project)
+    _check_urls(project, doc.data["clusters"])
     _check_waves(project)
     return project
 
@@ -221,20 +221,17 @@ def _check_waves(project: Project) -> None:
             )
 
 
-def _check_shared_urls(project: Project) -> None:
-    """Two clusters of one file on one Connect cluster must split it by `select`: a name in
-    both scopes would be planned twice, and deleted by one as absent from the other's git."""
+def _check_urls(project: Project, written: Mapping[str, Any]) -> None:
+    """Each cluster's URL usable; two clusters of one file on one Connect cluster must split it by
+    `select`: a name in both scopes would be planned twice, and deleted by one as absent from the
+    other's git."""
     seen: dict[str, Cluster] = {}
     errors = []
     for c in project.clusters.values():
         try:
-            url = normalised_url(c.url)
-        except ValueError as exc:  # a port out of range, a host that is no name, an address ipaddress refuses
-            errors.append(
-                InputError(
-                    project.file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}", field=f"clusters.{c.name}.url"
-                )
-            )
+            url = _usable_url(project.file, c, written[c.name])
+        except InputError as exc:
+            errors.append(exc)
             continue
         first = seen.setdefault(url, c)
         if first is not c and scopes_overlap(first.select, c.select):
@@ -248,6 +245,20 @@ def _check_shared_urls(project: Project) -> None:
             )
     if errors:
         raise InputErrors(errors)
+
+
+def _usable_url(file: str, c: Cluster, written: Mapping[str, Any]) -> str:
+    """The cluster's URL in its one spelling, or an error at the key that gave it: `url_env`'s
+    variable when set (the schema checked only what the file holds), else `url`."""
+    env = written.get("url_env")
+    given = env if env and os.environ.get(env) else None
+    field, named = (f"clusters.{c.name}.url_env", f"{given} ") if given else (f"clusters.{c.name}.url", "")
+    if not c.url.lower().startswith(("http://", "https://")):  # the value is not shown: it may hold a password
+        raise InputError(file, f"{named or 'the URL '}must start with http:// or https://", field=field)
+    try:
+        return normalised_url(c.url)
+    except ValueError as exc:  # a port out of range, a host that is no name, an address ipaddress refuses
+        raise InputError(file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}", field=field) from exc
 
 
 def _build(doc: YamlDoc, base: Path) -> Project:

@@ -328,9 +328,12 @@ def _schema_errors(doc: YamlDoc, err: jsonschema.ValidationError) -> list[InputE
 
 
 def _message(err: jsonschema.ValidationError, path: list[PathElem], schema: dict[str, Any]) -> str:
+    means = _PATTERNS_MEAN.get(str(err.validator_value)) if err.validator == "pattern" else None
     if any(isinstance(p, str) and (is_sensitive(p) or p in _CREDENTIAL_BEARING) for p in path):
         # The value may be a secret pasted where a reference belongs: never echo it.
-        return f"invalid value (not shown); expected {_expected(schema)}"
+        return f"invalid value (not shown); {means or 'expected ' + _expected(schema)}"
+    if means:
+        return f"{clip(err.instance)} {means}"
     message = err.message
     full = repr(err.instance)
     if len(full) > CLIP:
@@ -345,6 +348,9 @@ def cap_message(message: str, limit: int = 300) -> str:
 
 # Values that may embed credentials (a DSN's password=, a URL's user:pass@).
 _CREDENTIAL_BEARING = frozenset({"dsn", "url"})
+# What a schema's pattern asks, in words: "does not match '^https?://'" is a regex, and for a
+# value not shown it was "expected string", of a string (issue 48).
+_PATTERNS_MEAN = {"^https?://": "must start with http:// or https://"}
 
 
 def _expected(schema: dict[str, Any]) -> str:
