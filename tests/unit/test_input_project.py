@@ -147,3 +147,11 @@ def test_a_schema_registry_url_without_http_says_so(world: World) -> None:
     text = good(world).replace("    connectors:", "    schema_registry_url: registry:8081\n    connectors:")
     output = world.refused(text, "--dry-run")
     assert "at clusters.c.schema_registry_url: " in output and "must start with http:// or https://" in output
+
+
+@pytest.mark.parametrize("path", ["/connectors", "/connectors/"])
+def test_a_url_ending_in_connectors_is_refused_before_any_request(world: World, path: str) -> None:
+    """Issue 48: hephaestus adds /connectors itself; the run ended "no connector 'None'"."""
+    output = world.refused(good(world).replace(world.url, world.url + path), "--dry-run")
+    said = "hephaestus.yaml at clusters.c.url: must be the Kafka Connect REST API's base URL: drop the /connectors"
+    assert said in output and "None" not in output

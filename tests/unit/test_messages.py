@@ -1,8 +1,10 @@
 """Messages that help (issue 48): an unset credential named by its variable in every command,
-hephaestus's own prose never masked by its redactor."""
+hephaestus's own prose never masked by its redactor, a URL that is not Connect's said at once."""
 
 from __future__ import annotations
 
+import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from hephaestus.cli import run
 from hephaestus.errors import HephaestusError
 from hephaestus.project import SecretRef
 from hephaestus.secrets import MASK, Redactor
+from tests.loopback import serving
 
 UNSET = "HEPH_ISSUE48_UNSET_PASSWORD"
 
@@ -64,3 +67,30 @@ def test_the_redactor_still_masks_a_password_after_a_colon() -> None:
     redact = Redactor()
     assert redact("password: hunter2 was rejected") == f"password: {MASK} was rejected"
     assert redact("cluster c password: environment") == f"cluster c password: {MASK}"
+
+
+class NotConnect(BaseHTTPRequestHandler):
+    """Another web server where Connect was expected: 404 as an HTML page, for every path."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<html><body><h1>404 Not Found</h1></body></html>")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_server_that_is_not_connect_is_named_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was retried for 16 s as "not ready"."""
+    (tmp_path / "connectors/c").mkdir(parents=True)
+    with serving(NotConnect) as url:
+        (tmp_path / "hephaestus.yaml").write_text(f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\n")
+        started = time.monotonic()
+        code = run(["reconcile", "--dry-run", "--project", str(tmp_path / "hephaestus.yaml")])
+        took = time.monotonic() - started
+    out = capsys.readouterr()
+    assert code == 1 and took < 5, (code, took)
+    assert f"{url} is not a Kafka Connect REST API: GET /connectors answered 404 (Not Found)" in out.out + out.err
+    assert "not ready" not in out.out + out.err
