@@ -9,7 +9,6 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from hephaestus import settings
 from hephaestus.errors import HephaestusError, InputError, InputErrors
@@ -256,7 +255,11 @@ def _usable_url(file: str, c: Cluster, written: Mapping[str, Any]) -> str:
     field, named = (f"clusters.{c.name}.url_env", f"{given} ") if given else (f"clusters.{c.name}.url", "")
     if not c.url.lower().startswith(("http://", "https://")):  # the value is not shown: it may hold a password
         raise InputError(file, f"{named or 'the URL '}must start with http:// or https://", field=field)
-    if urlsplit(c.url).path.rstrip("/").endswith("/connectors"):
+    try:
+        url = normalised_url(c.url)
+    except ValueError as exc:  # a port out of range, a host that is no name, an address ipaddress refuses
+        raise InputError(file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}", field=field) from exc
+    if url.endswith("/connectors"):
         # Every request adds /connectors itself: the listing went to /connectors/connectors, and
         # Connect's 404 for a connector named "connectors" read as one missing (issue 48).
         raise InputError(
@@ -264,10 +267,7 @@ def _usable_url(file: str, c: Cluster, written: Mapping[str, Any]) -> str:
             f"{named}must be the Kafka Connect REST API's base URL: drop the /connectors (hephaestus adds it)",
             field=field,
         )
-    try:
-        return normalised_url(c.url)
-    except ValueError as exc:  # a port out of range, a host that is no name, an address ipaddress refuses
-        raise InputError(file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}", field=field) from exc
+    return url
 
 
 def _build(doc: YamlDoc, base: Path) -> Project:
