@@ -46,15 +46,17 @@ class SecretRef:
         return value
 
     def _read(self, what: str) -> str:
+        # `what` names the secret ("the password of cluster c"). Worded so that no word of ours
+        # follows "password:" or "secret:", which the redactor rightly masks in any other text.
         if self.env is not None:
             value = os.environ.get(self.env)
             if value is None:
-                raise HephaestusError(f"{what}: environment variable {self.env} is not set")
+                raise HephaestusError(f"environment variable {self.env} is not set: it holds {what}")
             return value
         try:
             return Path(self.file or "").read_text().strip()
         except OSError as exc:
-            raise HephaestusError(f"{what}: cannot read secret file {self.file}: {exc.strerror}") from exc
+            raise HephaestusError(f"cannot read secret file {self.file} ({exc.strerror}): it holds {what}") from exc
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class Cluster:
     rollout: RolloutKeys | None = None  # its `rollout:` keys, over the project's
 
     def auth(self) -> tuple[str, str] | None:
-        return basic_auth(self.username, self.password, f"cluster {self.name} password")
+        return basic_auth(self.username, self.password, f"the password of cluster {self.name}")
 
     def selects(self, name: str) -> bool:
         """In this deployment's share of the cluster (`select` globs; all when none): every
@@ -111,7 +113,7 @@ class KsqlDB:
     timeout_s: float = 30.0
 
     def auth(self) -> tuple[str, str] | None:
-        return basic_auth(self.username, self.password, f"ksqlDB {self.name} password")
+        return basic_auth(self.username, self.password, f"the password of ksqlDB {self.name}")
 
 
 def basic_auth(username: str | None, password: SecretRef | None, what: str) -> tuple[str, str] | None:
@@ -154,14 +156,14 @@ class Project:
             return db.dsn
         from psycopg.conninfo import make_conninfo  # psycopg costs ~80 ms to import: only when a DSN is used
 
-        return make_conninfo(db.dsn, password=db.password.resolve(f"database {database} password"))
+        return make_conninfo(db.dsn, password=db.password.resolve(f"the password of database {database}"))
 
     def webhook(self) -> str | None:
         """The Slack webhook URL, or None when not configured or not resolvable (never fatal)."""
         if self.slack_webhook is None:
             return None
         try:
-            return self.slack_webhook.resolve("slack webhook")
+            return self.slack_webhook.resolve("the Slack webhook")
         except HephaestusError as exc:
             log.warning("slack notifications off: %s", exc)
             return None
@@ -203,7 +205,7 @@ def load_project(path: Path) -> Project:
     if errors:
         raise InputErrors(errors)
     project = _build(doc, path.parent)
-    _check_shared_urls(project)
+    _check_urls(project, doc.data["clusters"])
     _check_waves(project)
     return project
 
@@ -219,20 +221,17 @@ def _check_waves(project: Project) -> None:
             )
 
 
-def _check_shared_urls(project: Project) -> None:
-    """Two clusters of one file on one Connect cluster must split it by `select`: a name in
-    both scopes would be planned twice, and deleted by one as absent from the other's git."""
+def _check_urls(project: Project, written: Mapping[str, Any]) -> None:
+    """Each cluster's URL usable; two clusters of one file on one Connect cluster must split it by
+    `select`: a name in both scopes would be planned twice, and deleted by one as absent from the
+    other's git."""
     seen: dict[str, Cluster] = {}
     errors = []
     for c in project.clusters.values():
         try:
-            url = normalised_url(c.url)
-        except ValueError as exc:  # a port out of range, a host that is no name, an address ipaddress refuses
-            errors.append(
-                InputError(
-                    project.file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}", field=f"clusters.{c.name}.url"
-                )
-            )
+            url = _usable_url(project.file, c, written[c.name])
+        except InputError as exc:
+            errors.append(exc)
             continue
         first = seen.setdefault(url, c)
         if first is not c and scopes_overlap(first.select, c.select):
@@ -246,6 +245,29 @@ def _check_shared_urls(project: Project) -> None:
             )
     if errors:
         raise InputErrors(errors)
+
+
+def _usable_url(file: str, c: Cluster, written: Mapping[str, Any]) -> str:
+    """The cluster's URL in its one spelling, or an error at the key that gave it: `url_env`'s
+    variable when set (the schema checked only what the file holds), else `url`."""
+    env = written.get("url_env")
+    given = env if env and os.environ.get(env) else None
+    field, named = (f"clusters.{c.name}.url_env", f"{given} ") if given else (f"clusters.{c.name}.url", "")
+    if not c.url.lower().startswith(("http://", "https://")):  # the value is not shown: it may hold a password
+        raise InputError(file, f"{named or 'the URL '}must start with http:// or https://", field=field)
+    try:
+        url = normalised_url(c.url)
+    except ValueError as exc:  # a port out of range, a host that is no name, an address ipaddress refuses
+        raise InputError(file, f"not a usable URL {clip(c.url)}: {clip(str(exc))}", field=field) from exc
+    if url.endswith("/connectors"):
+        # Every request adds /connectors itself: the listing went to /connectors/connectors, and
+        # Connect's 404 for a connector named "connectors" read as one missing (issue 48).
+        raise InputError(
+            file,
+            f"{named}must be the Kafka Connect REST API's base URL: drop the /connectors (hephaestus adds it)",
+            field=field,
+        )
+    return url
 
 
 def _build(doc: YamlDoc, base: Path) -> Project:

@@ -17,6 +17,10 @@ from hephaestus.errors import InputError
 PathElem = str | int
 MAX_DEPTH = 64
 CLIP = 40
+# A name (connector, file, key, table) is shown whole: cut, two names that differ at the end
+# looked alike (issue 48). Only one longer than any real name (a file name is at most 255 bytes
+# on ext4, XFS, APFS and NTFS; Kafka's topics 249, PostgreSQL's 63) is cut: hostile input.
+NAME_CLIP = 255
 
 
 @dataclass(slots=True)
@@ -35,6 +39,11 @@ def clip(value: object, limit: int = CLIP) -> str:
         return repr(value) if len(value) <= limit else repr(value[:limit]) + "…"
     shown = _REPR.repr(value)  # bounded: a 1 MiB list is never turned into a string
     return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
+def named(name: str) -> str:
+    """repr of a name, whole: only a value is cut at CLIP (see NAME_CLIP)."""
+    return clip(name, NAME_CLIP)
 
 
 _REPR = reprlib.Repr()
@@ -140,7 +149,7 @@ class Builder:
         if key in frame.pos.keys:
             first = frame.pos.keys[key]
             raise self._error(
-                f"duplicate key {clip(key)} (first at line {first}): a second one would silently replace the first",
+                f"duplicate key {named(key)} (first at line {first}): a second one would silently replace the first",
                 line,
                 (*frame.path, key),
             )
@@ -188,7 +197,7 @@ def core_scalar(text: str) -> Any:
 def format_path(path: Sequence[PathElem]) -> str:
     """`pipelines[0].sinks[1].database` style, the way users read it."""
     out = ""
-    for elem in path:  # a hostile key is cut like any value
-        name = elem if isinstance(elem, int) or len(elem) <= CLIP else elem[:CLIP] + "…"
+    for elem in path:  # a key is a name: whole, unless longer than any real name
+        name = elem if isinstance(elem, int) or len(elem) <= NAME_CLIP else elem[:NAME_CLIP] + "…"
         out += f"[{name}]" if isinstance(name, int) else (f".{name}" if out else name)
     return out

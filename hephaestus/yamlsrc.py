@@ -15,7 +15,7 @@ so hostile input always ends as an InputError naming the file (and line), never 
   aliases are refused, not bounded: nothing here needs them, and without them an alias bomb
   cannot exist. Tags other than !!str, !!map, !!seq are refused; mapping keys are their text.
 - JSON: duplicate keys and NaN/Infinity are refused. Messages echo at most CLIP characters of a
-  value (jsonschema's embed the whole instance).
+  value (jsonschema's embed the whole instance); a name (a key) is shown whole (NAME_CLIP).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from hephaestus.yamlevents import PathElem as PathElem
 from hephaestus.yamlevents import clip as clip
 from hephaestus.yamlevents import core_scalar as core_scalar
 from hephaestus.yamlevents import format_path as format_path
+from hephaestus.yamlevents import named as named
 
 if TYPE_CHECKING:
     import jsonschema
@@ -189,7 +190,7 @@ def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                _refuse(file, f"duplicate key {clip(key)}")
+                _refuse(file, f"duplicate key {named(key)}")
             seen.add(key)
     return out
 
@@ -309,7 +310,7 @@ def _schema_errors(doc: YamlDoc, err: jsonschema.ValidationError) -> list[InputE
         return [
             InputError(
                 doc.file,
-                f"unknown key {clip(k)} (allowed: {listed})",
+                f"unknown key {named(k)} (allowed: {listed})",
                 field=format_path([*path, k]),
                 line=doc.key_line(path, k),
             )
@@ -327,9 +328,12 @@ def _schema_errors(doc: YamlDoc, err: jsonschema.ValidationError) -> list[InputE
 
 
 def _message(err: jsonschema.ValidationError, path: list[PathElem], schema: dict[str, Any]) -> str:
+    means = _PATTERNS_MEAN.get(str(err.validator_value)) if err.validator == "pattern" else None
     if any(isinstance(p, str) and (is_sensitive(p) or p in _CREDENTIAL_BEARING) for p in path):
         # The value may be a secret pasted where a reference belongs: never echo it.
-        return f"invalid value (not shown); expected {_expected(schema)}"
+        return f"invalid value (not shown); {means or 'expected ' + _expected(schema)}"
+    if means:
+        return f"{clip(err.instance)} {means}"
     message = err.message
     full = repr(err.instance)
     if len(full) > CLIP:
@@ -344,6 +348,9 @@ def cap_message(message: str, limit: int = 300) -> str:
 
 # Values that may embed credentials (a DSN's password=, a URL's user:pass@).
 _CREDENTIAL_BEARING = frozenset({"dsn", "url"})
+# What a schema's pattern asks, in words: "does not match '^https?://'" is a regex, and for a
+# value not shown it was "expected string", of a string (issue 48).
+_PATTERNS_MEAN = {"^https?://": "must start with http:// or https://"}
 
 
 def _expected(schema: dict[str, Any]) -> str:

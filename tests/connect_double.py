@@ -21,6 +21,11 @@ tests/stack/test_smoke.py):
 - `GET /` (`RootResource`): `{"version", "commit", "kafka_cluster_id"}`.
 - `GET /health` (KIP-1017, Connect 3.9+, `HealthResource`): 200 `{"status": "healthy", …}` once
   the worker has started, 503 `{"status": "starting", …}` before (`starting` counts those).
+- A path no resource serves (`GET /kafka/connectors`: a base URL with a path Connect is not
+  at): 404 `{"error_code": 404, "message": "HTTP 404 Not Found"}`, Jersey's NotFoundException
+  as `ConnectExceptionMapper` maps it. `GET /connectors/connectors` (a base URL ending in
+  /connectors) is `ConnectorsResource` asked for a connector named "connectors": "Connector
+  connectors not found", as any missing connector.
 Errors are Connect's `{"error_code", "message"}` JSON.
 
 Apache Kafka's Connect masks nothing in a connector's config (`GET …/config`, the listing's
@@ -63,6 +68,11 @@ class Connector:
     script: list[str] = field(default_factory=list)
     type: str = "sink"
     offsets: list[dict[str, Any]] = field(default_factory=list)  # GET/PATCH …/offsets
+
+
+# The first path segment of each of Connect's REST resources (RootResource, ConnectorsResource,
+# ConnectorPluginsResource, LoggingResource at /admin, HealthResource since 3.9).
+_RESOURCES = frozenset({"", "connectors", "connector-plugins", "admin", "health"})
 
 
 def error(status: int, message: str) -> httpx.Response:
@@ -108,6 +118,8 @@ class ConnectDouble:
     def _route(self, request: httpx.Request) -> httpx.Response:
         parts = [unquote(p) for p in request.url.raw_path.decode().split("?")[0].split("/")[1:]]
         m = request.method
+        if parts[0] not in _RESOURCES:  # Jersey matched no resource: ConnectExceptionMapper's answer
+            return error(404, "HTTP 404 Not Found")
         if parts == ["health"]:
             return self._health()
         if parts == [""] and m == "GET":

@@ -25,7 +25,7 @@ def notify(project: Project, report: AccuracyReport) -> bool:
     if message is None or project.slack_webhook is None:
         return False
     try:
-        url = project.slack_webhook.resolve("slack webhook")
+        url = project.slack_webhook.resolve("the Slack webhook")
     except HephaestusError as exc:
         log.warning("slack notification skipped: %s", exc)
         return False

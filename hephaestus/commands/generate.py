@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from hephaestus.commands.common import (
     CATALOGS,
@@ -30,17 +31,20 @@ _dir = FOLDER
     type=_dir,
     default=Path("connectors"),
     show_default=True,
-    help="Connector folder: writes <cluster>/source and <cluster>/sink.",
+    help="Connector folder: writes <cluster>/source and <cluster>/sink for every cluster. "
+    "Without it, a cluster the project file names is written to its `connectors:` folder.",
 )
 @click.option("--check", is_flag=True, help="Write nothing; list what would change; exit 2 if anything would.")
 @project_option
 def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_file: Path) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched). An Avro
     definition naming no schema registry takes its cluster's from the project file."""
-    from hephaestus.generator.run import run_generate, sync_editor_schemas
+    from hephaestus.generator.run import Layout, run_generate, sync_editor_schemas
 
-    result = run_generate(definitions, catalogs, out, check, registries_of(project_file))
-    changes = [f"{line.split(' ', 1)[0]} {out / line.split(' ', 1)[1]}" for line in result.changes.lines()]
+    given = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
+    layout = Layout(out, {} if given else _folders(project_file))
+    result = run_generate(definitions, catalogs, layout, check, registries_of(project_file))
+    changes = result.changes.lines()
     changes += [f"update {path}" for path in sync_editor_schemas(definitions.parent / "schemas", check)]
     if changes:
         click.echo("\n".join(changes))  # one write: 4,500 echo calls cost 0.1 s
@@ -48,6 +52,17 @@ def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_
     click.echo(f"{len(result.connectors)} connectors, {len(changes)} files {verb}", err=True)
     if check and changes:
         sys.exit(EXIT_DRIFT)
+
+
+def _folders(project_file: Path) -> dict[str, Path]:
+    """Each cluster's connectors folder, as the project file names it (reconcile reads there);
+    none without a project file. A project file that does not load is an error, as in every
+    command that reads it."""
+    if not project_file.is_file():
+        return {}
+    from hephaestus.project import load_project
+
+    return {name: c.connectors for name, c in load_project(project_file).clusters.items()}
 
 
 @click.group()

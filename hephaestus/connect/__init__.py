@@ -8,6 +8,7 @@ from hephaestus.connect.errors import (
     ConnectUnavailable,
     InvalidConnectorConfig,
     NonStringConfigValue,
+    NotConnectApi,
 )
 from hephaestus.connect.models import (
     ConnectorStatus,
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidConnectorConfig",
     "LiveConnector",
     "NonStringConfigValue",
+    "NotConnectApi",
     "Plugin",
     "RetryPolicy",
     "TaskState",

@@ -125,6 +125,7 @@ class ConnectEdge:
         self.breaker = Breaker(retry.budget_s, retry.attempts)
         self.requests = 0
         self.writes = 0
+        self.listed = False  # GET /connectors has answered: a 404 there later is a restart, not a wrong URL
         self._count_lock = threading.Lock()
 
     def call(self, req: Request, once: bool = False) -> httpx.Response | None:
@@ -202,8 +203,10 @@ class ConnectEdge:
                 self._message(response, doc, req),
                 self.where(req),
                 from_connect=_connect_error(doc),
+                listed_before=self.listed,
             )
         _check(response, req, self.where(req))
+        self.listed = self.listed or (req.method, req.path) == ("GET", "/connectors")
         return response
 
     def on_request(self, request: httpx.Request) -> None:

@@ -136,6 +136,30 @@ class UnexpectedAnswer(ConnectError):
         return f"check what answers at {self.call.server}: a proxy or another service, not Kafka Connect"
 
 
+class NotConnectApi(ConnectError):
+    """A 404 to the listing: `GET /connectors` exists on every Connect worker whose REST API is
+    up, so the URL is not its REST API's root (a path after the port, another service)."""
+
+    def __init__(self, server_message: str, call: Call, from_connect: bool) -> None:
+        self.from_connect = from_connect
+        super().__init__(server_message, call, 404)
+
+    def hint(self) -> str:
+        why = (
+            "Connect answered, so the path after its address is not where it serves its API"
+            if self.from_connect
+            else "a Connect worker before 3.9 also answers so while it starts: if it is one, run again once it has"
+        )
+        cluster = self.call.cluster
+        return f"the url of cluster '{cluster}' must be the REST API's base URL, as http://connect:8083 ({why})"
+
+    def _render(self) -> str:
+        return (
+            f"Kafka Connect '{self.call.cluster}': {self.call.server} is not a Kafka Connect REST API: "
+            f"{self.method} {self.path} answered 404 ({self.server_message}) — {self.hint()}"
+        )
+
+
 class NonStringConfigValue(HephaestusError, TypeError):
     """Refused before sending: Connect stores strings, and `True` vs "true" is a false diff
     (every PUT restarts the connector, so a false diff is a restart loop)."""
@@ -157,14 +181,22 @@ _TIMED_OUT = "request timed out"
 _BAD_REQUEST = "BadRequestException"
 
 
-def from_status(status: int, server_message: str, call: Call, from_connect: bool = True) -> ConnectError:
+def from_status(
+    status: int, server_message: str, call: Call, from_connect: bool = True, listed_before: bool = False
+) -> ConnectError:
     """The typed error for an HTTP error answer; `transient` marks what may be retried.
 
-    `from_connect`: the body was Connect's `{"error_code", "message"}`. A 404 without it, or
-    a 404 to a create, is a worker still starting (its REST resources are not registered
-    yet, or the request was forwarded to a leader that is restarting): retried.
+    `from_connect`: the body was Connect's `{"error_code", "message"}`. A 404 to the listing
+    of a cluster that never listed (`listed_before`) is a URL that is not Connect's REST API,
+    said at once (issue 48: it was retried for 16 s as "not ready", or ended "no connector
+    'None'"): Connect always has GET /connectors. A 404 to anything else without Connect's
+    body, to a listing that answered before, or to a create, is a worker still starting or
+    restarting mid-run (its REST resources not registered yet, or the request forwarded to a
+    leader that is restarting): retried.
     """
     text = server_message.lower()
+    if status == 404 and (call.method, call.path) == ("GET", "/connectors") and not listed_before:
+        return NotConnectApi(server_message, call, from_connect)
     if status == 404 and (not from_connect or (call.method, call.path) == ("POST", "/connectors")):
         return ConnectUnavailable(f"not ready ({server_message})", call, status, transient=True)
     if status == 404:

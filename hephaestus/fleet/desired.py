@@ -12,7 +12,7 @@ from hephaestus.fleet.model import Desired
 from hephaestus.project import Cluster
 from hephaestus.safety.gate import Allow, allow_of
 from hephaestus.secrets import plaintext
-from hephaestus.yamlsrc import CLIP, clip, format_path, load_json
+from hephaestus.yamlsrc import CLIP, clip, format_path, load_json, named
 
 GENERATED = ("source", "sink")
 CUSTOM = "custom"
@@ -145,13 +145,13 @@ def _check_name(path: Path, written: str, name: str, config_name: str | None) ->
     if config_name is not None and config_name != name:
         # Connect refuses the create only at apply time, after other writes of the run.
         raise InputError(
-            str(path), f"config.name {clip(config_name)} differs from name {clip(name)}", field="config.name"
+            str(path), f"config.name {named(config_name)} differs from name {named(name)}", field="config.name"
         )
     if not _HELM.search(written) and path.stem != name:
         # Helm-templated names carry braces and spaces: their files leave the prefix out.
         raise InputError(
             str(path),
-            f"file name {clip(path.name)} does not match name {clip(name)}: call it {clip(name + '.json')}",
+            f"file name {named(path.name)} does not match name {named(name)}: call it {named(name + '.json')}",
             field="name",
         )
 
@@ -161,7 +161,7 @@ def check_name(path: Path, name: str) -> None:
     if not _safe_segment(name):
         raise InputError(
             str(path),
-            f"connector name {clip(name)} is not a safe path segment (no '/', '\\', control characters, '.' or '..')",
+            f"connector name {named(name)} is not a safe path segment (no '/', '\\', control characters, '.' or '..')",
             field="name",
         )
 

@@ -10,7 +10,7 @@ from typing import Any
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator.model import Catalog, Column, TableRef, TableSchema
 from hephaestus.jsonschemas import Checker
-from hephaestus.yamlsrc import PathElem, YamlDoc, clip, format_path, load_json, packaged_validator, schema_errors_of
+from hephaestus.yamlsrc import PathElem, YamlDoc, format_path, load_json, named, packaged_validator, schema_errors_of
 
 # JSON Schemas are not catalogs: before the rename, schemas/ held both (the deprecated layout).
 NOT_CATALOGS = ".schema.json"
@@ -23,7 +23,7 @@ def too_long(name: str) -> str:
     """Why a database, table or column name cannot be PostgreSQL's, or "" when it can be."""
     if len(name.encode("utf-8")) <= PG_NAME_MAX:
         return ""
-    return f"name {clip(name)} is longer than {PG_NAME_MAX} bytes (PostgreSQL's limit)"
+    return f"name {named(name)} is longer than {PG_NAME_MAX} bytes (PostgreSQL's limit)"
 
 
 def _validator() -> Checker:
@@ -48,7 +48,7 @@ def load_catalogs(directory: Path) -> dict[str, Catalog]:
         first = out.setdefault(snap.database, snap)
         if first is not snap:  # the second file would silently replace the first
             errors.append(
-                InputError(snap.file, f"database {clip(snap.database)} is also in {first.file}", field="database")
+                InputError(snap.file, f"database {named(snap.database)} is also in {first.file}", field="database")
             )
     if errors:
         raise InputErrors(errors)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +21,6 @@ def render(connector: Connector) -> bytes:
 def render_document(doc: Mapping[str, object]) -> bytes:
     """Deterministic bytes: sorted keys, 2-space indent, trailing newline (generate and import)."""
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
-
-
-def render_all(connectors: Iterable[Connector]) -> dict[str, bytes]:
-    return {c.relpath: render(c) for c in connectors}
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,16 @@ compared, with --check); and the JSON Schemas editors read, kept equal to the pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 from hephaestus.generator.catalogs import load_catalogs
 from hephaestus.generator.definitions import Registries, load_definitions, no_registries
 from hephaestus.generator.fanout import generate
 from hephaestus.generator.model import Connector
-from hephaestus.generator.output import FileChanges, apply_changes, diff_files, read_generated, render_all
+from hephaestus.generator.output import GENERATED_KINDS, FileChanges, apply_changes, diff_files, read_generated, render
 
 
 @dataclass(frozen=True)
@@ -19,16 +21,52 @@ class GenerateResult:
     changes: FileChanges
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where each cluster's files go: the folder the project file names for it
+    (`clusters.<name>.connectors`, which reconcile reads), else `root`/<cluster> (--out, which
+    puts every cluster under it, or connectors/ with no project file)."""
+
+    root: Path
+    folders: Mapping[str, Path] = field(default_factory=dict)
+
+    def file(self, c: Connector) -> Path:
+        inside = PurePosixPath(c.relpath).relative_to(c.cluster)  # <kind>/<name>.json
+        return self.folders.get(c.cluster, self.root / c.cluster) / inside
+
+    def generated(self) -> dict[Path, bytes]:
+        """The files generation owns there now: <root>/*/{source,sink}/ and each named folder's."""
+        found = {self.root / rel: data for rel, data in read_generated(self.root).items()}
+        for folder in self.folders.values():
+            found |= {p: p.read_bytes() for kind in GENERATED_KINDS for p in folder.glob(f"{kind}/*.json")}
+        return found
+
+
 def run_generate(
-    definitions: Path, catalogs: Path, out: Path, check: bool, registries: Registries | None = None
+    definitions: Path, catalogs: Path, out: Path | Layout, check: bool, registries: Registries | None = None
 ) -> GenerateResult:
-    """Validate everything first; then (unless `check`) write and remove files."""
+    """Validate everything first; then (unless `check`) write and remove files. The changes
+    name each file as the layout spells it (under --out, or the project's folder)."""
+    layout = out if isinstance(out, Layout) else Layout(out)
     connectors = generate(load_definitions(definitions, registries or no_registries), load_catalogs(catalogs))
-    wanted = render_all(connectors)
-    changes = diff_files(wanted, read_generated(out))
+    wanted = {layout.file(c): render(c) for c in connectors}
+    existing = layout.generated()
+    # A file may be spelled two ways (a named folder under --out's root, one relative and one
+    # absolute): compared by its absolute path, it is never both written and removed as stale.
+    spelled = {_absolute(p): p.as_posix() for p in (*existing, *wanted)}  # wanted's spelling last: it wins
+    found = diff_files(_by_absolute(wanted), _by_absolute(existing))
+    changes = FileChanges(*(tuple(spelled[k] for k in keys) for keys in (found.created, found.updated, found.removed)))
     if not check:
-        apply_changes(out, wanted, changes)
+        apply_changes(Path(), {p.as_posix(): data for p, data in wanted.items()}, changes)
     return GenerateResult(tuple(connectors), changes)
+
+
+def _by_absolute(files: Mapping[Path, bytes]) -> dict[str, bytes]:
+    return {_absolute(p): data for p, data in files.items()}
+
+
+def _absolute(path: Path) -> str:
+    return os.path.abspath(path)  # normalised, symlinks left alone: the path as written, made absolute
 
 
 # The JSON Schemas editors read (YAML language server modelines in the examples point here).

@@ -34,7 +34,21 @@ from hephaestus.state.prints import Prints, PrintsUnavailable, fingerprints
 from hephaestus.urls import normalised_url
 
 T = TypeVar("T")
-NO_CLIENT = "no client (its credentials are not set here)"
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Each cluster's Connect client, or why none could be made (its password's variable unset
+    here): the cluster's error names it, as `import` does (issue 48)."""
+
+    made: Mapping[str, ConnectClient]
+    why: Mapping[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> ConnectClient | None:
+        return self.made.get(name)
+
+    def missing(self, name: str) -> str:
+        return self.why.get(name, "no client was made")
 
 
 @dataclass(frozen=True)
@@ -49,14 +63,12 @@ class Read:
     error: str = ""
 
 
-def read(
-    clients: Mapping[str, ConnectClient], cluster: Cluster, store: ownership.OwnershipStore, project: Project
-) -> Read:
+def read(clients: Clients, cluster: Cluster, store: ownership.OwnershipStore, project: Project) -> Read:
     """A selected cluster: its listing (waiting for a starting worker, retrying what is
     transient), its Kafka identity, what this deployment owns there."""
     client = clients.get(cluster.name)
     if client is None:
-        return Read(cluster, error=NO_CLIENT)
+        return Read(cluster, error=clients.missing(cluster.name))
     try:
         fleet = client.fleet()
         claims = store.owned(project.name, cluster.name)
@@ -66,11 +78,11 @@ def read(
     return Read(cluster, fleet, _kafka(client), claims, prints)
 
 
-def glance(clients: Mapping[str, ConnectClient], cluster: Cluster) -> Read:
+def glance(clients: Clients, cluster: Cluster) -> Read:
     """Another cluster of the project, for the fleet's rules only: one listing, asked once."""
     client = clients.get(cluster.name)
     if client is None:
-        return Read(cluster, error=NO_CLIENT)
+        return Read(cluster, error=clients.missing(cluster.name))
     try:
         return Read(cluster, client.glance(), _kafka(client))
     except ConnectError as exc:

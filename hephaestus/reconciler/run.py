@@ -43,7 +43,7 @@ from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome, StepResult
 from hephaestus.reconciler.plan import Plan, Policy
 from hephaestus.reconciler.planner import Wanted
-from hephaestus.reconciler.planning import Read, check_targets, remember, targeted
+from hephaestus.reconciler.planning import Clients, Read, check_targets, remember, targeted
 from hephaestus.reconciler.rollout import checks, executor
 from hephaestus.safety.gate import Allow, Cleared, Verdict, clear
 from hephaestus.settings import UNASSIGNED_GRACE_S, RolloutSettings
@@ -166,14 +166,14 @@ def _inputs(every: Sequence[Cluster], chosen: Sequence[Cluster], options: RunOpt
     return desired, held, unloaded
 
 
-def _clients(stack: ExitStack, every: Sequence[Cluster], factory: ClientFactory) -> dict[str, ConnectClient]:
-    out = {}
+def _clients(stack: ExitStack, every: Sequence[Cluster], factory: ClientFactory) -> Clients:
+    made, why = {}, {}
     for c in every:
         try:
-            out[c.name] = stack.enter_context(factory(c))
-        except HephaestusError:  # another cluster's credentials are not set here: read as unreadable
-            continue
-    return out
+            made[c.name] = stack.enter_context(factory(c))
+        except HephaestusError as exc:  # its credentials are not set here: read as unreadable, and why
+            why[c.name] = str(exc)
+    return Clients(made, why)
 
 
 def _claims(outs: Sequence[ClusterOutcome]) -> bool:

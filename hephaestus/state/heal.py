@@ -21,7 +21,7 @@ from hephaestus.errors import HephaestusError, InputError
 from hephaestus.state import schema
 from hephaestus.state.lock import FileLock, Holder, Lock, LockBusy, PgLock, new_run_id
 from hephaestus.state.records import HealRecord as Record
-from hephaestus.yamlsrc import clip, load_json, save_json
+from hephaestus.yamlsrc import load_json, named, save_json
 
 Records = dict[str, Record]
 
@@ -106,11 +106,11 @@ def _shape_problem(data: object) -> str | None:
         return "expected an object of clusters"
     for cluster, records in data.items():
         if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()):
-            return f"cluster {clip(cluster)}: expected an object of connector records"
+            return f"cluster {named(cluster)}: expected an object of connector records"
         for name, raw in records.items():
             bad = [k for k, kinds in _FIELDS.items() if k in raw and not _is(raw[k], kinds)]
             if bad:
-                return f"{clip(cluster)}/{clip(name)}: {bad[0]} has the wrong type"
+                return f"{named(cluster)}/{named(name)}: {bad[0]} has the wrong type"
     return None
 
 

@@ -25,6 +25,7 @@ from hephaestus.connect import (
     InvalidConnectorConfig,
     LiveConnector,
     NonStringConfigValue,
+    NotConnectApi,
     RetryPolicy,
     TaskState,
 )
@@ -664,3 +665,52 @@ def test_a_connect_without_the_health_endpoint_is_listed_at_once(answer: httpx.R
     double.add("a", SINK_CONFIG)
     with double_client(double) as connect:
         assert list(connect.fleet()) == ["a"]
+
+
+# --- a URL that is not Connect's REST API (issue 48) -----------------------------------------
+
+
+def test_a_404_to_the_listing_without_connects_body_fails_at_once() -> None:
+    """GET /connectors always exists on Connect: a 404 there that is not Connect's JSON error is
+    another service (or a path Connect is not at), not a worker still starting: it was retried
+    for 16 s as "not ready"."""
+    script = Script(httpx.Response(404, text="<html>Not Found</html>", headers={"content-type": "text/html"}))
+    with client(script) as connect, pytest.raises(NotConnectApi) as caught:
+        connect.fleet()
+    assert script.calls == [("GET", "/connectors?expand=info&expand=status")], "one request: no retry"
+    said = "http://connect.test:8083 is not a Kafka Connect REST API: GET /connectors answered 404 (Not Found)"
+    assert said in str(caught.value) and not caught.value.transient
+
+
+def test_connects_own_404_to_the_listing_says_the_urls_path_is_wrong() -> None:
+    """A base URL with a path Connect does not serve: Connect's JSON 404, not a connector missing
+    (it ended "no connector 'None'")."""
+    double = ConnectDouble()
+    transport = httpx.MockTransport(double)
+    connect = ConnectClient(
+        "http://connect.test:8083/kafka", name="dwh", transport=transport, retry=RetryPolicy.immediate()
+    )
+    with connect, pytest.raises(NotConnectApi) as caught:
+        connect.fleet()
+    said = "connect.test:8083/kafka is not a Kafka Connect REST API: GET /connectors answered 404 (HTTP 404 Not Found)"
+    assert said in str(caught.value) and "None" not in str(caught.value)
+    assert double.log.count(("GET", "/kafka/connectors")) == 1
+
+
+def test_a_404_without_connects_body_to_a_connector_is_still_a_worker_restarting() -> None:
+    """After the listing answered, a Jetty 404 to one connector's path is a worker restarting
+    mid-run (its REST resources not registered yet): retried, as before."""
+    script = Script(httpx.Response(404, text="<html>Not Found</html>"), httpx.Response(200, json={"a": "b"}))
+    with client(script) as connect:
+        assert connect.get_config("users-sink") == {"a": "b"}
+
+
+def test_a_404_to_the_listing_after_it_answered_is_a_worker_restarting() -> None:
+    """Once the listing has answered, the URL is right: a Jetty 404 there (a readiness poll while
+    a worker restarts) is retried as before."""
+    html_404 = httpx.Response(404, text="<html>Not Found</html>")
+    script = Script(httpx.Response(200, json={}), html_404, httpx.Response(200, json={}))
+    with client(script) as connect:
+        assert connect.fleet() == {}
+        assert connect.statuses() == {}
+    assert len(script.calls) == 3

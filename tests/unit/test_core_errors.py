@@ -15,6 +15,7 @@ from hephaestus.connect.errors import (
     ConnectUnavailable,
     InvalidConnectorConfig,
     NonStringConfigValue,
+    NotConnectApi,
     OutcomeUnknown,
     UnexpectedAnswer,
     from_status,
@@ -22,6 +23,7 @@ from hephaestus.connect.errors import (
 )
 
 GET = Call("dwh", "http://connect:8083", "GET", "/connectors/a/config", "a")
+LIST = Call("dwh", "http://connect:8083", "GET", "/connectors")
 POST = Call("dwh", "http://connect:8083", "POST", "/connectors", "a")
 Shape = tuple[type[ConnectError], str, int | None, bool, bool]
 
@@ -38,6 +40,9 @@ def shape(exc: ConnectError) -> Shape:
     [
         # A 404 that is not Connect's, or any 404 to a create: a worker still starting.
         (404, "Not Found", GET, False, (ConnectUnavailable, "not ready (Not Found)", 404, True, False)),
+        # A 404 to the listing, Connect's or not: the URL is not Connect's REST API (issue 48).
+        (404, "Not Found", LIST, False, (NotConnectApi, "Not Found", 404, False, False)),
+        (404, "HTTP 404 Not Found", LIST, True, (NotConnectApi, "HTTP 404 Not Found", 404, False, False)),
         (404, "gone", POST, True, (ConnectUnavailable, "not ready (gone)", 404, True, False)),
         (404, "Connector a not found", GET, True, (ConnectorNotFound, "Connector a not found", 404, False, False)),
         (404, "nf", Call("dwh", "u", "PUT", "/connectors"), True, (ConnectorNotFound, "nf", 404, False, False)),
@@ -110,6 +115,22 @@ def test_from_status(status: int, message: str, call: Call, from_connect: bool, 
 
 def test_from_status_treats_a_body_as_connects_by_default() -> None:
     assert type(from_status(404, "nf", GET)) is ConnectorNotFound
+
+
+def test_a_listing_that_answered_before_is_a_restart_not_a_wrong_url() -> None:
+    exc = from_status(404, "Not Found", LIST, from_connect=False, listed_before=True)
+    assert shape(exc) == (ConnectUnavailable, "not ready (Not Found)", 404, True, False)
+
+
+def test_a_url_that_is_not_connects_rest_api_says_so() -> None:
+    assert str(NotConnectApi("Not Found", LIST, from_connect=False)) == (
+        "Kafka Connect 'dwh': http://connect:8083 is not a Kafka Connect REST API: GET /connectors answered 404 "
+        "(Not Found) — the url of cluster 'dwh' must be the REST API's base URL, as http://connect:8083 (a "
+        "Connect worker before 3.9 also answers so while it starts: if it is one, run again once it has)"
+    )
+    assert str(NotConnectApi("HTTP 404 Not Found", LIST, from_connect=True)).endswith(
+        "(Connect answered, so the path after its address is not where it serves its API)"
+    )
 
 
 # --- from_transport ------------------------------------------------------------------------

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.conftest import REPO, Project
+import pytest
+
+from tests.unit.conftest import REPO, Project, Result
 
 
 def test_examples_fan_out_to_expected_counts(project: Project) -> None:
@@ -114,3 +116,71 @@ def test_version_and_help(project: Project) -> None:
     for cmd in (["generate"], ["catalog", "dump"], []):
         result = project.cli(*cmd, "--help")
         assert result.code == 0 and "Usage:" in result.out
+
+
+def _in_project_folder(project: Project, *extra: str) -> Result:
+    """generate with the defaults a user has at the project's root: no --out, hephaestus.yaml."""
+    return project.cli("generate", "--definitions", "definitions", "--catalogs", "catalogs", *extra)
+
+
+@pytest.fixture
+def named_folder(project: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """A project file that names platforms' connectors folder (deploy/platforms); lmsdwh is not in it."""
+    monkeypatch.chdir(project.root)
+    monkeypatch.delenv("HEPHAESTUS_PROJECT", raising=False)
+    (project.root / "hephaestus.yaml").write_text(
+        "clusters:\n  platforms:\n    url: http://127.0.0.1:8083\n    connectors: deploy/platforms\n"
+    )
+    return project
+
+
+def test_a_cluster_is_written_to_the_folder_its_project_file_names(named_folder: Project) -> None:
+    """Issue 48: generate wrote connectors/platforms/, which reconcile (reading deploy/platforms/) never read."""
+    result = _in_project_folder(named_folder)
+    assert result.code == 0, result.err
+    deploy = named_folder.root / "deploy/platforms"
+    assert len(list((deploy / "source").glob("*.json"))) == 6 and len(list((deploy / "sink").glob("*.json"))) == 30
+    assert "create deploy/platforms/sink/local_manabie_bob_to_auth_users_sink_connector.json" in result.out
+    assert not (named_folder.connectors / "platforms").exists()
+    assert len(list((named_folder.connectors / "lmsdwh/sink").glob("*.json"))) == 6  # not in the project file
+    assert _in_project_folder(named_folder, "--check").code == 0
+
+
+def test_stale_files_are_removed_from_a_named_folder(named_folder: Project) -> None:
+    _in_project_folder(named_folder)
+    bob = named_folder.definitions / "bob.yaml"
+    bob.write_text(
+        bob.read_text().replace("      - database: eureka\n  - source_table: students", "  - source_table: students")
+    )
+    result = _in_project_folder(named_folder)
+    assert result.code == 0, result.err
+    assert "remove deploy/platforms/sink/" in result.out
+    assert len(list((named_folder.root / "deploy/platforms/sink").glob("*.json"))) == 24
+
+
+def test_out_still_puts_every_cluster_under_it(named_folder: Project) -> None:
+    result = _in_project_folder(named_folder, "--out", "elsewhere")
+    assert result.code == 0, result.err
+    assert len(list((named_folder.root / "elsewhere/platforms/sink").glob("*.json"))) == 30
+    assert not (named_folder.root / "deploy").exists()
+
+
+def test_a_bad_project_file_is_an_error_naming_it(named_folder: Project) -> None:
+    (named_folder.root / "hephaestus.yaml").write_text("clusters:\n  platforms:\n    url: http://x:8083\n")
+    result = _in_project_folder(named_folder)
+    assert result.code == 1
+    assert "hephaestus.yaml" in result.err and "connectors" in result.err
+    assert not (named_folder.root / "connectors").exists()
+
+
+def test_a_folder_spelled_two_ways_is_one_folder(named_folder: Project) -> None:
+    """--project as an absolute path names connectors/platforms absolutely while --out's default
+    root reads it relatively: the file is neither removed as stale nor written twice."""
+    project_file = named_folder.root / "hephaestus.yaml"
+    text = (named_folder.root / "hephaestus.yaml").read_text()
+    project_file.write_text(text.replace("deploy/platforms", "connectors/platforms"))
+    first = _in_project_folder(named_folder, "--project", str(project_file))
+    assert first.code == 0, first.err
+    again = _in_project_folder(named_folder, "--project", str(project_file))
+    assert again.code == 0 and again.out == "", again.out
+    assert len(list((named_folder.connectors / "platforms/sink").glob("*.json"))) == 30

@@ -81,6 +81,23 @@ def test_file_name_differing_from_name(world: World) -> None:
     assert "renamed.json at name: file name 'renamed.json' does not match name 'original'" in output
 
 
+def test_long_names_are_shown_whole_with_the_name_to_use(world: World) -> None:
+    """Issue 48: a name is not a value: cut at 40 characters, the two names looked the same and
+    the suggested file name was useless. Names are shown whole (values alone are cut)."""
+    written = "platform_production_orders_service_sink_" + "v1"
+    output = world.refused("platform_production_orders_service_sink_v2.json", connector(written))
+    assert (
+        "file name 'platform_production_orders_service_sink_v2.json' does not match "
+        f"name {written!r}: call it '{written}.json'"
+    ) in output
+
+
+def test_long_config_name_is_shown_whole(world: World) -> None:
+    name, other = "a" * 60 + "_left", "a" * 60 + "_right"
+    output = world.refused(f"{name}.json", connector(name, name=other))
+    assert f"config.name {other!r} differs from name {name!r}" in output
+
+
 @pytest.mark.parametrize("name", ["..", ".", "a/b", "..\\evil", "tab\there", "nul\x00", "del\x7f", "c1\x85"])
 def test_unsafe_names(world: World, name: str) -> None:
     output = world.refused("unsafe.json", connector(name))

@@ -122,3 +122,36 @@ def test_a_pasted_secret_is_never_echoed(world: World) -> None:
     text = good(world).replace("    connectors:", "    password: hunter2-" + "s" * 100 + "\n    connectors:")
     output = world.refused(text, "--dry-run")
     assert "hunter2" not in output
+
+
+@pytest.mark.parametrize("url", ["connect:8083", "localhost:8083", "ftp://connect:8083", "admin:hunter2@connect:8083"])
+def test_a_url_without_http_says_so(world: World, url: str) -> None:
+    """Issue 48: it said "expected string" of a string. The value is still not shown: a URL
+    written without its scheme may hold a password the redactor's URL shape does not catch."""
+    text = good(world).replace(world.url, url)
+    output = world.refused(text, "--dry-run")
+    said = "hephaestus.yaml:3 at clusters.c.url: invalid value (not shown); must start with http:// or https://"
+    assert said in output
+    assert "hunter2" not in output and "expected string" not in output
+
+
+def test_a_url_from_url_env_without_http_says_so(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEPH_ISSUE48_CONNECT_URL", "connect:8083")
+    text = good(world).replace(f"url: {world.url}", "url_env: HEPH_ISSUE48_CONNECT_URL")
+    output = world.refused(text, "--dry-run")
+    said = "hephaestus.yaml at clusters.c.url_env: HEPH_ISSUE48_CONNECT_URL must start with http:// or https://"
+    assert said in output and "connect:8083" not in output
+
+
+def test_a_schema_registry_url_without_http_says_so(world: World) -> None:
+    text = good(world).replace("    connectors:", "    schema_registry_url: registry:8081\n    connectors:")
+    output = world.refused(text, "--dry-run")
+    assert "at clusters.c.schema_registry_url: " in output and "must start with http:// or https://" in output
+
+
+@pytest.mark.parametrize("path", ["/connectors", "/connectors/"])
+def test_a_url_ending_in_connectors_is_refused_before_any_request(world: World, path: str) -> None:
+    """Issue 48: hephaestus adds /connectors itself; the run ended "no connector 'None'"."""
+    output = world.refused(good(world).replace(world.url, world.url + path), "--dry-run")
+    said = "hephaestus.yaml at clusters.c.url: must be the Kafka Connect REST API's base URL: drop the /connectors"
+    assert said in output and "None" not in output

@@ -140,8 +140,15 @@ def test_a_long_value_is_never_echoed_whole(project: Project) -> None:
 
 
 def test_a_long_unknown_key_is_cut_in_the_field_and_message(project: Project) -> None:
+    # A key is a name, shown whole (issue 48), unless longer than any real name (NAME_CLIP).
     err = refused(project, GOOD + "? " + "k" * 5000 + "\n: 1\n")  # explicit: implicit keys stop at 1024
-    assert "unknown key" in err and "k" * 41 not in err
+    assert "unknown key" in err and "k" * 255 + "…" in err and "k" * 256 not in err
+
+
+def test_an_unknown_key_is_named_whole(project: Project) -> None:
+    key = "sink_database_connection_pool_maximum_size"  # 42 characters: once cut at 40
+    err = refused(project, GOOD + key + ": 1\n")
+    assert f"bob.yaml:9 at {key}: unknown key {key!r}" in err
 
 
 def test_a_second_document_is_refused(project: Project) -> None:
@@ -206,7 +213,7 @@ def test_a_snapshot_with_deep_nesting_or_duplicate_keys(project: Project) -> Non
 def test_names_longer_than_postgres_allows_are_refused_before_being_quoted(project: Project) -> None:
     err = refused(project, GOOD.replace("source_table: users", "source_table: " + "u" * 3000))
     assert "bob.yaml:6 at pipelines[0].source_table: name 'uuuu" in err
-    assert "is longer than 63 bytes (PostgreSQL's limit)" in err and "u" * 41 not in err
+    assert "is longer than 63 bytes (PostgreSQL's limit)" in err and "u" * 256 not in err
 
 
 def test_a_long_snapshot_mode_is_not_quoted_whole(project: Project) -> None:
@@ -229,7 +236,9 @@ def test_long_names_in_a_snapshot(project: Project) -> None:
     assert result.code == 1
     for field in ("tables.public.tttt", "columns[0].name", "primary_key[0]"):
         assert field in result.err
-    assert "t" * 41 not in result.err and "c" * 41 not in result.err
+    # Names, shown whole (issue 48): the user sees which one to shorten.
+    assert f"name {'c' * 100!r} is longer than 63 bytes" in result.err
+    assert f"tables.public.{'t' * 100}.columns[0].name" in result.err
 
 
 def _depth(value: object) -> int:
