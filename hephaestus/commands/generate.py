@@ -4,7 +4,9 @@ catalogs from PostgreSQL, what generation reads; `schemas dump` is its deprecate
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +21,9 @@ from hephaestus.commands.common import (
     registries_of,
 )
 
+if TYPE_CHECKING:
+    from hephaestus.generator.output import FileChanges
+
 _dir = FOLDER
 
 
@@ -32,22 +37,59 @@ _dir = FOLDER
     show_default=True,
     help="Connector folder: writes <cluster>/source and <cluster>/sink.",
 )
-@click.option("--check", is_flag=True, help="Write nothing; list what would change; exit 2 if anything would.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; list the files that would change and sum them up; exit 2 if any would.",
+)
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="List each file written or removed (by default only the summary per cluster).",
+)
 @project_option
-def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_file: Path) -> None:
+def generate(definitions: Path, catalogs: Path, out: Path, check: bool, verbose: bool, project_file: Path) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched). An Avro
     definition naming no schema registry takes its cluster's from the project file."""
     from hephaestus.generator.run import run_generate, sync_editor_schemas
 
     result = run_generate(definitions, catalogs, out, check, registries_of(project_file))
+    schemas = sync_editor_schemas(definitions.parent / "schemas", check)
     changes = [f"{line.split(' ', 1)[0]} {out / line.split(' ', 1)[1]}" for line in result.changes.lines()]
-    changes += [f"update {path}" for path in sync_editor_schemas(definitions.parent / "schemas", check)]
-    if changes:
+    changes += [f"update {path}" for path in schemas]
+    # --check lists what is stale: few files, each one to look at. A write lists nothing by
+    # default: a fleet's first generate would print a line per file (1,450), burying the summary.
+    if changes and (check or verbose or _root_verbose()):
         click.echo("\n".join(changes))  # one write: 4,500 echo calls cost 0.1 s
+    summary = [*_per_cluster(result.changes, out, check)]
+    if schemas:
+        summary.append(f"{schemas[0].parent}: {len(schemas)} {'to update' if check else 'updated'} (editor schemas)")
     verb = "would change" if check else "changed"
-    click.echo(f"{len(result.connectors)} connectors, {len(changes)} files {verb}", err=True)
+    hint = " (-v lists them)" if changes and not (check or verbose or _root_verbose()) else ""
+    files = "file" if len(changes) == 1 else "files"
+    summary.append(f"{len(result.connectors)} connectors, {len(changes)} {files} {verb}{hint}")
+    click.echo("\n".join(summary), err=True)
     if check and changes:
         sys.exit(EXIT_DRIFT)
+
+
+def _per_cluster(changes: FileChanges, out: Path, check: bool) -> Iterator[str]:
+    """A line per cluster folder: what was (or, with --check, would be) done to its files."""
+    words = (
+        ("to create", "to update", "unchanged", "to remove")
+        if check
+        else ("created", "updated", "unchanged", "removed")
+    )
+    for cluster, t in changes.by_cluster().items():
+        counts = (t.created, t.updated, t.unchanged, t.removed)
+        yield f"{out / cluster}: " + ", ".join(f"{n} {word}" for n, word in zip(counts, words, strict=True))
+
+
+def _root_verbose() -> bool:
+    """`hephaestus -v generate` lists the files too: generate makes no HTTP request for the
+    top level's --verbose to log, and a user reaching for -v there means the same thing."""
+    return bool(click.get_current_context().find_root().params.get("verbose"))
 
 
 @click.group()
