@@ -45,7 +45,12 @@ def test_a_generated_fleet_made_by_hand_imports_byte_for_byte_and_then_plans_not
 
     dry = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run")
     assert dry.code == 0, dry.err
-    assert f"would write {project.connectors}/platforms/sink/" in dry.out and '"connector.class"' in dry.out
+    sink = "local_manabie_bob_to_auth_users_sink_connector"
+    assert f"  would write {project.connectors}/platforms/sink/{sink}.json: {sink}\n" in dry.out
+    assert len(dry.out.splitlines()) == len(generated) + 2  # the cluster, a line per file, the count: no JSON
+    shown = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run", "--show-config")
+    assert shown.code == 0, shown.err
+    assert f'{sink}.json: {sink}\n    {{\n      "config": {{\n' in shown.out and '"connector.class"' in shown.out
     assert not any((project.connectors / rel).exists() for rel in generated)
     assert not (project.root / ".hephaestus/ownership.json").exists() and double.writes() == []
 
