@@ -218,11 +218,25 @@ def test_a_file_that_fails_to_parse_is_recorded_running_then_error(ksql: Ksql) -
     assert " ERROR " in info.out and "Failed to parse sql" in info.out
 
 
+def test_a_show_statement_is_recorded_in_ksql_migrations_words(ksql: Ksql) -> None:
+    """CommandParser.validateSupportedStatementType: "'SHOW' statements are not supported.",
+    after ApplyMigrationCommand's "Failed to parse sql: <command>. Error: " (the command as cut)."""
+    ksql.write("V000004__peek.sql", "CREATE STREAM A WITH (KAFKA_TOPIC='a');\nSHOW STREAMS;\n")
+    ksql.cli("ksql", "init")
+    assert ksql.cli("ksql", "apply", "--all").code == 1
+    reason = ksql.state("4")["ERROR_REASON"]
+    assert reason == "Failed to parse sql: \nSHOW STREAMS;. Error: 'SHOW' statements are not supported."
+
+
 def test_a_dry_run_reports_a_file_that_fails_to_parse_and_writes_nothing(ksql: Ksql) -> None:
     ksql.write("V000004__bad.sql", "SELECT * FROM A;\n")
     ksql.cli("ksql", "init")
     result = ksql.cli("ksql", "apply", "--all", "--dry-run")
-    assert result.code == 1 and "V000004__bad.sql:1" in result.err and "SELECT statements" in result.err
+    assert (
+        result.code == 1
+        and "V000004__bad.sql:1" in result.err
+        and "'SELECT' statements are not supported." in result.err
+    )
     assert ksql.events() == []
 
 
