@@ -144,7 +144,7 @@ def test_info_times_are_utc_in_ksql_migrations_format_whatever_the_local_zone(lo
     """util/MigrationVersionInfo.java formats with SimpleDateFormat("yyyy-MM-dd HH:mm:ss.SSS z")
     in the JVM's default zone; hephaestus always says UTC, so two machines print the same."""
     row = InfoRow(1, "a", State.MIGRATED, "<none>", "1609459200007", "1609459261999")
-    cells = info_text(InfoResult("c", "1", (row,)))[4].split("|")
+    cells = info_text(InfoResult("c", "1", (row,)))[5].split("|")
     assert cells[4].strip() == "2021-01-01 00:00:00.007 UTC"
     assert cells[5].strip() == "2021-01-01 00:01:01.999 UTC"
 
@@ -158,8 +158,8 @@ def test_info_prints_na_where_a_value_is_missing_but_a_running_version_has_no_co
         InfoRow(2, "b", State.RUNNING, "1", "1000", ""),
     )
     table = info_text(InfoResult("c", "2", rows))
-    assert [c.strip() for c in table[4].split("|")] == ["1", "N/A", "MIGRATED", "<none>", "N/A", "N/A", "N/A"]
-    assert table[5].split("|")[5].strip() == ""
+    assert [c.strip() for c in table[5].split("|")] == ["1", "N/A", "MIGRATED", "<none>", "N/A", "N/A", "N/A"]
+    assert table[6].split("|")[5].strip() == ""
 
 
 def test_info_json_keeps_its_fields_and_raw_values() -> None:

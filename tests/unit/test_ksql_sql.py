@@ -321,10 +321,12 @@ def test_info_is_laid_out_as_ksql_migrations_lays_it_out() -> None:
         InfoRow(3, "some_name_3", State.ERROR, "1", "N/A", "N/A", "error reason", file="changed"),
         InfoRow(4, "some name 4", State.PENDING),
     )
-    # MigrationVersionInfoFormatterTest's expected table, line for line (trailing blanks too).
+    # MigrationVersionInfoFormatterTest's expected table, line for line (trailing blanks too),
+    # with the divider on top that confluentinc/ksql#7157 added.
     assert info_text(InfoResult("c", "3", rows)) == [
         "ksqlDB 'c'",
         "Current migration version: 3",
+        "-" * 96,
         " Version | Name        | State    | Previous Version | Started On | Completed On | Error Reason ",
         "-" * 96,
         " 1       | some_name_1 | MIGRATED | <none>           | N/A        | N/A          | N/A          ",
@@ -335,7 +337,7 @@ def test_info_is_laid_out_as_ksql_migrations_lays_it_out() -> None:
         "warning: the file of version 3 (some_name_3) changed since it was applied (checksum)",
     ]
     running = InfoRow(5, "r", State.RUNNING, "4", "1000", "")
-    assert info_text(InfoResult("c", "5", (running,)))[4].split("|")[5] == "              "  # blank, not N/A
+    assert info_text(InfoResult("c", "5", (running,)))[5].split("|")[5] == "              "  # blank, not N/A
     assert info_text(InfoResult("c", "<none>", ())) == [
         "ksqlDB 'c'",
         "Current migration version: <none>",
