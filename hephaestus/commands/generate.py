@@ -27,7 +27,19 @@ if TYPE_CHECKING:
 _dir = FOLDER
 
 
-@click.command()
+class _VerboseAtTop(click.Command):
+    """`-v` is hephaestus's --verbose, given before the command (one meaning everywhere,
+    tests/unit/test_spelling.py): `generate -v` is refused with where it goes."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "-v" in (args[: args.index("--")] if "--" in args else args):
+            raise click.NoSuchOption(
+                "-v", "No such option: -v (-v is --verbose in hephaestus: hephaestus -v generate)", ctx=ctx
+            )
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_VerboseAtTop)
 @definitions_option
 @catalogs_option
 @click.option(
@@ -42,16 +54,11 @@ _dir = FOLDER
     is_flag=True,
     help="Write nothing; list the files that would change and sum them up; exit 2 if any would.",
 )
-@click.option(
-    "--verbose",
-    "-v",
-    is_flag=True,
-    help="List each file written or removed (by default only the summary per cluster).",
-)
 @project_option
-def generate(definitions: Path, catalogs: Path, out: Path, check: bool, verbose: bool, project_file: Path) -> None:
+def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_file: Path) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched). An Avro
-    definition naming no schema registry takes its cluster's from the project file."""
+    definition naming no schema registry takes its cluster's from the project file. Prints a
+    summary per cluster folder; `hephaestus -v generate` also lists each file written or removed."""
     from hephaestus.generator.run import run_generate, sync_editor_schemas
 
     result = run_generate(definitions, catalogs, out, check, registries_of(project_file))
@@ -60,13 +67,14 @@ def generate(definitions: Path, catalogs: Path, out: Path, check: bool, verbose:
     changes += [f"update {path}" for path in schemas]
     # --check lists what is stale: few files, each one to look at. A write lists nothing by
     # default: a fleet's first generate would print a line per file (1,450), burying the summary.
-    if changes and (check or verbose or _root_verbose()):
+    listed = check or _root_verbose()
+    if changes and listed:
         click.echo("\n".join(changes))  # one write: 4,500 echo calls cost 0.1 s
     summary = [*_per_cluster(result.changes, out, check)]
     if schemas:
         summary.append(f"{schemas[0].parent}: {len(schemas)} {'to update' if check else 'updated'} (editor schemas)")
     verb = "would change" if check else "changed"
-    hint = " (-v lists them)" if changes and not (check or verbose or _root_verbose()) else ""
+    hint = " (hephaestus -v generate lists them)" if changes and not listed else ""
     files = "file" if len(changes) == 1 else "files"
     summary.append(f"{len(result.connectors)} connectors, {len(changes)} {files} {verb}{hint}")
     click.echo("\n".join(summary), err=True)

@@ -72,16 +72,17 @@ def test_a_first_generate_sums_up_per_cluster_and_lists_files_only_with_verbose(
         f"{project.connectors / 'kec'}: 6 created, 0 updated, 0 unchanged, 0 removed",
         f"{project.connectors / 'lmsdwh'}: 9 created, 0 updated, 0 unchanged, 0 removed",
         f"{project.connectors / 'platforms'}: 36 created, 0 updated, 0 unchanged, 0 removed",
-        "51 connectors, 51 files changed (-v lists them)",
+        "51 connectors, 51 files changed (hephaestus -v generate lists them)",
     ]
     bob = project.connectors / "platforms/source/local_manabie_bob_source_connector.json"
     where = ("--definitions", str(project.definitions), "--catalogs", str(project.catalogs))
-    for verbose in (("generate", "-v"), ("-v", "generate")):  # the top level's -v too
-        bob.unlink()
-        listed = project.cli(*verbose, *where, "--out", str(project.connectors))
-        assert listed.code == 0, listed.err
-        assert listed.out == f"create {bob}\n"
-        assert listed.err.endswith("51 connectors, 1 file changed\n")
+    bob.unlink()
+    listed = project.cli("-v", "generate", *where, "--out", str(project.connectors))  # the top level's --verbose
+    assert listed.code == 0, listed.err
+    assert listed.out == f"create {bob}\n"
+    assert listed.err.endswith("51 connectors, 1 file changed\n")
+    misplaced = project.cli("generate", "-v", *where, "--out", str(project.connectors))
+    assert misplaced.code == 1 and "hephaestus -v generate" in misplaced.err
 
 
 def test_check_reports_a_hand_edit(project: Project) -> None:
