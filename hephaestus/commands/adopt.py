@@ -48,6 +48,11 @@ def _secret(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
     "e.g. connection.password='${file:/opt/secrets.properties:pg_password}' (repeatable).",
 )
 @click.option("--dry-run", is_flag=True, help="Show the files it would write and what it would own; change nothing.")
+@click.option(
+    "--show-config",
+    is_flag=True,
+    help="Also print each file's JSON, as it is (or, with --dry-run, would be) written; -o json always has it.",
+)
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @lock_timeout_option
 def import_(
@@ -56,6 +61,7 @@ def import_(
     globs: tuple[str, ...],
     secrets: dict[str, str],
     dry_run: bool,
+    show_config: bool,
     output: str,
     lock_timeout: float | None,
 ) -> None:
@@ -77,7 +83,7 @@ def import_(
         click.echo(json.dumps(_as_json(results, dry_run), indent=2))
         sys.exit(EXIT_OK)
     for r in results:
-        _echo_text(r, dry_run)
+        _echo_text(r, dry_run, show_config)
 
 
 def _as_json(results: Sequence[ClusterImport], dry_run: bool) -> dict[str, Any]:
@@ -93,13 +99,15 @@ def _as_json(results: Sequence[ClusterImport], dry_run: bool) -> dict[str, Any]:
     }
 
 
-def _echo_text(r: ClusterImport, dry_run: bool) -> None:
+def _echo_text(r: ClusterImport, dry_run: bool, show_config: bool) -> None:
+    """A line per connector (the file, or why there is none, and its name); the JSON only on
+    request: a fleet's dry run printed every config, thousands of lines to find the list in."""
     from hephaestus.generator.output import render_document
 
     click.echo(f"cluster {r.cluster}")
     for i in r.items:
         click.echo(f"  {'would ' if dry_run and i.how.startswith('write') else ''}{i.how}: {i.name}")
-        if dry_run and i.document:
+        if show_config and i.document:
             click.echo("    " + render_document(i.document).decode().rstrip().replace("\n", "\n    "))
     owned = sum(1 for i in r.items if i.how != "owned already")
     files = sum(1 for i in r.items if i.how.startswith("write"))

@@ -4,7 +4,9 @@ catalogs from PostgreSQL, what generation reads; `schemas dump` is its deprecate
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -20,10 +22,25 @@ from hephaestus.commands.common import (
     registries_of,
 )
 
+if TYPE_CHECKING:
+    from hephaestus.generator.output import FileChanges
+
 _dir = FOLDER
 
 
-@click.command()
+class _VerboseAtTop(click.Command):
+    """`-v` is hephaestus's --verbose, given before the command (one meaning everywhere,
+    tests/unit/test_spelling.py): `generate -v` is refused with where it goes."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "-v" in (args[: args.index("--")] if "--" in args else args):
+            raise click.NoSuchOption(
+                "-v", "No such option: -v (-v is --verbose in hephaestus: hephaestus -v generate)", ctx=ctx
+            )
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_VerboseAtTop)
 @definitions_option
 @catalogs_option
 @click.option(
@@ -34,22 +51,36 @@ _dir = FOLDER
     help="Connector folder: writes <cluster>/source and <cluster>/sink for every cluster. "
     "Without it, a cluster the project file names is written to its `connectors:` folder.",
 )
-@click.option("--check", is_flag=True, help="Write nothing; list what would change; exit 2 if anything would.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; list the files that would change and sum them up; exit 2 if any would.",
+)
 @project_option
 def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_file: Path) -> None:
     """Fan definitions out to connector JSON files (custom/ is never touched). An Avro
-    definition naming no schema registry takes its cluster's from the project file."""
+    definition naming no schema registry takes its cluster's from the project file. Prints a
+    summary per cluster folder; `hephaestus -v generate` also lists each file written or removed."""
     from hephaestus.generator.run import Layout, run_generate, sync_editor_schemas
 
     given = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
     layout = Layout(out, {} if given else _folders(project_file))
     result = run_generate(definitions, catalogs, layout, check, registries_of(project_file))
-    changes = result.changes.lines()
-    changes += [f"update {path}" for path in sync_editor_schemas(definitions.parent / "schemas", check)]
-    if changes:
+    schemas = sync_editor_schemas(definitions.parent / "schemas", check)
+    changes = [*result.changes.lines(), *(f"update {path}" for path in schemas)]
+    # --check lists what is stale: few files, each one to look at. A write lists nothing by
+    # default: a fleet's first generate would print a line per file (1,450), burying the summary.
+    listed = check or _root_verbose()
+    if changes and listed:
         click.echo("\n".join(changes))  # one write: 4,500 echo calls cost 0.1 s
+    summary = [*_per_cluster(result.changes, check)]
+    if schemas:
+        summary.append(f"{schemas[0].parent}: {len(schemas)} {'to update' if check else 'updated'} (editor schemas)")
     verb = "would change" if check else "changed"
-    click.echo(f"{len(result.connectors)} connectors, {len(changes)} files {verb}", err=True)
+    hint = " (hephaestus -v generate lists them)" if changes and not listed else ""
+    files = "file" if len(changes) == 1 else "files"
+    summary.append(f"{len(result.connectors)} connectors, {len(changes)} {files} {verb}{hint}")
+    click.echo("\n".join(summary), err=True)
     if check and changes:
         sys.exit(EXIT_DRIFT)
 
@@ -63,6 +94,24 @@ def _folders(project_file: Path) -> dict[str, Path]:
     from hephaestus.project import load_project
 
     return {name: c.connectors for name, c in load_project(project_file).clusters.items()}
+
+
+def _per_cluster(changes: FileChanges, check: bool) -> Iterator[str]:
+    """A line per cluster folder: what was (or, with --check, would be) done to its files."""
+    words = (
+        ("to create", "to update", "unchanged", "to remove")
+        if check
+        else ("created", "updated", "unchanged", "removed")
+    )
+    for folder, t in changes.by_folder().items():
+        counts = (t.created, t.updated, t.unchanged, t.removed)
+        yield f"{folder}: " + ", ".join(f"{n} {word}" for n, word in zip(counts, words, strict=True))
+
+
+def _root_verbose() -> bool:
+    """`hephaestus -v generate` lists the files too: generate makes no HTTP request for the
+    top level's --verbose to log, and a user reaching for -v there means the same thing."""
+    return bool(click.get_current_context().find_root().params.get("verbose"))
 
 
 @click.group()

@@ -24,14 +24,36 @@ def render_document(doc: Mapping[str, object]) -> bytes:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """One cluster's files by what writing does to them (generate's summary)."""
+
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+
+
+@dataclass(frozen=True)
 class FileChanges:
     created: tuple[str, ...]
     updated: tuple[str, ...]
     removed: tuple[str, ...]
+    unchanged: tuple[str, ...] = ()
 
     @property
     def any(self) -> bool:
         return bool(self.created or self.updated or self.removed)
+
+    def by_folder(self) -> dict[str, Tally]:
+        """Counts per cluster folder (a path's <folder>/<kind>/<name>.json), sorted: a fleet's
+        1,450 files summed into a line each, which a first generate prints instead of every path."""
+        kinds = {"created": self.created, "updated": self.updated, "unchanged": self.unchanged, "removed": self.removed}
+        counts: dict[str, dict[str, int]] = {}
+        for kind, paths in kinds.items():
+            for path in paths:
+                cluster = counts.setdefault(path.rsplit("/", 2)[0], dict.fromkeys(kinds, 0))
+                cluster[kind] += 1
+        return {name: Tally(**counts[name]) for name in sorted(counts)}
 
     def lines(self) -> list[str]:
         return (
@@ -47,6 +69,7 @@ def diff_files(wanted: Mapping[str, bytes], existing: Mapping[str, bytes]) -> Fi
         created=tuple(sorted(p for p in wanted if p not in existing)),
         updated=tuple(sorted(p for p in wanted if p in existing and existing[p] != wanted[p])),
         removed=tuple(sorted(p for p in existing if p not in wanted)),
+        unchanged=tuple(sorted(p for p in wanted if p in existing and existing[p] == wanted[p])),
     )
 
 

@@ -55,7 +55,8 @@ def run_generate(
     # absolute): compared by its absolute path, it is never both written and removed as stale.
     spelled = {_absolute(p): p.as_posix() for p in (*existing, *wanted)}  # wanted's spelling last: it wins
     found = diff_files(_by_absolute(wanted), _by_absolute(existing))
-    changes = FileChanges(*(tuple(spelled[k] for k in keys) for keys in (found.created, found.updated, found.removed)))
+    kinds = (found.created, found.updated, found.removed, found.unchanged)
+    changes = FileChanges(*(tuple(spelled[k] for k in keys) for keys in kinds))
     if not check:
         apply_changes(Path(), {p.as_posix(): data for p, data in wanted.items()}, changes)
     return GenerateResult(tuple(connectors), changes)

@@ -171,8 +171,8 @@ _HANDLERS = {"DEFINE": _define, "UNDEFINE": _undefine, "SET": _set, "UNSET": _un
 
 
 def _check_supported(first: str, words: list[str], raw: sqltext.RawStatement, source: str) -> None:
+    """ksql-migrations' words (CommandParser.validateSupportedStatementType), as the ERROR row
+    records them after "Failed to parse sql: <statement>. Error: "; file and line say where."""
     if first in _UNSUPPORTED or words[:2] == ["RUN", "SCRIPT"]:
         what = "RUN SCRIPT" if first == "RUN" else first
-        raise InputError(
-            source, f"{what} statements cannot be part of a migration: {sqltext.preview(raw.text)}", line=raw.line
-        )
+        raise InputError(source, f"'{what}' statements are not supported.", line=raw.line)

@@ -124,11 +124,13 @@ def _info_cells(x: InfoRow) -> tuple[str, ...]:
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    """` a | b ` cells padded to the widest, a rule of dashes under the header and at the end."""
+    """` a | b ` cells padded to the widest; a rule of dashes above the header, under it and at
+    the end, as util/MigrationVersionInfoFormatter.java lays it out (confluentinc/ksql#7157
+    added the top one)."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     line = [" " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + " " for row in rows]
     rule = "-" * (sum(widths) + 3 * len(widths) - 1)
-    return [line[0], rule, *line[1:], rule]
+    return [rule, line[0], rule, *line[1:], rule]
 
 
 def info_json(results: list[InfoResult]) -> str:

@@ -19,6 +19,9 @@ from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, Unhealthy, cha
 from hephaestus.reconciler.plan import step_effects as effects_of
 from hephaestus.safety.values import Resolver
 
+# The steps of git's plan that write nothing: what a sealed plan, its writes only, leaves out.
+LEFT_ALONE = frozenset({"unchanged", "protected", "unmanaged"})
+
 
 @dataclass(frozen=True)
 class Wanted:
@@ -123,12 +126,17 @@ def drafted(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Pl
     basis = seen.basis
     if seal is not None:
         return seal.identity(basis.url, basis.kafka) or _sealed(seal, seen, wanted, policy)
-    scope = Scope(basis.owned, wanted.held, strangers(seen, wanted.desired, wanted.held))
-    p = _rotated(plan(seen.cluster, wanted.desired, basis.live, policy, scope), basis, policy)
+    p = _rotated(_git_plan(seen, wanted, policy), basis, policy)
     unknown = [
         w for n, k in seen.masked.items() for w in rotation.unrecorded(n, wanted.desired[n], k, _before(basis, n))
     ]
     return replace(p, warnings=(*p.warnings, *unknown))
+
+
+def _git_plan(seen: Seen, wanted: Wanted, policy: Policy) -> Plan:
+    basis = seen.basis
+    scope = Scope(basis.owned, wanted.held, strangers(seen, wanted.desired, wanted.held))
+    return plan(seen.cluster, wanted.desired, basis.live, policy, scope)
 
 
 def _held(p: Plan) -> Plan:
@@ -164,10 +172,21 @@ def _sealed(seal: Seal, seen: Seen, wanted: Wanted, policy: Policy) -> Plan:
     steps = [_with_changes(s, live, policy) for s in seal.steps(wanted.desired, live)]
     return Plan(
         seen.cluster,
-        tuple(replace(s, effects=effects_of(s, live, policy.resolve)) for s in steps),
+        (
+            *(replace(s, effects=effects_of(s, live, policy.resolve)) for s in steps),
+            *_left_alone(seen, wanted, policy, {s.name for s in steps}),
+        ),
         publications=seal.publications(),
         adopt=seal.adopt(),
     )
+
+
+def _left_alone(seen: Seen, wanted: Wanted, policy: Policy, written: set[str]) -> tuple[Step, ...]:
+    """What git's plan leaves alone (unchanged, protected, unmanaged). A sealed plan holds only
+    its writes, so the apply after `yes` (sealed in memory) or of --plan counted 0 of each
+    (issue 48); its preconditions hold git, the live configs and the ownership to what was
+    reviewed, so git's plan now counts what the review counted."""
+    return tuple(s for s in _git_plan(seen, wanted, policy).steps if s.action in LEFT_ALONE and s.name not in written)
 
 
 def _with_changes(step: Step, live: Mapping[str, Live], policy: Policy) -> Step:

@@ -316,3 +316,27 @@ def test_readme_links_reach_pages_and_anchors() -> None:
 def test_readme_is_a_short_path() -> None:
     lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move the reference into docs/"
+
+
+def test_the_quickstart_says_why_import_secret_leaves_an_update_and_what_dot_hephaestus_holds() -> None:
+    """Issue 48: the quickstart promised exit 0 after `import --secret`, which shows an update
+    and exits 2 (test_import pins why), and never said what `.hephaestus/` is, nor whether to
+    commit it."""
+    from hephaestus.settings import HealSettings
+    from hephaestus.state.backend import FileBackend
+
+    quickstart = (REPO / "docs/quickstart.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "must exit 0" not in quickstart + readme
+    check = quickstart.split("## 5.", 1)[1].split("\n## ", 1)[0]
+    assert "After `import --secret`" in check and "exits 2" in check
+    files = FileBackend(Path(".hephaestus"))
+    kept = (
+        files.ownership().path.name,  # type: ignore[attr-defined]
+        files.prints().path.name,  # type: ignore[attr-defined]
+        Path(HealSettings().state_file).name,
+        f"{files.lock('k').path.parent.name}/",  # type: ignore[attr-defined]
+    )
+    adopt = quickstart.split("## 4.", 1)[1].split("\n## ", 1)[0]
+    assert all(f"`{name}`" in adopt for name in kept), kept
+    assert "Do not commit it" in adopt and "`.gitignore`" in adopt

@@ -64,13 +64,38 @@ def test_check_lists_changes_writes_nothing_and_exits_2(project: Project) -> Non
     assert project.generate("--check").code == 0
 
 
+def test_a_first_generate_sums_up_per_cluster_and_lists_files_only_with_verbose(project: Project) -> None:
+    """A fleet's first generate wrote a line per file (1,450): now a line per cluster, where
+    it wrote, and the files only on request."""
+    result = project.generate()
+    assert result.code == 0, result.err
+    assert result.out == ""
+    assert result.err.splitlines() == [
+        f"{project.connectors / 'kec'}: 6 created, 0 updated, 0 unchanged, 0 removed",
+        f"{project.connectors / 'lmsdwh'}: 9 created, 0 updated, 0 unchanged, 0 removed",
+        f"{project.connectors / 'platforms'}: 36 created, 0 updated, 0 unchanged, 0 removed",
+        "51 connectors, 51 files changed (hephaestus -v generate lists them)",
+    ]
+    bob = project.connectors / "platforms/source/local_manabie_bob_source_connector.json"
+    where = ("--definitions", str(project.definitions), "--catalogs", str(project.catalogs))
+    bob.unlink()
+    listed = project.cli("-v", "generate", *where, "--out", str(project.connectors))  # the top level's --verbose
+    assert listed.code == 0, listed.err
+    assert listed.out == f"create {bob}\n"
+    assert listed.err.endswith("51 connectors, 1 file changed\n")
+    misplaced = project.cli("generate", "-v", *where, "--out", str(project.connectors))
+    assert misplaced.code == 1 and "hephaestus -v generate" in misplaced.err
+
+
 def test_check_reports_a_hand_edit(project: Project) -> None:
     project.generate()
     target = project.connectors / "platforms/sink/local_manabie_bob_to_auth_users_sink_connector.json"
     target.write_text(target.read_text().replace('"upsert"', '"insert"'))
     result = project.generate("--check")
     assert result.code == 2
-    assert result.out.strip() == f"update {target}"
+    assert result.out.strip() == f"update {target}"  # what is stale is listed without -v
+    assert f"{project.connectors / 'platforms'}: 0 to create, 1 to update, 35 unchanged, 0 to remove\n" in result.err
+    assert result.err.endswith("51 connectors, 1 file would change\n")
 
 
 def test_stale_files_removed_and_custom_untouched(project: Project) -> None:
@@ -84,7 +109,7 @@ def test_stale_files_removed_and_custom_untouched(project: Project) -> None:
     )
     result = project.generate()
     assert result.code == 0, result.err
-    assert "remove " in result.out
+    assert f"{project.connectors / 'platforms'}: 0 created, 0 updated, 30 unchanged, 6 removed\n" in result.err
     names = project.files()
     assert not any("bob_to_eureka_users" in n for n in names)
     assert "platforms/custom/hand_written.json" in names

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +46,12 @@ def test_a_generated_fleet_made_by_hand_imports_byte_for_byte_and_then_plans_not
 
     dry = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run")
     assert dry.code == 0, dry.err
-    assert f"would write {project.connectors}/platforms/sink/" in dry.out and '"connector.class"' in dry.out
+    sink = "local_manabie_bob_to_auth_users_sink_connector"
+    assert f"  would write {project.connectors}/platforms/sink/{sink}.json: {sink}\n" in dry.out
+    assert len(dry.out.splitlines()) == len(generated) + 2  # the cluster, a line per file, the count: no JSON
+    shown = project.cli("import", "--project", str(project.root / "hephaestus.yaml"), "--dry-run", "--show-config")
+    assert shown.code == 0, shown.err
+    assert f'{sink}.json: {sink}\n    {{\n      "config": {{\n' in shown.out and '"connector.class"' in shown.out
     assert not any((project.connectors / rel).exists() for rel in generated)
     assert not (project.root / ".hephaestus/ownership.json").exists() and double.writes() == []
 
@@ -233,3 +239,33 @@ def test_a_paused_or_stopped_connector_keeps_its_state_in_git(fleet: tuple[Proje
     ]
     check = project.cli("reconcile", "--project", yaml, "--dry-run", "--exit-code")
     assert check.code == 0 and "0 to create, 0 to update, 0 to delete" in check.out, check.out
+
+
+@pytest.mark.parametrize("mask", ["", "****"])
+def test_after_import_secret_the_plaintext_still_in_connect_is_one_update_then_none(
+    fleet: tuple[Project, ConnectDouble], tmp_path: Path, mask: str
+) -> None:
+    """What the quickstart's step 5 says: git holds the placeholder, Apache Kafka's Connect the
+    plaintext it was given, so the dry run shows that update and exits 2 (applying it takes the
+    plaintext out of Connect), then 0. A platform that masks PASSWORD values cannot show it."""
+    project, double = fleet
+    double.mask = mask
+    double.plugin_keys = {"connection.password": "PASSWORD"}
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text(f"pw={CANARY}\n")  # the worker's file: the same value, behind the placeholder
+    placeholder = f"${{file:{secrets}:pw}}"
+    double.add("hand_a", {"connector.class": SINK, "topics": "a", "connection.password": CANARY})
+    yaml = str(project.root / "hephaestus.yaml")
+    assert project.cli("import", "--project", yaml, "--secret", f"connection.password={placeholder}").code == 0
+    dry = project.cli("reconcile", "--project", yaml, "--dry-run", "--exit-code")
+    if mask:
+        assert dry.code == 0, dry.out + dry.err
+        assert "Connect answers connection.password masked and no apply recorded it" in dry.out
+        return
+    assert dry.code == 2, dry.out + dry.err
+    assert "0 to create, 1 to update, 0 to delete" in dry.out
+    assert "connection.password changed (sha256:" in dry.out and f"-> {placeholder})" in dry.out
+    assert CANARY not in dry.out + dry.err
+    assert project.cli("reconcile", "--project", yaml, "--auto-approve").code == 0
+    assert double.connectors["hand_a"].config["connection.password"] == placeholder
+    assert project.cli("reconcile", "--project", yaml, "--dry-run", "--exit-code").code == 0

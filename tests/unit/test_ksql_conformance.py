@@ -144,7 +144,7 @@ def test_info_times_are_utc_in_ksql_migrations_format_whatever_the_local_zone(lo
     """util/MigrationVersionInfo.java formats with SimpleDateFormat("yyyy-MM-dd HH:mm:ss.SSS z")
     in the JVM's default zone; hephaestus always says UTC, so two machines print the same."""
     row = InfoRow(1, "a", State.MIGRATED, "<none>", "1609459200007", "1609459261999")
-    cells = info_text(InfoResult("c", "1", (row,)))[4].split("|")
+    cells = info_text(InfoResult("c", "1", (row,)))[5].split("|")
     assert cells[4].strip() == "2021-01-01 00:00:00.007 UTC"
     assert cells[5].strip() == "2021-01-01 00:01:01.999 UTC"
 
@@ -158,8 +158,8 @@ def test_info_prints_na_where_a_value_is_missing_but_a_running_version_has_no_co
         InfoRow(2, "b", State.RUNNING, "1", "1000", ""),
     )
     table = info_text(InfoResult("c", "2", rows))
-    assert [c.strip() for c in table[4].split("|")] == ["1", "N/A", "MIGRATED", "<none>", "N/A", "N/A", "N/A"]
-    assert table[5].split("|")[5].strip() == ""
+    assert [c.strip() for c in table[5].split("|")] == ["1", "N/A", "MIGRATED", "<none>", "N/A", "N/A", "N/A"]
+    assert table[6].split("|")[5].strip() == ""
 
 
 def test_info_json_keeps_its_fields_and_raw_values() -> None:
@@ -218,11 +218,25 @@ def test_a_file_that_fails_to_parse_is_recorded_running_then_error(ksql: Ksql) -
     assert " ERROR " in info.out and "Failed to parse sql" in info.out
 
 
+def test_a_show_statement_is_recorded_in_ksql_migrations_words(ksql: Ksql) -> None:
+    """CommandParser.validateSupportedStatementType: "'SHOW' statements are not supported.",
+    after ApplyMigrationCommand's "Failed to parse sql: <command>. Error: " (the command as cut)."""
+    ksql.write("V000004__peek.sql", "CREATE STREAM A WITH (KAFKA_TOPIC='a');\nSHOW STREAMS;\n")
+    ksql.cli("ksql", "init")
+    assert ksql.cli("ksql", "apply", "--all").code == 1
+    reason = ksql.state("4")["ERROR_REASON"]
+    assert reason == "Failed to parse sql: \nSHOW STREAMS;. Error: 'SHOW' statements are not supported."
+
+
 def test_a_dry_run_reports_a_file_that_fails_to_parse_and_writes_nothing(ksql: Ksql) -> None:
     ksql.write("V000004__bad.sql", "SELECT * FROM A;\n")
     ksql.cli("ksql", "init")
     result = ksql.cli("ksql", "apply", "--all", "--dry-run")
-    assert result.code == 1 and "V000004__bad.sql:1" in result.err and "SELECT statements" in result.err
+    assert (
+        result.code == 1
+        and "V000004__bad.sql:1" in result.err
+        and "'SELECT' statements are not supported." in result.err
+    )
     assert ksql.events() == []
 
 

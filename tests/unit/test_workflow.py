@@ -14,6 +14,9 @@ from hephaestus.project import Project
 from hephaestus.reconciler import workflow
 from hephaestus.reconciler.plan import Held
 from hephaestus.reconciler.sealed import PlanScope
+from tests.connect_double import ConnectDouble
+from tests.unit.conftest import Project as ScratchProject
+from tests.unit.test_gate_paths import SNK, World
 
 
 @dataclass
@@ -122,3 +125,53 @@ def test_a_sealed_plan_fixes_its_scope(tmp_path: Path) -> None:
     request = workflow.RunRequest(given=PlanScope(targets=("a*",)), plan_file=tmp_path / "plan.json")
     with pytest.raises(InputError, match="--target cannot be given with --plan"):
         workflow.prepare(project, request, None, lambda line: None)
+
+
+# --- the apply after `yes` ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def world(project: ScratchProject, served: tuple[ConnectDouble, str], monkeypatch: pytest.MonkeyPatch) -> World:
+    double, url = served
+    double.connectors.clear()
+    double.on_start.clear()
+    double.faults.clear()
+    monkeypatch.delenv("HEPH_C_URL", raising=False)
+    monkeypatch.delenv("HEPHAESTUS_PLAN_KEY", raising=False)
+    return World(project, double, url)
+
+
+def test_after_yes_on_a_terminal_the_apply_counts_what_it_left_alone(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan a `yes` approves is sealed, and a sealed plan holds only its writes: the
+    apply's summary said "0 unchanged" (and 0 protected, 0 unmanaged) though the plan shown
+    just before counted them."""
+    for name in ("kept1", "kept2"):
+        world.live(name, {**SNK, "topics": name})
+        world.git(name, {**SNK, "topics": name})
+    world.live("moved", {**SNK, "topics": "m", "tasks.max": "1"})
+    world.git("moved", {**SNK, "topics": "m", "tasks.max": "2"})
+    world.live("theirs", {**SNK, "topics": "t"}, own=False)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("click.prompt", lambda *a, **k: "yes")
+    got = world.reconcile()
+    assert got.code == 0, got.out + got.err
+    shown, applied = got.out.split("Do you want", 1)[0], got.out
+    summary = "0 to create, 1 to update, 0 to delete, 0 protected, 1 unmanaged, 2 unchanged"
+    assert summary in shown
+    assert applied.count(summary) == 2, applied  # the plan shown, then the apply's
+    assert world.double.connectors["moved"].config["tasks.max"] == "2"
+
+
+def test_a_sealed_plan_applied_counts_what_it_left_alone_too(world: World) -> None:
+    for name in ("kept1", "kept2"):
+        world.live(name, {**SNK, "topics": name})
+        world.git(name, {**SNK, "topics": name})
+    world.live("moved", {**SNK, "topics": "m", "tasks.max": "1"})
+    world.git("moved", {**SNK, "topics": "m", "tasks.max": "2"})
+    plan = world.project.root / "plan.json"
+    assert world.reconcile("--dry-run", "--out", str(plan)).code == 0
+    got = world.reconcile("--plan", str(plan))
+    assert got.code == 0, got.out + got.err
+    assert "0 to create, 1 to update, 0 to delete, 0 protected, 0 unmanaged, 2 unchanged" in got.out
