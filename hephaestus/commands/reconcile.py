@@ -187,6 +187,7 @@ def reconcile(
     if prepared.needs_approval and not auto_approve:
         approval = workflow.approve(project, prepared, lambda o: _run(project, prepared, o, None), _asker(output))
         if approval.sealed is None:
+            _render(approval.shown, output)
             sys.exit(approval.exit_code)
         options = replace(options, sealed=approval.sealed)
     outcomes = _run(project, prepared, options, hooks)

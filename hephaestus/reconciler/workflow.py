@@ -199,6 +199,9 @@ class Approval:
 
     sealed: sealed.Sealed | None = None
     exit_code: int = EXIT_OK
+    # What was planned when nothing is applied (in sync, refused, held): shown all the same,
+    # so a refusal on a terminal says why (it exited 2 in silence).
+    shown: Outcomes = ()
 
 
 def approve(
@@ -214,7 +217,7 @@ def approve(
     check_canaries(project, shown, prepared.options.rollout)
     if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in shown):
         stopped = any(o.refused or o.failed or o.held for o in shown)
-        return Approval(exit_code=exit_code(shown, False, False) if stopped else EXIT_OK)
+        return Approval(exit_code=exit_code(shown, False, False) if stopped else EXIT_OK, shown=shown)
     if ask is None:
         raise HephaestusError(
             "reconcile would apply changes without a terminal to confirm them: pass "

@@ -143,9 +143,11 @@ def test_version_and_help(project: Project) -> None:
         assert result.code == 0 and "Usage:" in result.out
 
 
-def _in_project_folder(project: Project, *extra: str) -> Result:
-    """generate with the defaults a user has at the project's root: no --out, hephaestus.yaml."""
-    return project.cli("generate", "--definitions", "definitions", "--catalogs", "catalogs", *extra)
+def _in_project_folder(project: Project, *extra: str, verbose: bool = False) -> Result:
+    """generate with the defaults a user has at the project's root: no --out, hephaestus.yaml
+    (`verbose`: `hephaestus -v generate`, which lists each file)."""
+    top = ("-v",) if verbose else ()
+    return project.cli(*top, "generate", "--definitions", "definitions", "--catalogs", "catalogs", *extra)
 
 
 @pytest.fixture
@@ -161,8 +163,9 @@ def named_folder(project: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
 
 def test_a_cluster_is_written_to_the_folder_its_project_file_names(named_folder: Project) -> None:
     """Issue 48: generate wrote connectors/platforms/, which reconcile (reading deploy/platforms/) never read."""
-    result = _in_project_folder(named_folder)
+    result = _in_project_folder(named_folder, verbose=True)
     assert result.code == 0, result.err
+    assert "deploy/platforms: 36 created, 0 updated, 0 unchanged, 0 removed" in result.err
     deploy = named_folder.root / "deploy/platforms"
     assert len(list((deploy / "source").glob("*.json"))) == 6 and len(list((deploy / "sink").glob("*.json"))) == 30
     assert "create deploy/platforms/sink/local_manabie_bob_to_auth_users_sink_connector.json" in result.out
@@ -177,9 +180,10 @@ def test_stale_files_are_removed_from_a_named_folder(named_folder: Project) -> N
     bob.write_text(
         bob.read_text().replace("      - database: eureka\n  - source_table: students", "  - source_table: students")
     )
-    result = _in_project_folder(named_folder)
+    result = _in_project_folder(named_folder, verbose=True)
     assert result.code == 0, result.err
     assert "remove deploy/platforms/sink/" in result.out
+    assert "deploy/platforms: 0 created, 0 updated, 30 unchanged, 6 removed" in result.err
     assert len(list((named_folder.root / "deploy/platforms/sink").glob("*.json"))) == 24
 
 

@@ -77,18 +77,19 @@ def test_without_a_terminal_nothing_to_apply_is_exit_0_and_a_refusal_exit_2(tmp_
     """Issue 48: a cron or CI run with nothing to change exited 1, "would apply changes"."""
     p = prepared(tmp_path)
     calm = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome()], None)  # type: ignore[list-item, return-value]
-    assert calm == workflow.Approval(None, 0)
+    assert (calm.sealed, calm.exit_code) == (None, 0)
     refused = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome(refused="x")], None)  # type: ignore[list-item, return-value]
-    assert refused == workflow.Approval(None, 2)
+    assert (refused.sealed, refused.exit_code) == (None, 2)
 
 
 def test_a_plan_with_nothing_to_apply_is_not_asked_about_and_a_refused_one_exits_2(tmp_path: Path) -> None:
     p = prepared(tmp_path)
     asked: list[object] = []
     calm = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome()], asked.append)  # type: ignore[arg-type, list-item, return-value]
-    assert calm == workflow.Approval(None, 0) and asked == []
+    assert (calm.sealed, calm.exit_code, calm.shown) == (None, 0, [Outcome()]) and asked == []
     refused = workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [Outcome(refused="x")], asked.append)  # type: ignore[list-item, return-value]
-    assert refused == workflow.Approval(None, 2) and asked == []
+    # What was refused is handed back to be shown: on a terminal it exited 2 in silence.
+    assert (refused.sealed, refused.exit_code, refused.shown) == (None, 2, [Outcome(refused="x")]) and asked == []
 
 
 def test_anything_but_yes_cancels(tmp_path: Path) -> None:
@@ -175,3 +176,16 @@ def test_a_sealed_plan_applied_counts_what_it_left_alone_too(world: World) -> No
     got = world.reconcile("--plan", str(plan))
     assert got.code == 0, got.out + got.err
     assert "0 to create, 1 to update, 0 to delete, 0 protected, 0 unmanaged, 2 unchanged" in got.out
+
+
+def test_a_refused_plan_on_a_terminal_is_shown_before_exit_2(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal on a terminal was exit 2 with nothing printed: the plan is shown, with its reason."""
+    for name in ("gone1", "gone2", "gone3"):  # owned, no longer in git: 3 of 4 sinks, over the share
+        world.live(name, {**SNK, "topics": name})
+    world.git("kept", {**SNK, "topics": "k"})
+    world.live("kept", {**SNK, "topics": "k"})
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("click.prompt", lambda *a, **k: pytest.fail("a refused plan is not asked about"))
+    got = world.reconcile()
+    assert got.code == 2, got.out + got.err
+    assert "- delete gone1" in got.out and "refused: would delete 3 of 4 owned sinks" in got.out
