@@ -142,7 +142,7 @@ _FRESH_HELP = "Age of the newest freshness probe read back at the sink database,
 def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, now: float | None = None) -> Metrics:
     m = into or Metrics()
     for view in views:
-        up = 0 if view.errors and not view.connectors else 1
+        up = 1 if view.reached else 0
         m.set("cluster_up", "1 when the cluster's status could be read.", up, {"cluster": view.cluster})
         for c in view.connectors:
             labels = {"cluster": c.cluster, "connector": c.name, "kind": c.kind}

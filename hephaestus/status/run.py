@@ -124,7 +124,7 @@ def _cluster(
     slot_errors: list[str],
 ) -> ClusterView:
     if isinstance(listed, HephaestusError):
-        return ClusterView(cluster.name, cluster.url, (), (f"cluster {cluster.name}: {listed}",))
+        return ClusterView(cluster.name, cluster.url, (), (f"cluster {cluster.name}: {listed}",), reached=False)
     live = {n: c for n, c in listed.items() if cluster.selects(n)}
     errors = list(slot_errors)
     limits = Limits.of(project.policy)

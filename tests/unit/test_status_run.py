@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -168,3 +169,42 @@ def test_paused_and_stopped_tasks_have_their_own_series_and_only_failed_ones_cou
     assert sum(v for (c, _), v in tasks.items() if c == "stopped_source") == 0
     # A stopped connector has no tasks in Connect: its state series says STOPPED.
     assert samples[("hephaestus_connector_state", labels(stopped, state="STOPPED"))] == 1
+
+
+def test_a_cluster_not_reached_is_unknown_never_0_of_0_healthy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 48: `status` printed "0 of 0 healthy" for a cluster it could not reach. Connect is a
+    closed loopback port, asked once (no retry waits)."""
+    from hephaestus.connect import ConnectClient
+    from hephaestus.fleet import read
+    from hephaestus.http import RetryPolicy
+    from hephaestus.status import run as status_run
+
+    def once(cluster: Any) -> ConnectClient:
+        return ConnectClient(cluster.url, name=cluster.name, retry=RetryPolicy.immediate(1))
+
+    monkeypatch.setattr(status_run, "listings", lambda clusters: read.listings(clusters, client_factory=once))
+    (tmp_path / "c").mkdir()
+    project = tmp_path / "hephaestus.yaml"
+    project.write_text(f"clusters: {{down: {{url: 'http://127.0.0.1:{closed_port()}', connectors: c}}}}\n")
+    monkeypatch.chdir(tmp_path)
+
+    assert run(["status", "--project", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert "healthy" not in out.replace("health unknown", ""), out
+    assert "down (http://127.0.0.1:" in out and "not reached, health unknown" in out, out
+    assert "error: cluster down:" in out and "running and reachable" in out, out
+
+    assert run(["status", "--project", str(project), "-o", "json"]) == 1
+    (cluster,) = json.loads(capsys.readouterr().out)["clusters"]
+    assert cluster["reached"] is False and cluster["connectors"] == [] and cluster["errors"], cluster
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
