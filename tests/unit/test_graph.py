@@ -316,28 +316,36 @@ def write_project(root: Path, clusters: dict[str, str], files: dict[str, dict[st
 
 def test_no_secret_reaches_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     secrets = tmp_path / "connect.properties"
-    secrets.write_text("dwh_password=canary-file-9b1d\n")
+    secrets.write_text("dwh_password=canary-file-9b1d\ndwh_user=canary-user-5e2a\n")
+    config = {
+        **sink("s", topics="bob.public.users").config,
+        "connection.url": "jdbc:postgresql://wh:5432/dwh?user=u",
+        "connection.password": f"${{file:{secrets}:dwh_password}}",
+        "connection.username": f"${{file:{secrets}:dwh_user}}",
+        "errors.deadletterqueue.topic.name": "dlq.s",
+    }
     files = {
         "c/source/bob_source.json": {"name": "bob_source", "config": source("x", "public.users").config},
-        "c/sink/s.json": {
-            "name": "s",
-            "config": {
-                **sink("s", topics="bob.public.users").config,
-                "connection.url": "jdbc:postgresql://wh:5432/dwh?user=u&password=canary-url-77aa",
-                "connection.password": "canary-pw-3c1f9",
-                "connection.username": f"${{file:{secrets}:dwh_password}}",
-                "errors.deadletterqueue.topic.name": "dlq.s",
-            },
-        },
+        "c/sink/s.json": {"name": "s", "config": config},
     }
     project = write_project(tmp_path, {"c": "http://127.0.0.1:1"}, files)
     out = tmp_path / "out" / "graph.html"
     assert run(["graph", "--project", str(project), "--output", str(out)]) == 0, capsys.readouterr()
     html = out.read_text()
-    for canary in ("canary-pw-3c1f9", "canary-url-77aa", "canary-file-9b1d"):
+    for canary in ("canary-file-9b1d", "canary-user-5e2a"):
         assert canary not in html, canary
-    config = dict(next(n for n in page_data(html)["nodes"] if n["label"] == "s")["config"])
-    assert config["connection.password"] == "****" and "dlq.s" in config.values()
+    shown = dict(next(n for n in page_data(html)["nodes"] if n["label"] == "s")["config"])
+    # a placeholder is shown as written: it names where the value is, never the value
+    assert shown["connection.password"] == config["connection.password"] and "dlq.s" in shown.values()
+
+    # A file holding a credential itself is refused, as by validate and reconcile: no page at all.
+    for key, value in (("connection.password", "canary-pw-3c1f9"), ("connection.url", "jdbc:x://wh/d?password=c-77aa")):
+        (tmp_path / "connectors/c/sink/s.json").write_text(json.dumps({"name": "s", "config": {**config, key: value}}))
+        out.unlink(missing_ok=True)
+        assert run(["graph", "--project", str(project), "--output", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert f"s.json at config.{key}: holds a plaintext secret" in err and value not in err, err
+        assert not out.exists()
 
 
 def test_a_bad_connector_file_or_an_unknown_cluster_is_an_input_error(
