@@ -664,3 +664,27 @@ def test_a_connect_without_the_health_endpoint_is_listed_at_once(answer: httpx.R
     double.add("a", SINK_CONFIG)
     with double_client(double) as connect:
         assert list(connect.fleet()) == ["a"]
+
+
+def test_a_glance_at_a_silent_cluster_is_one_request_and_at_a_live_one_two() -> None:
+    """Issue 48: `graph --live` asks each cluster `GET /health`, then the listing (docs/graph.md
+    said once). A cluster that does not answer `/health` is not asked again: one timeout, not two."""
+    asked: list[str] = []
+
+    def silent(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    down = ConnectClient("http://connect.test:8083", name="dwh", transport=httpx.MockTransport(silent))
+    with pytest.raises(ConnectUnavailable, match=r"GET /health failed: no response \(ConnectTimeout"):
+        down.glance()
+    assert asked == ["/health"]
+
+    def answering(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        return httpx.Response(200, json={} if request.url.path == "/connectors" else {"status": "healthy"})
+
+    asked.clear()
+    up = ConnectClient("http://connect.test:8083", name="dwh", transport=httpx.MockTransport(answering))
+    assert up.glance() == {}
+    assert asked == ["/health", "/connectors"]
