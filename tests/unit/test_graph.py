@@ -6,12 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
+import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from hephaestus import pg
 from hephaestus.cli import run
@@ -426,3 +429,97 @@ def test_the_freshness_probe_is_no_lineage() -> None:
     )
     assert not [n.id for n in lineage.nodes if "hephaestus_probe" in n.id]
     assert [n.id for n in lineage.nodes if "users" in n.id]
+
+
+class SilentBroker:
+    """A Kafka admin whose brokers never answer: each metadata call records the timeout it was
+    given and fails as librdkafka does when it runs out; two calls must be in flight together
+    (the clusters probed side by side) or the barrier breaks."""
+
+    def __init__(self, parties: int) -> None:
+        self.configs: list[dict[str, Any]] = []
+        self.timeouts: list[float] = []
+        self.together: list[bool] = []
+        self.barrier = threading.Barrier(parties, timeout=10)
+
+    def admin(self, config: dict[str, Any]) -> SilentBroker:
+        self.configs.append(config)
+        return self
+
+    def list_topics(self, timeout: float) -> Any:
+        self.timeouts.append(timeout)
+        try:
+            self.barrier.wait()
+            self.together.append(True)
+        except threading.BrokenBarrierError:
+            self.together.append(False)
+        raise KafkaException(
+            KafkaError(KafkaError._TRANSPORT, "Failed to get metadata: Local: Broker transport failure")
+        )
+
+
+def test_live_bounds_each_probe_reads_the_clusters_side_by_side_and_names_what_was_not_reached(
+    served: tuple[ConnectDouble, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 48: `graph --live` took 31.7 s for 12 connectors, waiting on an unreachable Kafka
+    address cluster after cluster, and said nothing of it. The bound each probe is given is
+    observed (what Connect's client and each Kafka call were handed), not the wall clock."""
+    from hephaestus import kafka
+    from hephaestus.status import run as status_run
+
+    double, url = served
+    double.connectors.clear()
+    files = {f"{c}/sink/{c}_sink.json": {"name": f"{c}_sink", "config": sink("x").config} for c in "abc"}
+    for c in "ab":
+        double.add(f"{c}_sink", sink("x").config)
+    for rel, doc in files.items():
+        (tmp_path / "connectors" / rel).parent.mkdir(parents=True)
+        (tmp_path / "connectors" / rel).write_text(json.dumps(doc))
+    (tmp_path / "hephaestus.yaml").write_text(
+        "clusters:\n"
+        + "".join(
+            f"  {c}: {{url: '{url}', connectors: connectors/{c}, kafka_bootstrap: 'k:9092', select: ['{c}_*']}}\n"
+            for c in "ab"
+        )
+        + f"  c: {{url: 'http://127.0.0.1:{closed_port()}', connectors: connectors/c}}\n"
+    )
+    handed: dict[str, float] = {}
+    real = status_run.listings
+
+    def listings(clusters: Any, **kw: Any) -> Any:
+        handed.update({c.name: c.timeout_s for c in clusters})
+        return real(clusters, **kw)
+
+    monkeypatch.setattr(status_run, "listings", listings)
+    broker = SilentBroker(parties=2)
+    double.log.clear()
+    with kafka.seam(admin=broker.admin):
+        code = run(
+            ["graph", "--project", str(tmp_path / "hephaestus.yaml"), "--output", str(tmp_path / "g.html"), "--live"]
+        )
+    captured = capsys.readouterr()
+    assert code == 0, captured
+
+    bound = status_run.LOOK_S
+    assert handed == {"a": bound, "b": bound, "c": bound}, "each Connect request bounded (30 s by default)"
+    assert broker.timeouts == [bound, bound] and all(c["socket.timeout.ms"] == bound * 1000 for c in broker.configs)
+    assert broker.together == [True, True], "the clusters' probes ran side by side"
+    # Each cluster asked once for its health and once for its listing (docs/graph.md).
+    assert sorted(p for m, p in double.log) == ["/connectors", "/connectors", "/health", "/health"]
+
+    err = captured.err
+    for c in "ab":
+        assert f"warning: cluster {c}: not read: kafka: cannot reach Kafka at k:9092 within {bound:g} s" in err, err
+    assert "warning: cluster c could not be read: cluster c: Kafka Connect 'c': GET /health failed: no response" in err
+    data = page_data((tmp_path / "g.html").read_text())
+    assert list(data["unreadable"]) == ["c"]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released): refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
