@@ -12,6 +12,7 @@ HTTP and `pg.seam` for PostgreSQL. confluent-kafka is imported when a client is 
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -86,20 +87,30 @@ def seam(**fakes: Factory) -> Iterator[None]:
         _fakes.update(before)
 
 
-def _admin(bootstrap: str) -> Any:
+def _admin(bootstrap: str, timeout_s: float = TIMEOUT_S) -> Any:
     # log_level 4: librdkafka warnings and worse; its info lines (a client destroyed with a
-    # background event unserved) would reach stderr on every read.
-    config = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(TIMEOUT_S * 1000), "log_level": 4}
+    # background event unserved) would reach stderr on every read. The logger: its lines go
+    # to Python's logging, not stderr, and only when polled, which nothing does. An unreachable
+    # broker wrote a line every 50 ms to stderr; the failure is raised and named once instead.
+    config = {
+        "bootstrap.servers": bootstrap,
+        "socket.timeout.ms": int(timeout_s * 1000),
+        "log_level": 4,
+        "logger": _RDKAFKA,
+    }
     return _client("admin", config)
 
 
-def _wait(futures: Mapping[Any, Any], what: str) -> dict[Any, Any]:
+_RDKAFKA = logging.getLogger("hephaestus.kafka.librdkafka")
+
+
+def _wait(futures: Mapping[Any, Any], what: str, timeout_s: float = TIMEOUT_S) -> dict[Any, Any]:
     from confluent_kafka import KafkaException
 
     out = {}
     for key, future in futures.items():
         try:
-            out[key] = future.result(timeout=TIMEOUT_S)
+            out[key] = future.result(timeout=timeout_s)
         except KafkaException as exc:
             raise HephaestusError(f"Kafka: {what}: {exc.args[0].str() if exc.args else exc}") from exc
         except Exception as exc:  # noqa: BLE001 - a timeout or a closed client: name what was asked
@@ -157,17 +168,17 @@ def create_topics(bootstrap: str, topics: Sequence[NewTopic]) -> tuple[dict[str,
     return done, failed
 
 
-def spans(bootstrap: str, topics: Sequence[str]) -> dict[str, tuple[Span, ...]]:
+def spans(bootstrap: str, topics: Sequence[str], *, timeout_s: float = TIMEOUT_S) -> dict[str, tuple[Span, ...]]:
     """Start and end offsets of every partition of `topics` (a missing topic: no partitions),
-    in one metadata call and one batched offsets call per end."""
+    in one metadata call and one batched offsets call per end, each waited for `timeout_s`."""
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, timeout_s)
     try:
-        meta = admin.list_topics(timeout=TIMEOUT_S)
+        meta = admin.list_topics(timeout=timeout_s)
     except Exception as exc:  # noqa: BLE001 - KafkaException on an unreachable cluster
-        raise HephaestusError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+        raise HephaestusError(f"cannot reach Kafka at {bootstrap} within {timeout_s:g} s: {exc}") from exc
     parts = [
         TopicPartition(t, p) for t in sorted(set(topics)) if t in meta.topics for p in sorted(meta.topics[t].partitions)
     ]
@@ -175,7 +186,7 @@ def spans(bootstrap: str, topics: Sequence[str]) -> dict[str, tuple[Span, ...]]:
         return {t: () for t in topics}
     specs = (OffsetSpec.earliest(), OffsetSpec.latest())  # type: ignore[no-untyped-call]
     ends = [
-        _wait(admin.list_offsets(dict.fromkeys(parts, spec), request_timeout=TIMEOUT_S), "list offsets")
+        _wait(admin.list_offsets(dict.fromkeys(parts, spec), request_timeout=timeout_s), "list offsets", timeout_s)
         for spec in specs
     ]
     found: dict[str, list[Span]] = {t: [] for t in topics}
@@ -192,23 +203,25 @@ def _offset_of(results: dict[Any, Any], tp: Any) -> int:
     raise HephaestusError(f"Kafka: no offset for {tp.topic}[{tp.partition}]")
 
 
-def committed(bootstrap: str, groups: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
+def committed(
+    bootstrap: str, groups: Sequence[str], *, timeout_s: float = TIMEOUT_S
+) -> dict[str, dict[tuple[str, int], int]]:
     """Each consumer group's committed offsets by (topic, partition); an unknown group: {}."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     if not groups:
         return {}
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, timeout_s)
     futures = {
         g: next(
             iter(
-                admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=TIMEOUT_S).values()
+                admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s).values()
             )
         )
         for g in groups
     }
     out: dict[str, dict[tuple[str, int], int]] = {}
-    for group, result in _wait(futures, "list consumer group offsets").items():
+    for group, result in _wait(futures, "list consumer group offsets", timeout_s).items():
         out[group] = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or () if tp.offset >= 0}
     return out
 
@@ -223,10 +236,16 @@ def delete_before(bootstrap: str, positions: Mapping[tuple[str, int], int]) -> N
 
 
 def read(
-    bootstrap: str, froms: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int], limit: int | None = None
+    bootstrap: str,
+    froms: Mapping[tuple[str, int], int],
+    ends: Mapping[tuple[str, int], int],
+    limit: int | None = None,
+    *,
+    timeout_s: float = TIMEOUT_S,
 ) -> Iterator[Record]:
     """Records of each partition from its offset up to (not including) its end, partition after
-    partition; at most `limit` in all. Bounded: a partition that stops yielding ends the read."""
+    partition; at most `limit` in all. Bounded: a partition that stops yielding for three
+    `timeout_s` ends the read."""
     from confluent_kafka import TopicPartition
 
     todo = {tp: o for tp, o in froms.items() if o < ends.get(tp, 0)}
@@ -242,22 +261,28 @@ def read(
     )
     try:
         reader.assign([TopicPartition(t, p, o) for (t, p), o in todo.items()])
-        yield from _drain(reader, todo, ends, limit)
+        yield from _drain(reader, todo, ends, limit, timeout_s)
     finally:
         reader.close()
 
 
-def timestamps(bootstrap: str, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+def timestamps(
+    bootstrap: str, positions: Mapping[tuple[str, int], int], *, timeout_s: float = TIMEOUT_S
+) -> dict[tuple[str, int], int]:
     """The timestamp of the record at each (topic, partition)'s offset: one consumer, one record a
     partition (a partition whose offset holds no record, or no timestamp, is left out)."""
-    found = read(bootstrap, positions, {tp: o + 1 for tp, o in positions.items()})
+    found = read(bootstrap, positions, {tp: o + 1 for tp, o in positions.items()}, timeout_s=timeout_s)
     return {(r.topic, r.partition): r.timestamp_ms for r in found if r.timestamp_ms is not None}
 
 
 def _drain(
-    consumer: Any, todo: dict[tuple[str, int], int], ends: Mapping[tuple[str, int], int], limit: int | None
+    consumer: Any,
+    todo: dict[tuple[str, int], int],
+    ends: Mapping[tuple[str, int], int],
+    limit: int | None,
+    timeout_s: float,
 ) -> Iterator[Record]:
-    count, deadline = 0, time.monotonic() + TIMEOUT_S * 3
+    count, deadline = 0, time.monotonic() + timeout_s * 3
     while todo and (limit is None or count < limit) and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is None:
@@ -274,7 +299,7 @@ def _drain(
         if todo[tp] >= ends[tp]:
             del todo[tp]
         count += 1
-        deadline = time.monotonic() + TIMEOUT_S * 3
+        deadline = time.monotonic() + timeout_s * 3
         kind, ts = msg.timestamp()
         yield Record(
             msg.topic(),

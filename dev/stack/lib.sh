@@ -299,7 +299,9 @@ heph_pg_os_user() {
 # Run a PostgreSQL server tool as the cluster's owner.
 heph_as_pg() {
   if [[ $EUID -eq 0 ]]; then
-    runuser -u "$(heph_pg_os_user)" -- "$@"
+    # From /, which the cluster's owner may enter: from a checkout under a private home (/root),
+    # every PostgreSQL tool says 'could not change directory to "/root": Permission denied'.
+    (cd / && runuser -u "$(heph_pg_os_user)" -- "$@")
   else
     "$@"
   fi

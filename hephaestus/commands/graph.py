@@ -42,16 +42,20 @@ def graph(project_file: Path, output: Path, live: bool, clusters: tuple[str, ...
     statements, warnings = _statements(ksqldb)
     views = None
     if live:
-        from hephaestus.fleet.read import listings
-        from hephaestus.status.run import fleet_status
+        from hephaestus.status.run import look
 
-        # A look, not a run: each cluster asked once, no retry and no wait for a starting worker.
-        views = fleet_status(project, connect, listings(connect, glance=True))
+        # A look, not a run: each cluster asked once, no retry, no wait for a starting worker,
+        # each request and Kafka call bounded, the clusters side by side.
+        views = look(project, connect)
     drawn = draw(project, connect, statements, output, views, warnings)
     for note in drawn.lineage.warnings:
         click.echo(f"note: {note}", err=True)
-    for cluster, why in sorted((drawn.overlay.unreadable if drawn.overlay else {}).items()):
+    unreadable = drawn.overlay.unreadable if drawn.overlay else {}
+    for cluster, why in sorted(unreadable.items()):
         click.echo(f"warning: cluster {cluster} could not be read: {why}", err=True)
+    for view in views or ():  # read, but not all of it: the page leaves that part out
+        for error in () if view.cluster in unreadable else view.errors:
+            click.echo(f"warning: cluster {view.cluster}: not read: {error}", err=True)
     connectors = sum(1 for n in drawn.lineage.nodes if n.kind in ("source", "sink"))
     click.echo(
         f"wrote {drawn.path} ({drawn.size // 1024} KiB): {connectors} connectors, {len(drawn.lineage.nodes)} nodes"

@@ -24,6 +24,8 @@ from hephaestus.commands.common import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from rich.table import Table
+
     from hephaestus.status.model import ClusterView, ConnectorView
 
 
@@ -65,6 +67,7 @@ def _dict(v: ClusterView) -> dict[str, Any]:
         "cluster": v.cluster,
         "url": v.url,
         "errors": list(v.errors),
+        "reached": v.reached,
         "connectors": [
             {**asdict(c), "tasks": [{"id": i, "state": s} for i, s in c.tasks], "healthy": c.healthy}
             for c in v.connectors
@@ -74,32 +77,42 @@ def _dict(v: ClusterView) -> dict[str, Any]:
 
 def _tables(views: Sequence[ClusterView], show_all: bool) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    from hephaestus.fleet.slots import size
     from hephaestus.terminal import printable
 
     # A pipe or a log (cron, a Helm hook) gets whole names, not names folded to 80 columns.
     # Names and traces come from the cluster: a "[" in them is text, not rich markup.
     console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 1000)
     for v in views:
-        table = Table(
-            title=f"{v.cluster} ({v.url}): {len(v.connectors) - len(v.unhealthy)} of {len(v.connectors)} healthy",
-            title_justify="left",
-        )
-        for column in ("connector", "state", "tasks", "restarts", "dlq new/all", "lag", "slot", "fresh", "problems"):
-            table.add_column(column, overflow="fold")
-        for c in v.connectors if show_all else v.unhealthy:
-            tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
-            slot = "-" if c.slot_retained is None else size(c.slot_retained)
-            state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
-            lagging = _n(c.consumer_lag) + (f" ({c.lag_age_s:.0f}s old)" if c.lag_age_s is not None else "")
-            fresh = c.freshness.split(":", 1)[0] or "-"  # the state and its number; problems say why
-            cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _dlq(c), lagging, slot, fresh)
-            table.add_row(*map(printable, (*cells, "; ".join(c.problems) or "ok")))
-        console.print(table)
+        if v.reached:
+            console.print(_table(v, show_all))
+        else:  # nothing was read: its health is unknown, never "0 of 0 healthy"
+            console.print(f"{printable(v.cluster)} ({printable(v.url)}): not reached, health unknown")
         for error in v.errors:
             console.print(f"error: {printable(error)}", style="red")
+
+
+def _table(v: ClusterView, show_all: bool) -> Table:
+    from rich.table import Table
+
+    from hephaestus.fleet.slots import size
+    from hephaestus.terminal import printable
+
+    table = Table(
+        title=f"{v.cluster} ({v.url}): {len(v.connectors) - len(v.unhealthy)} of {len(v.connectors)} healthy",
+        title_justify="left",
+    )
+    for column in ("connector", "state", "tasks", "restarts", "dlq new/all", "lag", "slot", "fresh", "problems"):
+        table.add_column(column, overflow="fold")
+    for c in v.connectors if show_all else v.unhealthy:
+        tasks = " ".join(f"{i}:{s}" for i, s in c.tasks) or "-"
+        slot = "-" if c.slot_retained is None else size(c.slot_retained)
+        state = c.state if c.desired in ("", "RUNNING") else f"{c.state} (git: {c.desired})"
+        lagging = _n(c.consumer_lag) + (f" ({c.lag_age_s:.0f}s old)" if c.lag_age_s is not None else "")
+        fresh = c.freshness.split(":", 1)[0] or "-"  # the state and its number; problems say why
+        cells = (c.name, state, tasks, f"{c.restarts}/{c.budget}", _dlq(c), lagging, slot, fresh)
+        table.add_row(*map(printable, (*cells, "; ".join(c.problems) or "ok")))
+    return table
 
 
 def _dlq(c: ConnectorView) -> str:

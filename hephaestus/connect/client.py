@@ -22,6 +22,7 @@ from hephaestus.connect.errors import (
     ConnectorNotFound,
     ConnectUnavailable,
     NonStringConfigValue,
+    from_transport,
 )
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
 from hephaestus.connect.redact import sensitive_values
@@ -147,13 +148,14 @@ class ConnectClient:
             )
 
     def _refuse_starting(self) -> None:
-        """One look at `GET /health` (no wait): a 503 raises; no answer is the listing's to report."""
+        """One look at `GET /health` (no wait): a 503 raises, and so does no answer: a look asks
+        a silent cluster once, not once more for the listing (a second timeout to wait out)."""
         if self._started:
             return
         try:
             response = self._http.get("/health")
-        except httpx.TransportError:
-            return
+        except httpx.TransportError as exc:
+            raise from_transport(exc, self._edge.where(Request("GET", "/health"))) from exc
         self._started = response.status_code != 503
         if not self._started:
             raise ConnectUnavailable(

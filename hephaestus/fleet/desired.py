@@ -38,18 +38,15 @@ def files_of(cluster: Cluster, kinds: tuple[str, ...] = (*GENERATED, CUSTOM)) ->
     return sorted(p for k in kinds for p in (cluster.connectors / k).glob("*.json"))
 
 
-def plaintext_in(cluster: Cluster) -> list[InputError]:
-    """Plaintext credentials in the cluster's connector files, `select`ed or not (the one
-    detector, secrets.plaintext, that import uses too): `validate` and its pre-commit hook."""
-    found = []
-    for path in files_of(cluster):
-        d = _parse(path, cluster.helm_values)
-        for key, value in sorted(d.config.items()):
-            if why := plaintext(key, value):
-                found.append(
-                    InputError(str(path), f"{_PLAINTEXT} ({why}); {_INSTEAD}", field=format_path(["config", key]))
-                )
-    return found
+def _plaintext_in(d: Desired) -> list[InputError]:
+    """Plaintext credentials in one connector file (the one detector, secrets.plaintext, that
+    import uses too). Checked wherever git's files are loaded, so validate, its pre-commit hook,
+    reconcile and every other command refuse the same file with the same words."""
+    return [
+        InputError(d.origin, f"{_PLAINTEXT} ({why}); {_INSTEAD}", field=format_path(["config", key]))
+        for key, value in sorted(d.config.items())
+        if (why := plaintext(key, value))
+    ]
 
 
 _PLAINTEXT = "holds a plaintext secret"
@@ -66,6 +63,7 @@ def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:
         except InputError as exc:
             errors.append(exc)
             continue
+        errors += _plaintext_in(d)  # `select`ed or not: git holds it either way
         if cluster.selects(d.name):
             errors += _add(desired, d)
     if errors:

@@ -6,6 +6,7 @@ database once, whoever asks."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from hephaestus import pg
@@ -35,15 +36,23 @@ def listings(
 ) -> dict[str, dict[str, LiveConnector] | HephaestusError]:
     """One Connect listing per cluster (what failed kept as the error), shared by status and
     slots so that a check lists each cluster once. `glance`: asked once, no retry and no wait
-    for a starting worker (the exporter: a cluster that does not answer now is down now)."""
-    out: dict[str, dict[str, LiveConnector] | HephaestusError] = {}
-    for cluster in clusters:
+    for a starting worker (the exporter: a cluster that does not answer now is down now). The
+    clusters are asked side by side (LISTINGS at a time): a silent one delays no other."""
+
+    def listing(cluster: Cluster) -> dict[str, LiveConnector] | HephaestusError:
         try:
             with client_factory(cluster) as client:
-                out[cluster.name] = client.glance() if glance else client.fleet()
+                return client.glance() if glance else client.fleet()
         except HephaestusError as exc:
-            out[cluster.name] = exc
-    return out
+            return exc
+
+    if len(clusters) < 2:  # nothing to overlap: no thread
+        return {c.name: listing(c) for c in clusters}
+    with ThreadPoolExecutor(max_workers=min(LISTINGS, len(clusters)), thread_name_prefix="listing") as pool:
+        return dict(zip((c.name for c in clusters), pool.map(listing, clusters), strict=True))
+
+
+LISTINGS = 4  # Connect clusters asked at once
 
 
 @dataclass(frozen=True)

@@ -59,8 +59,8 @@ _CONNECTOR_GAUGES: tuple[tuple[str, str, Callable[[ConnectorView], float | None]
     ),
     (
         "connector_failed_tasks",
-        "Tasks of the connector not RUNNING.",
-        lambda c: sum(s != "RUNNING" for _, s in c.tasks),
+        "Tasks of the connector FAILED (a paused or stopped one is in connector_tasks{state}).",
+        lambda c: sum(s == "FAILED" for _, s in c.tasks),
     ),
     ("connector_heal_restarts", "Restarts heal has spent on the connector (its budget's use).", lambda c: c.restarts),
     ("connector_heal_budget", "Restarts heal may spend on the connector (0: no budget).", lambda c: c.budget),
@@ -109,6 +109,18 @@ def _state(m: Metrics, c: ConnectorView, labels: dict[str, str]) -> None:
         )
 
 
+def _tasks(m: Metrics, c: ConnectorView, labels: dict[str, str]) -> None:
+    """`connector_tasks{state}`: how many of its tasks are in each state, 0 included, so a
+    PAUSED task is counted as paused and never as failed, and no series comes and goes."""
+    for state in (*STATES, *sorted({s for _, s in c.tasks} - set(STATES))):
+        m.set(
+            "connector_tasks",
+            "Tasks of the connector in each state (0 for the states none is in).",
+            sum(s == state for _, s in c.tasks),
+            {**labels, "state": state},
+        )
+
+
 def _freshness(m: Metrics, c: ConnectorView) -> None:
     """`pipeline_freshness_seconds{source, sink, database}` (+Inf: nothing arrives at all) and
     the threshold it is judged against; no sample while it has no number (unknown, waiting)."""
@@ -130,7 +142,7 @@ _FRESH_HELP = "Age of the newest freshness probe read back at the sink database,
 def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, now: float | None = None) -> Metrics:
     m = into or Metrics()
     for view in views:
-        up = 0 if view.errors and not view.connectors else 1
+        up = 1 if view.reached else 0
         m.set("cluster_up", "1 when the cluster's status could be read.", up, {"cluster": view.cluster})
         for c in view.connectors:
             labels = {"cluster": c.cluster, "connector": c.name, "kind": c.kind}
@@ -139,6 +151,7 @@ def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, no
                 if value is not None:  # unknown (no DLQ, no lag read, not a source): no sample
                     m.set(name, documentation, value, labels)
             _state(m, c, labels)
+            _tasks(m, c, labels)
             _freshness(m, c)
     m.set(
         "status_last_check_timestamp_seconds",

@@ -45,6 +45,9 @@ class ClusterView:
     url: str
     connectors: tuple[ConnectorView, ...]
     errors: tuple[str, ...] = ()  # what could not be read (the cluster, Kafka, a database)
+    # False when Connect's listing could not be read: its connectors' health is then unknown,
+    # never "0 of 0 healthy" (issue 48).
+    reached: bool = True
 
     @property
     def unhealthy(self) -> tuple[ConnectorView, ...]:

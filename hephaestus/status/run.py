@@ -3,13 +3,15 @@ PostgreSQL, heal's state).
 
 Bounded cost, whatever the fleet's size: per cluster one Connect listing, one Kafka metadata
 call, two batched offset calls and one group-offsets request per sink (sent together, awaited
-once); per project database one query of its slots; one read of heal's state per cluster.
+once); per project database one query of its slots; one read of heal's state per cluster. The
+clusters are read side by side (PROBES at a time): one that does not answer delays no other.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from hephaestus import kafka
@@ -31,6 +33,9 @@ from hephaestus.project import Cluster, Project
 from hephaestus.state.backend import heal_store
 from hephaestus.status.model import ClusterView, ConnectorView, problems_of
 
+PROBES = 4  # clusters read at once: each waits on its own Connect and Kafka, not on the others
+LOOK_S = 5.0  # a look's bound on each request to Connect and each Kafka call (graph --live)
+
 
 def fleet_status(
     project: Project,
@@ -38,13 +43,33 @@ def fleet_status(
     listed: Listings | None = None,
     read: Read | None = None,
     schema: DriftReport | None = None,
+    *,
+    timeout_s: float = kafka.TIMEOUT_S,
 ) -> list[ClusterView]:
+    """`timeout_s` bounds each Kafka call (lag, DLQ ends, the lag's age)."""
     listed = listings(clusters) if listed is None else listed
     by_database, errors = read_all(project) if read is None else read
     slots = {s.name: s for found in by_database.values() for s in found}
     schema = schema_report(project, runs_of(clusters, listed)) if schema is None else schema
-    views = [_with_schema(_cluster(project, c, listed[c.name], slots, list(errors)), schema) for c in clusters]
+
+    def one(c: Cluster) -> ClusterView:
+        return _with_schema(_cluster(project, c, listed[c.name], slots, list(errors), timeout_s), schema)
+
+    if len(clusters) < 2:  # nothing to overlap: no thread
+        views = [one(c) for c in clusters]
+    else:
+        with ThreadPoolExecutor(max_workers=min(PROBES, len(clusters)), thread_name_prefix="status") as pool:
+            views = list(pool.map(one, clusters))
     return with_freshness(project, clusters, listed, views)
+
+
+def look(project: Project, clusters: Sequence[Cluster], bound_s: float = LOOK_S) -> list[ClusterView]:
+    """`status`'s views from one look at the clusters (graph --live): each Connect asked once,
+    with no retry, no wait for a starting worker and at most `bound_s` per request; each Kafka
+    call bounded alike; the clusters read side by side. What did not answer in time is its
+    cluster's error (unknown), never a wait."""
+    bounded = [replace(c, timeout_s=min(c.timeout_s, bound_s)) for c in clusters]
+    return fleet_status(project, clusters, listings(bounded, glance=True), timeout_s=bound_s)
 
 
 def with_freshness(
@@ -122,16 +147,17 @@ def _cluster(
     listed: Mapping[str, LiveConnector] | HephaestusError,
     slots: Mapping[str, Slot],
     slot_errors: list[str],
+    timeout_s: float = kafka.TIMEOUT_S,
 ) -> ClusterView:
     if isinstance(listed, HephaestusError):
-        return ClusterView(cluster.name, cluster.url, (), (f"cluster {cluster.name}: {listed}",))
+        return ClusterView(cluster.name, cluster.url, (), (f"cluster {cluster.name}: {listed}",), reached=False)
     live = {n: c for n, c in listed.items() if cluster.selects(n)}
     errors = list(slot_errors)
     limits = Limits.of(project.policy)
     views = [_view(cluster.name, c, slots, limits) for _, c in sorted(live.items())]
     views = _with_desired(cluster, views, errors)
     views = _with_heal(project, cluster, views, errors)
-    views = _with_kafka(cluster, live, views, errors)
+    views = _with_kafka(cluster, live, views, errors, timeout_s)
     return ClusterView(
         cluster.name, cluster.url, tuple(replace(v, problems=problems_of(v)) for v in views), tuple(errors)
     )
@@ -194,7 +220,11 @@ def _with_heal(
 
 
 def _with_kafka(
-    cluster: Cluster, live: Mapping[str, LiveConnector], views: list[ConnectorView], errors: list[str]
+    cluster: Cluster,
+    live: Mapping[str, LiveConnector],
+    views: list[ConnectorView],
+    errors: list[str],
+    timeout_s: float,
 ) -> list[ConnectorView]:
     if not cluster.kafka_bootstrap:
         return views
@@ -203,18 +233,22 @@ def _with_kafka(
     topics = {n: topics_of(cfg) for n, cfg in sinks.items()}
     try:
         spans = kafka.spans(
-            cluster.kafka_bootstrap, sorted({*dlqs.values(), *(t for ts in topics.values() for t in ts)})
+            cluster.kafka_bootstrap,
+            sorted({*dlqs.values(), *(t for ts in topics.values() for t in ts)}),
+            timeout_s=timeout_s,
         )
         # One request for both: each sink's own group, and the group `dlq replay` moves.
         groups = kafka.committed(
-            cluster.kafka_bootstrap, [*(f"connect-{n}" for n in sinks), *(replay_group(n) for n in dlqs)]
+            cluster.kafka_bootstrap,
+            [*(f"connect-{n}" for n in sinks), *(replay_group(n) for n in dlqs)],
+            timeout_s=timeout_s,
         )
     except HephaestusError as exc:
         errors.append(f"kafka: {exc}")
         return views
     committed = {n: groups.get(f"connect-{n}", {}) for n in sinks}
     firsts = {n: waiting(topics[n], spans, committed[n]) for n in sinks}
-    stamps = _stamps(cluster.kafka_bootstrap, firsts, errors)
+    stamps = _stamps(cluster.kafka_bootstrap, firsts, errors, timeout_s)
     now_ms = int(time.time() * 1000)
     return [
         replace(
@@ -233,13 +267,13 @@ def _with_kafka(
 
 
 def _stamps(
-    bootstrap: str, firsts: Mapping[str, Mapping[tuple[str, int], int]], errors: list[str]
+    bootstrap: str, firsts: Mapping[str, Mapping[tuple[str, int], int]], errors: list[str], timeout_s: float
 ) -> dict[tuple[str, int], int]:
     """The timestamp of the first waiting record of every lagging partition: one consumer, one
     record a partition, whatever the number of sinks."""
     positions = {tp: o for found in firsts.values() for tp, o in found.items()}
     try:
-        return kafka.timestamps(bootstrap, positions)
+        return kafka.timestamps(bootstrap, positions, timeout_s=timeout_s)
     except HephaestusError as exc:
         errors.append(f"kafka: the age of the lag: {exc}")
         return {}

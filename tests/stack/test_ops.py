@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -143,25 +144,7 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
     code, out = fleet.cli("status", "--project", str(fleet.root / "hephaestus.yaml"))
     assert code == 2 and sink in out and "task 0 FAILED" in out, out
 
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hephaestus",
-            "exporter",
-            "--project",
-            str(fleet.root / "hephaestus.yaml"),
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--interval",
-            "5",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
+    with exporter(fleet) as port:
         labels = (("cluster", "platforms"), ("connector", sink), ("kind", "sink"))
         slot = (("database", fleet.dbs["bob"]), ("slot", fleet.slot()))
         # The cluster and the slots are checked by loops of their own: wait for both.
@@ -183,9 +166,75 @@ def test_status_is_healthy_then_names_a_failed_task_and_the_exporter_says_the_sa
         assert samples[("hephaestus_connector_heal_restarts", labels)] == failed["restarts"]
         assert samples[("hephaestus_cluster_up", (("cluster", "platforms"),))] == 1
         assert samples[("hephaestus_slot_active", slot)] == 1
+
+
+@contextmanager
+def exporter(fleet: Fleet) -> Iterator[int]:
+    """The exporter over the fleet's project, checking every 5 s; yields its port."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hephaestus",
+            "exporter",
+            "--project",
+            str(fleet.root / "hephaestus.yaml"),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--interval",
+            "5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        yield port
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_paused_sink_and_a_stopped_source_are_reported_paused_and_stopped_never_failed(
+    fleet: Fleet, connect: ConnectClient
+) -> None:
+    """Issue 48: `connector_failed_tasks` counted a PAUSED task as failed, so the dashboard's
+    "Failed tasks" showed a connector paused by hand."""
+    sink = fleet.name("platforms", "to_" + fleet.dbs["auth"])
+    source = fleet.name("platforms", "source_connector")
+    connect.http.put(f"/connectors/{sink}/pause").raise_for_status()
+    connect.http.put(f"/connectors/{source}/stop").raise_for_status()
+
+    def settled() -> bool | None:
+        paused, stopped = connect.status(sink) or {}, connect.status(source) or {}
+        return (
+            paused.get("connector", {}).get("state") == "PAUSED"
+            and [t["state"] for t in paused.get("tasks", [])] == ["PAUSED"]
+            and stopped.get("connector", {}).get("state") == "STOPPED"
+            and stopped.get("tasks") == []  # Connect drops a stopped connector's tasks
+        ) or None
+
+    wait_until(settled, timeout=120, message="the sink PAUSED with its task, the source STOPPED without tasks")
+
+    def of(name: str, kind: str, **more: str) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted({"cluster": "platforms", "connector": name, "kind": kind, **more}.items()))
+
+    with exporter(fleet) as port:
+        wait_until(
+            lambda: _get(port, "hephaestus_connector_state", of(sink, "sink", state="PAUSED")) == 1 or None,
+            timeout=60,
+            message="the exporter's first check, with the sink PAUSED",
+        )
+        samples = scrape(port)
+    assert samples[("hephaestus_connector_failed_tasks", of(sink, "sink"))] == 0
+    assert samples[("hephaestus_connector_tasks", of(sink, "sink", state="PAUSED"))] == 1
+    assert samples[("hephaestus_connector_tasks", of(sink, "sink", state="FAILED"))] == 0
+    assert samples[("hephaestus_connector_failed_tasks", of(source, "source"))] == 0
+    assert samples[("hephaestus_connector_state", of(source, "source", state="STOPPED"))] == 1
+    # A stopped connector has no tasks: every state of its task series reads 0, none goes missing.
+    for state in ("RUNNING", "PAUSED", "STOPPED", "FAILED"):
+        assert samples[("hephaestus_connector_tasks", of(source, "source", state=state))] == 0, state
 
 
 def _get(port: int, name: str, labels: tuple[tuple[str, str], ...]) -> float | None:

@@ -4,7 +4,9 @@ command grepped for all of them.
 Places: a key the live plugin types PASSWORD (an unusual name no pattern knows), a JDBC URL's
 `password=` and userinfo, `basic.auth.user.info`, a JAAS config, a task trace, a secrets file
 referenced by a placeholder, the cluster URL's userinfo (given by env var), the cluster's
-basic-auth password (env var), the Slack webhook's path.
+basic-auth password (env var), the Slack webhook's path. Git holds no plaintext credential
+(every command refuses such a file, secrets.plaintext): the URL's, basic auth's and JAAS's
+canaries are in the live configs a reconcile replaces, and behind placeholders in git.
 Channels: reconcile --dry-run text/json/markdown, an apply's results (json), `-v` logs, the
 audit log, Slack, heal text/json, heal's metrics textfile.
 """
@@ -63,24 +65,40 @@ def old(**extra: str) -> dict[str, str]:
 @pytest.fixture
 def world(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     secrets = tmp_path / "connect-secrets.properties"
-    secrets.write_text(f"# the Connect workers' FileConfigProvider file\nauth_password={CANARIES['file']}\n")
+    secrets.write_text(
+        f"# the Connect workers' FileConfigProvider file\nauth_password={CANARIES['file']}\n"
+        f"b_url=jdbc:postgresql://u:{CANARIES['userinfo']}@db/auth\nbasic_info=u:{CANARIES['basic_info']}\n"
+        f'jaas=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" '
+        f'password="{CANARIES["jaas"]}";\n'
+    )
     double = ConnectDouble()
     double.plugin_keys = {"db.creds.value": "PASSWORD", "topics": "LIST"}
+
+    def placeholder(key: str) -> str:
+        return "${file:" + str(secrets) + ":" + key + "}"
+
     new = {
         "connector.class": SINK,
         "topics": "t",
         "db.creds.value": CANARIES["plugin"],
+        "connection.url": "jdbc:postgresql://db/auth?user=u",
+        "basic.auth.user.info": placeholder("basic_info"),
+        "sasl.jaas.config": placeholder("jaas"),
+        "connection.password": placeholder("auth_password"),
+    }
+    (tmp_path / "connectors/c/sink").mkdir(parents=True)
+    (tmp_path / "connectors/c/sink/a.json").write_text(json.dumps({"name": "a", "config": new}))
+    # Connect keeps a placeholder as written: git and the live config agree on it.
+    sibling = {**old(), "connection.url": placeholder("b_url")}
+    (tmp_path / "connectors/c/sink/b.json").write_text(json.dumps({"name": "b", "config": sibling}))
+    # What the reconcile replaces: a hand-made config holding the credentials themselves.
+    live = {
         "connection.url": f"jdbc:postgresql://db/auth?user=u&password={CANARIES['query']}",
         "basic.auth.user.info": f"u:{CANARIES['basic_info']}",
         "sasl.jaas.config": f"org.apache.kafka.common.security.plain.PlainLoginModule required "
         f'username="u" password="{CANARIES["jaas"]}";',
-        "connection.password": "${file:" + str(secrets) + ":auth_password}",
     }
-    (tmp_path / "connectors/c/sink").mkdir(parents=True)
-    (tmp_path / "connectors/c/sink/a.json").write_text(json.dumps({"name": "a", "config": new}))
-    sibling = {**old(), "connection.url": f"jdbc:postgresql://u:{CANARIES['userinfo']}@db/auth"}
-    (tmp_path / "connectors/c/sink/b.json").write_text(json.dumps({"name": "b", "config": sibling}))
-    double.add("a", old(**{"connection.url": "jdbc:postgresql://db/auth?password=older-one"}))
+    double.add("a", old(**live))
     broken = double.add("b", {**sibling})
     broken.task_states = ["FAILED"]
     double.on_start["b"] = ["FAILED"] * 50  # a restart does not help: heal tells Slack

@@ -714,3 +714,27 @@ def test_a_404_to_the_listing_after_it_answered_is_a_worker_restarting() -> None
         assert connect.fleet() == {}
         assert connect.statuses() == {}
     assert len(script.calls) == 3
+
+
+def test_a_glance_at_a_silent_cluster_is_one_request_and_at_a_live_one_two() -> None:
+    """Issue 48: `graph --live` asks each cluster `GET /health`, then the listing (docs/graph.md
+    said once). A cluster that does not answer `/health` is not asked again: one timeout, not two."""
+    asked: list[str] = []
+
+    def silent(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    down = ConnectClient("http://connect.test:8083", name="dwh", transport=httpx.MockTransport(silent))
+    with pytest.raises(ConnectUnavailable, match=r"GET /health failed: no response \(ConnectTimeout"):
+        down.glance()
+    assert asked == ["/health"]
+
+    def answering(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        return httpx.Response(200, json={} if request.url.path == "/connectors" else {"status": "healthy"})
+
+    asked.clear()
+    up = ConnectClient("http://connect.test:8083", name="dwh", transport=httpx.MockTransport(answering))
+    assert up.glance() == {}
+    assert asked == ["/health", "/connectors"]

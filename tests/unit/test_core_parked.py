@@ -153,7 +153,7 @@ def test_a_mark_kafka_did_not_answer_makes_what_was_parked_unknown(broker: Clust
     r = rollout()
     r.mark([step("update", "s")])
     error = r.marks["s"].error
-    assert error.startswith("cannot reach Kafka at b:9092: ") and "all brokers down" in error, error
+    assert error.startswith("cannot reach Kafka at b:9092 within 10 s: ") and "all brokers down" in error, error
     got = r.given_back("c", [step("update", "s")], [StepResult("s", "update", True)], Journal())
     why = f"what it parked while the rollout ran is unknown: dlq.s could not be read before the write: {error}"
     assert got == [StepResult("s", "dlq-replay", False, why)]

@@ -6,12 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
+import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from hephaestus import pg
 from hephaestus.cli import run
@@ -343,28 +346,36 @@ def write_project(root: Path, clusters: dict[str, str], files: dict[str, dict[st
 
 def test_no_secret_reaches_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     secrets = tmp_path / "connect.properties"
-    secrets.write_text("dwh_password=canary-file-9b1d\n")
+    secrets.write_text("dwh_password=canary-file-9b1d\ndwh_user=canary-user-5e2a\n")
+    config = {
+        **sink("s", topics="bob.public.users").config,
+        "connection.url": "jdbc:postgresql://wh:5432/dwh?user=u",
+        "connection.password": f"${{file:{secrets}:dwh_password}}",
+        "connection.username": f"${{file:{secrets}:dwh_user}}",
+        "errors.deadletterqueue.topic.name": "dlq.s",
+    }
     files = {
         "c/source/bob_source.json": {"name": "bob_source", "config": source("x", "public.users").config},
-        "c/sink/s.json": {
-            "name": "s",
-            "config": {
-                **sink("s", topics="bob.public.users").config,
-                "connection.url": "jdbc:postgresql://wh:5432/dwh?user=u&password=canary-url-77aa",
-                "connection.password": "canary-pw-3c1f9",
-                "connection.username": f"${{file:{secrets}:dwh_password}}",
-                "errors.deadletterqueue.topic.name": "dlq.s",
-            },
-        },
+        "c/sink/s.json": {"name": "s", "config": config},
     }
     project = write_project(tmp_path, {"c": "http://127.0.0.1:1"}, files)
     out = tmp_path / "out" / "graph.html"
     assert run(["graph", "--project", str(project), "--output", str(out)]) == 0, capsys.readouterr()
     html = out.read_text()
-    for canary in ("canary-pw-3c1f9", "canary-url-77aa", "canary-file-9b1d"):
+    for canary in ("canary-file-9b1d", "canary-user-5e2a"):
         assert canary not in html, canary
-    config = dict(next(n for n in page_data(html)["nodes"] if n["label"] == "s")["config"])
-    assert config["connection.password"] == "****" and "dlq.s" in config.values()
+    shown = dict(next(n for n in page_data(html)["nodes"] if n["label"] == "s")["config"])
+    # a placeholder is shown as written: it names where the value is, never the value
+    assert shown["connection.password"] == config["connection.password"] and "dlq.s" in shown.values()
+
+    # A file holding a credential itself is refused, as by validate and reconcile: no page at all.
+    for key, value in (("connection.password", "canary-pw-3c1f9"), ("connection.url", "jdbc:x://wh/d?password=c-77aa")):
+        (tmp_path / "connectors/c/sink/s.json").write_text(json.dumps({"name": "s", "config": {**config, key: value}}))
+        out.unlink(missing_ok=True)
+        assert run(["graph", "--project", str(project), "--output", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert f"s.json at config.{key}: holds a plaintext secret" in err and value not in err, err
+        assert not out.exists()
 
 
 def test_a_bad_connector_file_or_an_unknown_cluster_is_an_input_error(
@@ -455,3 +466,97 @@ def test_the_freshness_probe_is_no_lineage() -> None:
     )
     assert not [n.id for n in lineage.nodes if "hephaestus_probe" in n.id]
     assert [n.id for n in lineage.nodes if "users" in n.id]
+
+
+class SilentBroker:
+    """A Kafka admin whose brokers never answer: each metadata call records the timeout it was
+    given and fails as librdkafka does when it runs out; two calls must be in flight together
+    (the clusters probed side by side) or the barrier breaks."""
+
+    def __init__(self, parties: int) -> None:
+        self.configs: list[dict[str, Any]] = []
+        self.timeouts: list[float] = []
+        self.together: list[bool] = []
+        self.barrier = threading.Barrier(parties, timeout=10)
+
+    def admin(self, config: dict[str, Any]) -> SilentBroker:
+        self.configs.append(config)
+        return self
+
+    def list_topics(self, timeout: float) -> Any:
+        self.timeouts.append(timeout)
+        try:
+            self.barrier.wait()
+            self.together.append(True)
+        except threading.BrokenBarrierError:
+            self.together.append(False)
+        raise KafkaException(
+            KafkaError(KafkaError._TRANSPORT, "Failed to get metadata: Local: Broker transport failure")
+        )
+
+
+def test_live_bounds_each_probe_reads_the_clusters_side_by_side_and_names_what_was_not_reached(
+    served: tuple[ConnectDouble, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 48: `graph --live` took 31.7 s for 12 connectors, waiting on an unreachable Kafka
+    address cluster after cluster, and said nothing of it. The bound each probe is given is
+    observed (what Connect's client and each Kafka call were handed), not the wall clock."""
+    from hephaestus import kafka
+    from hephaestus.status import run as status_run
+
+    double, url = served
+    double.connectors.clear()
+    files = {f"{c}/sink/{c}_sink.json": {"name": f"{c}_sink", "config": sink("x").config} for c in "abc"}
+    for c in "ab":
+        double.add(f"{c}_sink", sink("x").config)
+    for rel, doc in files.items():
+        (tmp_path / "connectors" / rel).parent.mkdir(parents=True)
+        (tmp_path / "connectors" / rel).write_text(json.dumps(doc))
+    (tmp_path / "hephaestus.yaml").write_text(
+        "clusters:\n"
+        + "".join(
+            f"  {c}: {{url: '{url}', connectors: connectors/{c}, kafka_bootstrap: 'k:9092', select: ['{c}_*']}}\n"
+            for c in "ab"
+        )
+        + f"  c: {{url: 'http://127.0.0.1:{closed_port()}', connectors: connectors/c}}\n"
+    )
+    handed: dict[str, float] = {}
+    real = status_run.listings
+
+    def listings(clusters: Any, **kw: Any) -> Any:
+        handed.update({c.name: c.timeout_s for c in clusters})
+        return real(clusters, **kw)
+
+    monkeypatch.setattr(status_run, "listings", listings)
+    broker = SilentBroker(parties=2)
+    double.log.clear()
+    with kafka.seam(admin=broker.admin):
+        code = run(
+            ["graph", "--project", str(tmp_path / "hephaestus.yaml"), "--output", str(tmp_path / "g.html"), "--live"]
+        )
+    captured = capsys.readouterr()
+    assert code == 0, captured
+
+    bound = status_run.LOOK_S
+    assert handed == {"a": bound, "b": bound, "c": bound}, "each Connect request bounded (30 s by default)"
+    assert broker.timeouts == [bound, bound] and all(c["socket.timeout.ms"] == bound * 1000 for c in broker.configs)
+    assert broker.together == [True, True], "the clusters' probes ran side by side"
+    # Each cluster asked once for its health and once for its listing (docs/graph.md).
+    assert sorted(p for m, p in double.log) == ["/connectors", "/connectors", "/health", "/health"]
+
+    err = captured.err
+    for c in "ab":
+        assert f"warning: cluster {c}: not read: kafka: cannot reach Kafka at k:9092 within {bound:g} s" in err, err
+    assert "warning: cluster c could not be read: cluster c: Kafka Connect 'c': GET /health failed: no response" in err
+    data = page_data((tmp_path / "g.html").read_text())
+    assert list(data["unreadable"]) == ["c"]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released): refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

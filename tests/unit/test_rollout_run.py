@@ -22,16 +22,18 @@ from tests.unit.conftest import Project
 from tests.unit.kafkafake import Cluster, Msg
 from tests.unit.test_gate_paths import SNK, SRC, World
 
-SECRET = "hunter2-canary-rollout"  # a literal password in the live config: restored, never shown
+SECRET = "hunter2-canary-rollout"  # a literal password in a live config: restored, never shown
+# Git holds no plaintext credential (every command refuses one): a placeholder Connect resolves.
+PASSWORD = "${file:/opt/connect/secrets.properties:sink_password}"
 NAMES = [f"s{i}" for i in range(4)]
 
 
-def sink(name: str, tasks: str = "1") -> dict[str, str]:
+def sink(name: str, tasks: str = "1", password: str = PASSWORD) -> dict[str, str]:
     return {
         **SNK,
         "topics": "t",
         "tasks.max": tasks,
-        "connection.password": SECRET,
+        "connection.password": password,
         "errors.deadletterqueue.topic.name": f"dlq.{name}",
         "errors.tolerance": "all",
         "collection.name.format": f"{name}_users",  # each its own table: no second writer
@@ -110,6 +112,7 @@ def test_a_good_change_passes_every_gate_stage_by_stage(world: Rollout) -> None:
 
 def test_a_canary_whose_records_go_to_the_dlq_is_rolled_back_and_nothing_else_is_written(world: Rollout) -> None:
     world.fleet()
+    world.live("s0", sink("s0", password=SECRET))  # made by hand: git's placeholder replaces it
     world.on_put(
         "s0", lambda: dlq_fills(world, "s0") if world.double.connectors["s0"].config["tasks.max"] == "1" else None
     )
@@ -127,13 +130,16 @@ def test_a_canary_whose_records_go_to_the_dlq_is_rolled_back_and_nothing_else_is
     assert cluster["rollout"]["report"][-1] == "rolled back 1 of 1 connector(s) changed in this run"
     assert world.puts() == ["/connectors/s0/config", "/connectors/s0/config"]  # the change, then back
     back = {k: v for k, v in world.double.connectors["s0"].config.items() if k != "name"}
-    assert back == sink("s0")  # read back: the config before the run
+    assert back == sink("s0", password=SECRET)  # read back: the config before the run
     audit = (world.project.root / "audit.jsonl").read_text()
     assert SECRET not in out and SECRET not in audit
     # The rollback's intent and outcome, between the change's intent and its outcome (each
     # run's outcomes are journalled once its writes settled).
     events = [json.loads(line)["outcome"] for line in audit.splitlines() if '"s0"' in line]
     assert events == ["intent", "intent", "ok", "failed"]
+
+
+ROTATED = "${file:/opt/connect/secrets.properties:sink_password_2}"
 
 
 def test_a_config_connect_answered_masked_is_never_written_back(world: Rollout) -> None:
@@ -144,7 +150,7 @@ def test_a_config_connect_answered_masked_is_never_written_back(world: Rollout) 
     world.double.plugin_keys = {"connection.password": "PASSWORD"}
     try:
         world.double.connectors["s0"].config["connection.password"] = "********"  # a platform's mask
-        world.git("s0", {**sink("s0", "2"), "connection.password": "changed-in-git"})  # a real change
+        world.git("s0", sink("s0", "2", password=ROTATED))  # a real change
         world.on_put("s0", lambda: dlq_fills(world, "s0"))
         code, cluster, _ = world.run()
     finally:
@@ -155,7 +161,7 @@ def test_a_config_connect_answered_masked_is_never_written_back(world: Rollout) 
         "rolled back 0 of 1 connector(s) changed in this run",
     ]
     assert world.puts() == ["/connectors/s0/config"]  # the change only: no PUT of the mask
-    assert world.double.connectors["s0"].config["connection.password"] == "changed-in-git"
+    assert world.double.connectors["s0"].config["connection.password"] == ROTATED
 
 
 def test_a_sink_that_stops_reading_its_topic_is_caught_by_its_lag_age(world: Rollout) -> None:

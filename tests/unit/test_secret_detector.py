@@ -50,28 +50,40 @@ def world(project: Project, served: tuple[ConnectDouble, str]) -> tuple[Project,
     double.plugin_keys = {}
     (project.root / "hephaestus.yaml").write_text(
         f"clusters:\n  p:\n    url: {url}\n    connectors: connectors/p\n    select: ['hand_*']\n"
+        "policy: {stability_window_s: 0}\n"  # the double's connectors run at once: no window to wait out
     )
     return project, double
 
 
-def test_validate_and_import_refuse_the_same_configs(world: tuple[Project, ConnectDouble]) -> None:
+def test_validate_import_and_reconcile_refuse_the_same_configs(world: tuple[Project, ConnectDouble]) -> None:
+    """Issue 48: reconcile applied a connector file `validate` and `import` refuse. It loads git's
+    connector files where every command does (fleet.desired), and the check is there."""
     project, double = world
     yaml = str(project.root / "hephaestus.yaml")
     folder = project.connectors / "p/sink"
+    folder.mkdir(parents=True)
     for i, (key, value, refused) in enumerate(CASES):
         config = {"connector.class": SINK, "topics": "t", key: value}
+        for old in folder.glob("*.json"):
+            old.unlink()
         double.connectors.clear()
         double.add(f"hand_{i}", config)
         imported = project.cli("import", "--project", yaml, "--dry-run")
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("*.json"):
-            old.unlink()
+        double.connectors.clear()
         (folder / f"hand_{i}.json").write_text(json.dumps({"name": f"hand_{i}", "config": config}))
         checked = project.cli("validate", "--project", yaml, "--definitions", str(project.root / "none"))
-        assert (imported.code, checked.code) == ((1, 1) if refused else (0, 0)), (key, value, imported, checked)
+        double.log.clear()
+        applied = project.cli("reconcile", "--project", yaml, "--auto-approve")
+        codes = (imported.code, checked.code, applied.code)
+        assert codes == ((1, 1, 1) if refused else (0, 0, 0)), (key, value, imported, checked, applied)
         if refused:
-            assert "holds a plaintext secret" in checked.err and f"hand_{i}.json" in checked.err
-            assert CANARY not in checked.out + checked.err + imported.out + imported.err
+            for out in (checked, applied):  # the same check, the same words
+                assert "holds a plaintext secret" in out.err and f"hand_{i}.json" in out.err, out
+                assert f"config.{key}" in out.err or f'config["{key}"]' in out.err, out
+            assert not double.writes(), "nothing applied"
+            assert CANARY not in checked.out + checked.err + imported.out + imported.err + applied.out + applied.err
+        else:
+            assert f"hand_{i}" in double.connectors, applied
 
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,84 @@ def test_slots_lists_every_slot_with_its_owner_and_exits_2_on_a_problem(
     out = capsys.readouterr().out
     assert "bob_slot" in out and "c/bob_source" in out and "OVER_LIMIT" in out
     assert "old" in out and "orphan" in out and "2 of 2 slot(s) need attention" in out
+
+
+def test_paused_and_stopped_tasks_have_their_own_series_and_only_failed_ones_count_as_failed() -> None:
+    """Issue 48: `connector_failed_tasks` counted every task not RUNNING, so the dashboard's
+    "Failed tasks" showed a paused connector as failed."""
+    from prometheus_client import generate_latest
+
+    from hephaestus.status.metrics import status_metrics
+    from hephaestus.status.model import ClusterView, ConnectorView
+
+    paused = ConnectorView("c", "paused_sink", "sink", "PAUSED", ((0, "PAUSED"), (1, "PAUSED")), desired="PAUSED")
+    broken = ConnectorView("c", "broken_sink", "sink", "RUNNING", ((0, "RUNNING"), (1, "FAILED"), (2, "UNASSIGNED")))
+    stopped = ConnectorView("c", "stopped_source", "source", "STOPPED", (), desired="STOPPED")
+    view = ClusterView("c", "http://c", (paused, broken, stopped))
+    samples = _samples(generate_latest(status_metrics([view], now=1.0).registry).decode())
+
+    def labels(c: ConnectorView, **more: str) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted({"cluster": "c", "connector": c.name, "kind": c.kind, **more}.items()))
+
+    assert samples[("hephaestus_connector_failed_tasks", labels(paused))] == 0
+    assert samples[("hephaestus_connector_failed_tasks", labels(broken))] == 1
+    assert samples[("hephaestus_connector_failed_tasks", labels(stopped))] == 0
+    tasks = {
+        (dict(k)["connector"], dict(k)["state"]): v
+        for (n, k), v in samples.items()
+        if n == "hephaestus_connector_tasks"
+    }
+    assert tasks[("paused_sink", "PAUSED")] == 2 and tasks[("paused_sink", "FAILED")] == 0
+    assert (
+        tasks[("broken_sink", "RUNNING")],
+        tasks[("broken_sink", "FAILED")],
+        tasks[("broken_sink", "UNASSIGNED")],
+    ) == (
+        1,
+        1,
+        1,
+    )
+    # Every state has its series, 0 included, so an alert's series does not come and go.
+    assert {s for c, s in tasks if c == "stopped_source"} >= {"RUNNING", "PAUSED", "STOPPED", "FAILED"}
+    assert sum(v for (c, _), v in tasks.items() if c == "stopped_source") == 0
+    # A stopped connector has no tasks in Connect: its state series says STOPPED.
+    assert samples[("hephaestus_connector_state", labels(stopped, state="STOPPED"))] == 1
+
+
+def test_a_cluster_not_reached_is_unknown_never_0_of_0_healthy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 48: `status` printed "0 of 0 healthy" for a cluster it could not reach. Connect is a
+    closed loopback port, asked once (no retry waits)."""
+    from hephaestus.connect import ConnectClient
+    from hephaestus.fleet import read
+    from hephaestus.http import RetryPolicy
+    from hephaestus.status import run as status_run
+
+    def once(cluster: Any) -> ConnectClient:
+        return ConnectClient(cluster.url, name=cluster.name, retry=RetryPolicy.immediate(1))
+
+    monkeypatch.setattr(status_run, "listings", lambda clusters: read.listings(clusters, client_factory=once))
+    (tmp_path / "c").mkdir()
+    project = tmp_path / "hephaestus.yaml"
+    project.write_text(f"clusters: {{down: {{url: 'http://127.0.0.1:{closed_port()}', connectors: c}}}}\n")
+    monkeypatch.chdir(tmp_path)
+
+    assert run(["status", "--project", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert "healthy" not in out.replace("health unknown", ""), out
+    assert "down (http://127.0.0.1:" in out and "not reached, health unknown" in out, out
+    assert "error: cluster down:" in out and "running and reachable" in out, out
+
+    assert run(["status", "--project", str(project), "-o", "json"]) == 1
+    (cluster,) = json.loads(capsys.readouterr().out)["clusters"]
+    assert cluster["reached"] is False and cluster["connectors"] == [] and cluster["errors"], cluster
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
