@@ -46,6 +46,11 @@ JOBS: dict[str, Job] = {
             ("ksql", "apply", "--all"),
             "Apply pending ksql_migrations/<cluster>/V*.sql; exit 2 if an applied file changed.",
         ),
+        Job(
+            "offsets_backup",
+            ("offsets", "backup"),
+            "Record every owned connector's offsets and slot position in the offsets ledger (cron).",
+        ),
         Job("generate_connectors", ("generate",), "Regenerate connectors/ from definitions/."),
         Job("check_generated", ("generate", "--check"), "Fail (exit 2) when connectors/ is stale."),
     )

@@ -32,6 +32,7 @@ UNASSIGNED_GRACE_S = 60.0  # a task UNASSIGNED this long after a rebalance count
 # a larger share of the owned sinks, in one run is refused unless forced.
 MAX_DELETES = 10
 MAX_DELETE_SHARE = 0.5
+LEDGER_KEEP = 48  # offsets backup: records kept per connector (two days of an hourly CronJob)
 GIB = 1 << 30
 MIB = 1 << 20
 

@@ -92,11 +92,11 @@ def plan(
     """What the change does to data (safety.effects.of_offsets), judged later by the gate."""
     cluster, live = locate(project, clusters, connector, client_factory=client_factory)
     current = get(cluster, connector, client_factory=client_factory).get("offsets", [])
-    found = of_offsets(live.config, action, _positions(current), _positions(wanted), project.resolver())
+    found = of_offsets(live.config, action, positions(current), positions(wanted), project.resolver())
     return OffsetsPlan(cluster, connector, live.type, live.state, action, current, wanted, found)
 
 
-def _positions(offsets: list[dict[str, Any]]) -> dict[str, Any]:
+def positions(offsets: list[dict[str, Any]]) -> dict[str, Any]:
     """A sink's positions by partition (Connect's `kafka_topic`/`kafka_partition`/`kafka_offset`)."""
     out = {}
     for o in offsets:

@@ -89,8 +89,8 @@ def of_state(config: Config, before: str, after: str, resolve: Resolver = NO_RES
         return ()
     s = views.source(config, resolve)
     if after == "STOPPED":
-        return tuple(_stop(s))
-    return tuple(_start(s)) if before == "STOPPED" else ()
+        return tuple(stop_effects(s))
+    return tuple(start_effects(s)) if before == "STOPPED" else ()
 
 
 def of_delete(config: Config) -> tuple[Effect, ...]:
@@ -106,8 +106,8 @@ def of_offsets(
     (a sink's are Kafka offsets; a source's are opaque)."""
     if views.is_source(config):
         s = views.source(config, resolve)  # stopped, moved, started again
-        return (*_stop(s), *_source_offsets(s, action), *_start(s))
-    again = _again(config, resolve)
+        return (*stop_effects(s), *_source_offsets(s, action), *start_effects(s))
+    again = again_effect(config, resolve)
     if action == "reset":
         return (Effect("offsets-reset", "every stored offset is deleted"), again)
     return _sink_moves(current, wanted, again)
@@ -123,8 +123,8 @@ def _source_offsets(s: views.SourceView, action: str) -> tuple[Effect, ...]:
 
 
 def _sink_moves(current: Mapping[Any, Any], wanted: Mapping[Any, Any], again: Effect) -> tuple[Effect, ...]:
-    back = sorted(str(p) for p, o in wanted.items() if p in current and _num(o) < _num(current[p]))
-    ahead = sorted(str(p) for p, o in wanted.items() if p not in current or _num(o) > _num(current[p]))
+    back = sorted(str(p) for p, o in wanted.items() if p in current and number(o) < number(current[p]))
+    ahead = sorted(str(p) for p, o in wanted.items() if p not in current or number(o) > number(current[p]))
     found = []
     if back:
         found += [Effect("offsets-rewound", f"moved back in {few(back)}"), again]
@@ -133,7 +133,7 @@ def _sink_moves(current: Mapping[Any, Any], wanted: Mapping[Any, Any], again: Ef
     return tuple(found)
 
 
-def _num(value: Any) -> float:
+def number(value: Any) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -142,14 +142,16 @@ def _num(value: Any) -> float:
 
 def of_replay(sink_config: Config, resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:
     """A DLQ replay sends records back to the topics the sink reads."""
-    return (_again(sink_config, resolve),)
+    return (again_effect(sink_config, resolve),)
 
 
 def of_backfill(sinks: Mapping[str, Config], resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:
     """An incremental snapshot (a plan's back-fill) emits every row of its tables again: each
     sink reading them gets them again, upserted or, into an insert-mode table, written twice."""
     return tuple(
-        Effect(e.code, f"{name}: {e.why}") for name, config in sorted(sinks.items()) for e in [_again(config, resolve)]
+        Effect(e.code, f"{name}: {e.why}")
+        for name, config in sorted(sinks.items())
+        for e in [again_effect(config, resolve)]
     )
 
 
@@ -171,10 +173,10 @@ def of_publication_drop(tables: Sequence[str]) -> tuple[Effect, ...]:
 
 def of_restart(config: Config, resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:
     """heal's restart of FAILED tasks: a failed task starts again (its slot was not closed cleanly)."""
-    return tuple(_start(views.source(config, resolve))) if views.is_source(config) else ()
+    return tuple(start_effects(views.source(config, resolve))) if views.is_source(config) else ()
 
 
-def _again(config: Config, resolve: Resolver) -> Effect:
+def again_effect(config: Config, resolve: Resolver) -> Effect:
     s = views.sink(config, resolve) if views.is_sink(config) else None
     if s is not None and s.insert_mode in ("insert", None):
         return Effect(
@@ -188,17 +190,17 @@ def _again(config: Config, resolve: Resolver) -> Effect:
 
 def _restart(b: views.SourceView, a: views.SourceView) -> list[Effect]:
     """A config write stops the tasks cleanly (old config) and starts them (new config)."""
-    return [*_stop(b), *_start(a)]
+    return [*stop_effects(b), *start_effects(a)]
 
 
-def _stop(s: views.SourceView) -> list[Effect]:
+def stop_effects(s: views.SourceView) -> list[Effect]:
     if s.drop_on_stop is False:
         return []
     value = "true" if s.drop_on_stop else "unknown here"
     return [Effect("slot-dropped", f"slot.drop.on.stop={value}: stopping the tasks drops the slot")]
 
 
-def _start(s: views.SourceView) -> list[Effect]:
+def start_effects(s: views.SourceView) -> list[Effect]:
     if views.snapshots_on_start(s):
         return [Effect("resnapshot", f"snapshot.mode={s.snapshot or 'unknown here'} reads every table on each start")]
     return []

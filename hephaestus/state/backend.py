@@ -21,6 +21,7 @@ from hephaestus.settings import LockSettings, Part
 from hephaestus.state import prints
 from hephaestus.state.audit import Journal
 from hephaestus.state.heal import HealFile, HealStore, HealTable
+from hephaestus.state.ledger import LedgerFile, LedgerStore, LedgerTable
 from hephaestus.state.lock import FileLock, Holder, Lock, PgLock, hold, new_run_id, resource_key
 from hephaestus.state.ownership import OwnershipFile, OwnershipStore, OwnershipTable
 
@@ -38,6 +39,7 @@ class Backend(Protocol):
     def ownership(self) -> OwnershipStore: ...
     def prints(self) -> prints.PrintsStore: ...
     def heal(self, file: Path) -> HealStore: ...
+    def ledger(self) -> LedgerStore: ...
     def journal(self, run_id: str, cluster: str) -> Journal: ...
 
 
@@ -60,6 +62,9 @@ class FileBackend:
     def heal(self, file: Path) -> HealStore:
         return HealFile(file)
 
+    def ledger(self) -> LedgerStore:
+        return LedgerFile(self.folder / "ledger.json")
+
     def journal(self, run_id: str, cluster: str) -> Journal:
         return Journal(self.audit_log, run_id, cluster)
 
@@ -81,6 +86,9 @@ class PgBackend:
 
     def heal(self, file: Path) -> HealStore:
         return HealTable(self.dsn)
+
+    def ledger(self) -> LedgerStore:
+        return LedgerTable(self.dsn)
 
     def journal(self, run_id: str, cluster: str) -> Journal:
         return Journal(None, run_id, cluster, self.dsn)
@@ -123,6 +131,11 @@ def ownership_store(project: Project) -> OwnershipStore:
 def prints_store(project: Project) -> prints.PrintsStore:
     """The secrets' fingerprints (state.prints), kept where the ownership record is."""
     return backend_for(project, "ownership").prints()
+
+
+def ledger_store(project: Project) -> LedgerStore:
+    """The offsets ledger (issue 49), kept where the ownership record is."""
+    return backend_for(project, "ownership").ledger()
 
 
 def heal_store(project: Project, state_file: Path | None) -> HealStore:

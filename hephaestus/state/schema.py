@@ -43,6 +43,13 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
   project text NOT NULL, cluster text NOT NULL, connector text NOT NULL, prints jsonb NOT NULL,
   updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (project, cluster, connector))""",
     ),
+    "ledger": (
+        """CREATE TABLE IF NOT EXISTS hephaestus_offsets_ledger (
+  id bigserial PRIMARY KEY, project text NOT NULL, cluster text NOT NULL, connector text NOT NULL,
+  taken_at timestamptz NOT NULL, record jsonb NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS hephaestus_offsets_ledger_by_connector "
+        "ON hephaestus_offsets_ledger (project, connector, taken_at)",
+    ),
     "audit": (
         "CREATE TABLE IF NOT EXISTS hephaestus_audit (id bigserial PRIMARY KEY, "
         "ts timestamptz NOT NULL DEFAULT now(), run_id text NOT NULL, cluster text NOT NULL, "
