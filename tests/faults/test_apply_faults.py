@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,15 @@ SOURCE = "io.debezium.connector.postgresql.PostgresConnector"
 pytestmark = pytest.mark.faults
 
 
+# Git holds no plaintext credential (every command refuses such a file): the canary is the value
+# the Connect workers' secrets file gives the placeholder, readable here (`secrets_file`), so
+# hephaestus holds it while it works and must show it nowhere.
+SECRETS = Path(tempfile.gettempdir()) / "hephaestus-faults-secrets.properties"
+PASSWORD = "${file:" + str(SECRETS) + ":auth_password}"
+
+
 def sink(topic: str = "t", **extra: str) -> dict[str, str]:
-    return {"connector.class": SINK, "topics": topic, "connection.password": "pw-canary-1", **extra}
+    return {"connector.class": SINK, "topics": topic, "connection.password": PASSWORD, **extra}
 
 
 class Setup:
@@ -43,8 +51,11 @@ class Setup:
         )
 
     def project(self, **extra: Any) -> Path:
+        SECRETS.write_text("auth_password=pw-canary-1\n")
         doc = {
-            "clusters": {"c": {"url": self.url, "connectors": "connectors/c", "timeout_s": 2}},
+            "clusters": {
+                "c": {"url": self.url, "connectors": "connectors/c", "timeout_s": 2, "secrets_file": str(SECRETS)}
+            },
             "policy": self.policy,
             "audit_log": "audit/audit.jsonl",
             **extra,
