@@ -155,7 +155,7 @@ def offsets_set(
 @cluster_option
 @click.option(
     "--keep",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100_000),
     default=LEDGER_KEEP,
     show_default=True,
     help="Records kept per connector (the oldest go).",

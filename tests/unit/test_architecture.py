@@ -41,6 +41,7 @@ EXECUTORS = {
     "hephaestus/reconciler/moves.py": "a rename, called by apply._send only",
     "hephaestus/reconciler/prepare.py": "publication changes, each in the Cleared handed by run._written",
     "hephaestus/offsets/run.py": "offsets.apply takes a Cleared",
+    "hephaestus/offsets/restore.py": "offsets restore: restore.apply takes a Cleared and checks each item is in it",
     "hephaestus/adopt/run.py": "import.write takes a Cleared",
     "hephaestus/slots/run.py": "slots.drop takes a Cleared",
     "hephaestus/dlq/run.py": "replay._send takes a Cleared; purge clears itself",

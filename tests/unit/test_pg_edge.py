@@ -88,7 +88,7 @@ def test_a_database_migrated_by_a_newer_release_is_refused() -> None:
 
 
 def test_every_part_has_migrations_and_version_one_is_what_earlier_releases_created() -> None:
-    assert set(schema.MIGRATIONS) == {"lock", "ownership", "prints", "heal", "audit"}
+    assert set(schema.MIGRATIONS) == {"lock", "ownership", "prints", "heal", "audit", "ledger"}
     for steps in schema.MIGRATIONS.values():
         assert steps[0].startswith("CREATE TABLE IF NOT EXISTS hephaestus_")
 

@@ -11,7 +11,7 @@ import pytest
 from hephaestus.cli import cli
 from hephaestus.commands import subcommands
 
-ASKS = {"reconcile", "offsets reset", "offsets set", "slots", "dlq replay", "dlq purge"}
+ASKS = {"reconcile", "offsets reset", "offsets set", "offsets restore", "slots", "dlq replay", "dlq purge"}
 
 
 def commands(group: click.Group = cli, path: str = "") -> Iterator[tuple[str, click.Command]]:
