@@ -33,13 +33,18 @@ def fleet(
 ) -> Fleet:
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
     fleet.only_users_to_auth()
-    state = fresh_db("postgres", f"ledger_state_{unique_suffix()}")
     doc_dbs = dict(json.loads(json.dumps(_project(fleet)["databases"])))
+    # The ledger in the stack's own database, under a project name of this test's own (as
+    # test_ownership shares it): the table keys every record by project.
     fleet.edit_project(
         name=f"ledger-{unique_suffix()}",
         policy={"ready_timeout_s": 120, "stability_window_s": 2},
         state={"database": "state"},
-        databases={**doc_dbs, "state": {"dsn": stack.dsn(state)}},
+        # No password in a project file: libpq reads the stack role's from PGPASSWORD.
+        databases={
+            **doc_dbs,
+            "state": {"dsn": f"host={stack.pg_host} port={stack.pg_port} user={stack.pg_user} dbname=postgres"},
+        },
     )
     return fleet
 
