@@ -19,6 +19,7 @@ from typing import Any
 
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect.errors import ConnectError
+from hephaestus.connect.ready import ReadyOptions, Target, wait_ready
 from hephaestus.errors import HephaestusError, InputError
 from hephaestus.fleet.desired import load_desired
 from hephaestus.offsets.backup import slot_of
@@ -160,6 +161,20 @@ def apply(
                     f"offsets of {r.connector} not restored: {exc} (it may be left STOPPED: check `hephaestus status`)"
                 ) from exc
             journal.event(r.connector, "offsets-restore", "ok", r.describe())
+        _ready(project, client, restores, journal)
+
+
+def _ready(project: Project, client: Any, restores: Sequence[Restore], journal: Any) -> None:
+    """Done only when Connect says so: each in its state, held for the stability window (a
+    restore that put a source at a position its slot cannot serve fails its task here)."""
+    p = project.policy
+    options = ReadyOptions(timeout_s=p.ready_timeout_s, stable_s=p.stability_window_s)
+    verdicts = wait_ready(client, [Target(r.connector, frozenset({r.target})) for r in restores], options)
+    for v in verdicts.values():
+        journal.event(v.name, "offsets-restore", "ready" if v.ok else "not-ready", v.detail)
+    if bad := [v for v in verdicts.values() if not v.ok]:
+        said = "; ".join(f"{v.name}: {v.detail}" for v in bad)
+        raise HephaestusError(f"offsets restored, but not running as they should: {said}")
 
 
 def _one(client: Any, r: Restore) -> None:

@@ -117,6 +117,7 @@ class Fleet:
         self.file.write_text(
             f"clusters:\n  c:\n    url: {url}\n    connectors: connectors/c\n"
             "databases:\n  bob: {dsn: 'host=fake dbname=bob'}\naudit_log: audit.jsonl\n"
+            "policy: {stability_window_s: 0, ready_timeout_s: 5}\n"
         )
         for name, config, offsets, kind in (("src", SOURCE, SRC_OFFSETS, "source"), ("snk", SINK, SNK_OFFSETS, "sink")):
             folder = project.root / "connectors/c" / kind
@@ -140,6 +141,7 @@ def fleet(project: Project, served: tuple[ConnectDouble, str]) -> Fleet:
     double, url = served
     double.connectors.clear()
     double.log.clear()
+    double.on_start.clear()
     return Fleet(project, double, url)
 
 
@@ -207,3 +209,16 @@ def test_bad_input_is_exit_1_and_nothing_written(fleet: Fleet, tmp_path: Path) -
     assert fleet.run("restore", "src", "--ledger", str(broken), "--auto-approve").code == 1
     assert fleet.run("restore", "nobody", "--auto-approve").code == 1
     assert writes(fleet.double) == []
+
+
+def test_a_restore_is_done_only_when_connect_says_the_connector_runs(fleet: Fleet) -> None:
+    """Never report success not observed: a restored connector whose task fails is exit 1,
+    named with its trace's cause, and audited not-ready."""
+    assert fleet.run("backup").code == 0
+    fleet.double.connectors.pop("snk")
+    fleet.double.on_start["snk"] = ["FAILED"]
+    out = fleet.run("restore", "snk", "--auto-approve")
+    assert out.code == 1, out.out + out.err
+    assert "offsets restored, but not running as they should: snk" in out.err
+    audit = [json.loads(line) for line in (fleet.project.root / "audit.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in audit if e["action"] == "offsets-restore"] == ["intent", "ok", "not-ready"]
