@@ -29,7 +29,7 @@ def of_restore(
     again = again_effect(config, resolve)
     back = sorted(str(p) for p, o in wanted.items() if p in current and number(o) < number(current[p]))
     ahead = sorted(str(p) for p, o in wanted.items() if p in current and number(o) > number(current[p]))
-    put = sorted(str(p) for p in wanted if p not in current)
+    put = any(p not in current for p in wanted)
     found = [Effect("offsets-rewound", f"moved back in {few(back)}")] if back else []
     found += (
         [Effect("offsets-lost", f"moved ahead in {few(ahead)}: the records in between are skipped")] if ahead else []

@@ -47,3 +47,9 @@ def test_a_project_without_migrations_writes_nothing(tmp_path: Path) -> None:
         "ksqldb: {k: {url: 'http://127.0.0.1:1', migrations: nowhere}}\n"
     )
     assert topics_written(load_project(tmp_path / "p.yaml")) == {}
+
+
+def test_a_dropped_connector_leaves_a_stream_of_its_name_and_a_dropped_stream_takes_no_insert() -> None:
+    assert run("CREATE STREAM X AS SELECT * FROM A;", "DROP CONNECTOR X;") == {"X": "f:1"}
+    assert run("CREATE STREAM X AS SELECT * FROM A;", "DROP STREAM X;", "INSERT INTO X SELECT * FROM A;") == {}
+    assert run("DROP TABLE IF EXISTS NEVER;") == {}  # nothing to drop: no error

@@ -98,6 +98,28 @@ def test_a_source_resumes_only_where_its_slot_still_holds_the_wal() -> None:
     assert codes(of_restore(SOURCE, {}, {}, None, ("bob_slot", 0))) == ["offsets-lost"]  # no position recorded
 
 
+def test_a_restores_effects_say_what_happens_in_words() -> None:
+    def words(found: tuple[Any, ...]) -> list[str]:
+        return [e.describe() for e in found]
+
+    high = 0x16_0000_2000  # an LSN past 2**32: both halves printed as PostgreSQL does
+    assert words(of_restore(SOURCE, {}, {}, high - 1, ("bob_slot", high))) == [
+        "offsets-lost: slot bob_slot no longer holds the recorded position 16/1FFF (its WAL starts at 16/2000)"
+    ]
+    assert words(of_restore(SOURCE, {}, {}, 1, None)) == [
+        "offsets-lost: its slot does not exist: a new one starts at the present, and the changes since the "
+        "record are lost"
+    ]
+    assert words(of_restore(SOURCE, {}, {}, None, ("bob_slot", 1))) == [
+        "offsets-lost: the record holds no WAL position to resume at"
+    ]
+    assert words(of_restore(SINK, {"t[0]": 9, "t[1]": 1}, {"t[0]": 5, "t[1]": 3}, None, None)) == [
+        "offsets-rewound: moved back in t[0]",
+        "offsets-lost: moved ahead in t[1]: the records in between are skipped",
+        "redelivery: records are delivered again and upserted onto the same rows",
+    ]
+
+
 def test_a_sink_put_back_redelivers_and_one_moved_ahead_skips() -> None:
     upsert = SINK
     assert codes(of_restore(upsert, {}, {"t[0]": 5}, None, None)) == ["redelivery"]  # offsets lost: put back
@@ -222,3 +244,50 @@ def test_a_restore_is_done_only_when_connect_says_the_connector_runs(fleet: Flee
     assert "offsets restored, but not running as they should: snk" in out.err
     audit = [json.loads(line) for line in (fleet.project.root / "audit.jsonl").read_text().splitlines()]
     assert [e["outcome"] for e in audit if e["action"] == "offsets-restore"] == ["intent", "ok", "not-ready"]
+
+
+def test_a_record_says_what_it_holds_and_an_lsn_that_is_not_one_is_named() -> None:
+    r = record("2026-12-01T10:00:00+00:00")
+    assert r.describe() == "2026-12-01T10:00:00+00:00 c/src: 1 partition(s), slot bob_slot at 0/64"
+    assert at_or_before([r], datetime(2026, 12, 1, 10, tzinfo=UTC)) == r  # at the very time: chosen
+    for wrong in ("1/", "/1"):
+        with pytest.raises(ValueError, match=f"^not an LSN: {wrong!r}$"):
+            lsn_of(wrong)
+
+
+GOOD = as_doc("p", [record("2026-12-01T10:00:00+00:00")])["records"][0]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"cluster": ""}, "records[0].cluster"),
+        ({"connector": 7}, "records[0].connector"),
+        ({"kind": None}, "records[0].kind"),
+        ({"run_id": ""}, "records[0].run_id"),
+        ({"taken_at": ""}, "records[0].taken_at"),
+        ({"offsets": {}}, "records[0].offsets"),
+        ({"offsets": [{"offset": {}}]}, "records[0].offsets"),
+        ({"slot": []}, "records[0].slot"),
+        ({"slot": {**GOOD["slot"], "name": 1}}, "records[0].slot"),
+        ({"slot": {**GOOD["slot"], "restart_lsn": -1}}, "records[0].slot"),
+        ({"slot": {**GOOD["slot"], "confirmed_flush_lsn": True}}, "records[0].slot"),
+        ({"slot": {**GOOD["slot"], "restart_lsn": "16/0"}}, "records[0].slot"),
+    ],
+)
+def test_each_field_of_a_record_is_checked_and_named(change: dict[str, Any], field: str) -> None:
+    doc = {"format": FORMAT, "project": "p", "records": [{**GOOD, **change}]}
+    with pytest.raises(InputError) as caught:
+        from_doc(doc, "p", "l.json")
+    assert (caught.value.file, caught.value.field) == ("l.json", field)
+
+
+def test_a_record_that_is_no_object_and_a_slot_at_zero() -> None:
+    with pytest.raises(InputError) as caught:
+        from_doc({"format": FORMAT, "project": "p", "records": ["x"]}, "p", "l.json")
+    assert (caught.value.file, caught.value.field, "expected an object" in str(caught.value)) == (
+        "l.json", "records[0]", True
+    )  # fmt: skip
+    zero = {**GOOD, "slot": {**GOOD["slot"], "restart_lsn": 0}}
+    (found,) = from_doc({"format": FORMAT, "project": "p", "records": [zero]}, "p", "l.json")
+    assert found.slot is not None and found.slot.restart_lsn == 0

@@ -104,6 +104,10 @@ def test_a_topic_a_ksqldb_migration_writes_holds_the_sink_waiting_for_that_migra
     assert (held.name, held.migration) == ("k", BY) and found.refusals == ()
     assert f"which ksqlDB migration {BY} writes" in held.why and "hephaestus ksql apply" in held.why
     assert [s.name for s in found.writes] == ["src"]
+    # Two topics of two migrations: both named, each once.
+    p, live = planned({"k": sink(f"{MIGRATED},other")})
+    (held,) = sinktopics.checked(p, live, frozenset(), NO_RESOLVER, {MIGRATED: BY, "other": "kec V3__o.sql:1"}).held
+    assert held.why.startswith(f"reads {MIGRATED}, other, which ksqlDB migration {BY}, kec V3__o.sql:1 writes")
     # One topic a migration writes and one nothing writes: nothing to wait for, only to fix.
     p, live = planned({"k": sink(f"{MIGRATED},typo")})
     (held,) = sinktopics.checked(p, live, frozenset(), NO_RESOLVER, {MIGRATED: BY}).held
