@@ -28,7 +28,7 @@ from hephaestus.project import Cluster, Project
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.gate import Allow, Cleared, Item, check
 from hephaestus.safety.restore import of_restore
-from hephaestus.state.backend import connect_lock, journal_for, timeout_of
+from hephaestus.state.backend import connect_lock, journal_for, ownership_store, timeout_of
 from hephaestus.state.ledgerdoc import Record, SlotAt, at_or_before, lsn_text
 from hephaestus.state.lock import new_run_id
 
@@ -75,20 +75,33 @@ def plan(
 ) -> list[Restore]:
     """Each record's restore on `cluster`, its effects judged from the live side and the slot."""
     desired = load_desired(cluster, include_custom=True)
+    owned = ownership_store(project).owned(project.name, cluster.name)
     with client_factory(cluster) as client:
         fleet = client.fleet()
+        for r in records:
+            _check_ours(cluster, r.connector, r.connector in fleet, r.connector in owned, r.connector in desired)
         current = {r.connector: _current(client, r.connector) for r in records if r.connector in fleet}
     out = []
     for r in records:
         live = fleet.get(r.connector)
-        if live is None and r.connector not in desired:
-            raise InputError(
-                "offsets ledger", f"{r.connector} is neither on {cluster.name} nor in git", field=r.connector
-            )
         config = live.config if live is not None else desired[r.connector].config
         target = live.state if live is not None else (desired[r.connector].state or "RUNNING")
         out.append(_judged(project, cluster, r, config, live.state if live else None, target, current.get(r.connector)))
     return out
+
+
+def _check_ours(cluster: Cluster, name: str, live: bool, owned: bool, in_git: bool) -> None:
+    """Only this deployment's connectors: inside the cluster's `select`, and a live one owned (an
+    absent one is created from git's file, so it must be there)."""
+    why = ""
+    if not cluster.selects(name):
+        why = f"{name} is outside the select of {cluster.name}"
+    elif live and not owned:
+        why = f"{name} runs on {cluster.name} but this deployment does not own it (`hephaestus import` adopts it)"
+    elif not live and not in_git:
+        why = f"{name} is neither on {cluster.name} nor in git"
+    if why:
+        raise InputError("offsets ledger", f"{why}: nothing restored", field=name)
 
 
 def _current(client: Any, name: str) -> list[dict[str, Any]]:

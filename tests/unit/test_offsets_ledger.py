@@ -233,6 +233,19 @@ def test_bad_input_is_exit_1_and_nothing_written(fleet: Fleet, tmp_path: Path) -
     assert writes(fleet.double) == []
 
 
+def test_a_restore_touches_only_what_this_deployment_owns(fleet: Fleet) -> None:
+    """Another deployment's connector of the same name, live on the cluster, is never written."""
+    assert fleet.run("backup").code == 0
+    loaded = load_project(fleet.file)
+    ownership_store(loaded).release(loaded.name, "c", ["snk"])
+    fleet.double.log.clear()
+    out = fleet.run("restore", "snk", "--auto-approve")
+    assert out.code == 1 and "snk runs on c but this deployment does not own it" in out.err
+    whole = fleet.run("restore", "--cluster", "c", "--auto-approve")
+    assert whole.code == 1 and "does not own it" in whole.err
+    assert writes(fleet.double) == []
+
+
 def test_a_restore_is_done_only_when_connect_says_the_connector_runs(fleet: Fleet) -> None:
     """Never report success not observed: a restored connector whose task fails is exit 1,
     named with its trace's cause, and audited not-ready."""
