@@ -27,9 +27,9 @@ from hephaestus.offsets.run import positions
 from hephaestus.project import Cluster, Project
 from hephaestus.safety.effects import Effect
 from hephaestus.safety.gate import Allow, Cleared, Item, check
-from hephaestus.safety.restore import of_restore
+from hephaestus.safety.restore import lsn_text, of_restore
 from hephaestus.state.backend import connect_lock, journal_for, ownership_store, timeout_of
-from hephaestus.state.ledgerdoc import Record, SlotAt, at_or_before, lsn_text
+from hephaestus.state.ledgerdoc import Record, SlotAt, at_or_before
 from hephaestus.state.lock import new_run_id
 
 # What a restore itself is: a recorded position put back re-delivers what came after it (a sink

@@ -46,11 +46,12 @@ def _resumed(lsn: int | None, slot: tuple[str, int] | None) -> tuple[Effect, ...
     if lsn is None:
         return (Effect("offsets-lost", "the record holds no WAL position to resume at"),)
     if lsn < restart:
-        at, since = _lsn(lsn), _lsn(restart)
+        at, since = lsn_text(lsn), lsn_text(restart)
         why = f"slot {name} no longer holds the recorded position {at} (its WAL starts at {since})"
         return (Effect("offsets-lost", why),)
     return ()
 
 
-def _lsn(value: int) -> str:
+def lsn_text(value: int) -> str:
+    """An LSN as PostgreSQL spells it: `16/B374D848` (X·2³² + Y)."""
     return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"

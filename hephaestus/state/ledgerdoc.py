@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from hephaestus.errors import InputError
+from hephaestus.safety.restore import lsn_text
 
 FORMAT = "hephaestus-offsets-ledger/1"
 
@@ -59,10 +60,6 @@ def lsn_of(text: str) -> int:
     if not high or not low:
         raise ValueError(f"not an LSN: {text!r}")
     return (int(high, 16) << 32) + int(low, 16)
-
-
-def lsn_text(value: int) -> str:
-    return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
 
 
 def at_or_before(records: Sequence[Record], when: datetime | None) -> Record | None:

@@ -15,9 +15,9 @@ import pytest
 from hephaestus import pg
 from hephaestus.errors import InputError
 from hephaestus.project import load_project
-from hephaestus.safety.restore import of_restore
+from hephaestus.safety.restore import lsn_text, of_restore
 from hephaestus.state.backend import ownership_store
-from hephaestus.state.ledgerdoc import FORMAT, Record, SlotAt, as_doc, at_or_before, from_doc, kept, lsn_of, lsn_text
+from hephaestus.state.ledgerdoc import FORMAT, Record, SlotAt, as_doc, at_or_before, from_doc, kept, lsn_of
 from hephaestus.state.ownership import claims_of
 from tests.connect_double import ConnectDouble
 from tests.unit.conftest import Project
