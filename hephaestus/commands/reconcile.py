@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -181,7 +181,9 @@ def reconcile(
     )
     progress = _progress() if sys.stderr.isatty() else None
     prepared = workflow.prepare(project, request, progress, lambda line: click.echo(line, err=True))
-    prepared = replace(prepared, options=replace(prepared.options, migrations=partial(_migrations, project)))
+    # Compiled once per run, by the first cluster whose sink starts to read a missing topic.
+    migrations = cache(partial(_migrations, project))
+    prepared = replace(prepared, options=replace(prepared.options, migrations=migrations))
     hooks = None if dry_run else _hooks(project, prepared)
     options = prepared.options
     if prepared.needs_approval and not auto_approve:
