@@ -69,7 +69,7 @@ def _change(
     click.echo(f"plan: {planned.describe()}")
     click.echo(f"  now: {json.dumps(planned.current, sort_keys=True)}")
     for effect in planned.effects:
-        click.echo(f"  {'!' if effect.destructive else '·'} {effect.describe()}")
+        click.echo(f"  {effect.marked()}")
     cleared = ops.judge(planned, allow)  # Refused (exit 2): nothing changed
     if dry_run:
         return
@@ -250,7 +250,7 @@ def offsets_restore(
     for r in planned:
         click.echo(f"plan: {r.describe()}")
         for effect in r.effects:
-            click.echo(f"  {'!' if effect.destructive else '·'} {effect.describe()}")
+            click.echo(f"  {effect.marked()}")
     cleared = ops.judge(planned, allow)  # Refused (exit 2): nothing written
     if dry_run:
         return

@@ -76,7 +76,7 @@ def _step_lines(step: Step) -> list[str]:
         head += f"  ({step.reason})"
     if step.risk == "destructive":
         head += "  [DESTRUCTIVE]"
-    why = [f"    {'!' if e.destructive else '·'} {e.describe()}" for e in step.effects]
+    why = [f"    {e.marked()}" for e in step.effects]
     return [head] + why + [f"    {_change_line(ch)}" for ch in step.changes]
 
 

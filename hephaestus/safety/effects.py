@@ -61,6 +61,10 @@ class Effect:
     def describe(self) -> str:
         return f"{self.code}: {self.why}"
 
+    def marked(self) -> str:
+        """As a plan lists it: `!` destructive, `·` stated."""
+        return f"{'!' if self.destructive else '·'} {self.describe()}"
+
 
 Config = Mapping[str, str]
 Sigs = Mapping[transforms.Category, transforms.Signature]
