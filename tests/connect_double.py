@@ -18,6 +18,8 @@ tests/stack/test_smoke.py):
   400 unless the connector is STOPPED, else 200 + message (partitions not named are kept).
 - `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs` (each with
   its `definition.type`); `GET /connector-plugins/C/config`: the ConfigKeyInfo list.
+- `GET /connector-plugins[?connectorsOnly=false]` (`ConnectorPluginsResource`): `[{"class",
+  "type", "version"}]`, only sources and sinks unless `connectorsOnly=false`.
 - `GET /` (`RootResource`): `{"version", "commit", "kafka_cluster_id"}`.
 - `GET /health` (KIP-1017, Connect 3.9+, `HealthResource`): 200 `{"status": "healthy", …}` once
   the worker has started, 503 `{"status": "starting", …}` before (`starting` counts those).
@@ -89,6 +91,13 @@ class ConnectDouble:
         self.mask = ""  # a managed platform's answer for a PASSWORD value ("": Kafka's, none)
         self.starting = 0  # GET /health answers 503 this many more times
         self.kafka_cluster_id = "dbl-kafka-cluster-0"  # what GET / names
+        # What GET /connector-plugins lists: class -> (type, version), as the stack's workers run them.
+        self.plugins: dict[str, tuple[str, str]] = {
+            "io.debezium.connector.postgresql.PostgresConnector": ("source", "3.5.0.Final"),
+            "io.debezium.connector.jdbc.JdbcSinkConnector": ("sink", "3.5.0.Final"),
+            "io.confluent.connect.jdbc.JdbcSinkConnector": ("sink", "10.8.4"),
+            "org.apache.kafka.connect.json.JsonConverter": ("converter", "4.3.1"),
+        }
         self._lock = threading.Lock()
 
     # --- what tests read -------------------------------------------------------------
@@ -126,6 +135,10 @@ class ConnectDouble:
             return httpx.Response(
                 200, json={"version": "4.3.1", "commit": "0000000000000000", "kafka_cluster_id": self.kafka_cluster_id}
             )
+        if parts == ["connector-plugins"] and m == "GET":
+            every = request.url.params.get("connectorsOnly") == "false"
+            listed = [{"class": c, "type": t, "version": v} for c, (t, v) in sorted(self.plugins.items())]
+            return httpx.Response(200, json=[p for p in listed if every or p["type"] in ("source", "sink")])
         if parts[0] == "connector-plugins" and parts[-1] == "validate":
             configs = [
                 {"definition": {"name": k, "type": t}, "value": {"name": k, "errors": []}}

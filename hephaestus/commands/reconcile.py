@@ -313,6 +313,7 @@ _COLOURS = {
     "create": "green",
     "update": "yellow",
     "rename": "blue",
+    "move": "blue",
     "delete": "red",
     "protected": "magenta",
     "unmanaged": "cyan",

@@ -56,6 +56,8 @@ class ApplyOptions:
     sleep: Callable[[float], None] = time.sleep
     claims: Claims | None = None  # the ownership record: a delete releases its claim first
     topics: Topics | None = None  # a sink's needed topics, created just before it is sent
+    # The clusters moves leave (issue 49): their clients and ownership records, by name.
+    peers: Mapping[str, moves.Peer] = field(default_factory=dict)
 
     @property
     def stop_after(self) -> int | None:
@@ -71,6 +73,9 @@ class Claims(Protocol):
 
     def forget(self, name: str) -> None: ...
 
+    def moving(self, name: str, source: str) -> None:
+        """Marks `name` this deployment's here before a move from `source` writes anything."""
+
 
 class Topics(Protocol):
     """Creates the topics a sink needs (reconciler.topicwrite): "" when they exist, else why not."""
@@ -80,7 +85,7 @@ class Topics(Protocol):
 
 def validate_all(client: ConnectClient, plan: Plan, concurrency: int) -> Invalid:
     """Every create/update checked by the live plugin's config/validate before any write."""
-    steps = plan.of("create", "update")
+    steps = plan.of("create", "update", "move")  # a move: the plugin here takes the config
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         results = list(pool.map(lambda s: _validate(client, s), steps))
     return {s.name: errs for s, errs in zip(steps, results, strict=False) if errs}
@@ -157,7 +162,7 @@ class Runner:
 
 def _orphaned(step: Step, steps: tuple[Step, ...], results: dict[str, StepResult]) -> StepResult | None:
     """A sink's create, rename or topic change whose source failed in this run: not written."""
-    if step.action not in ("create", "rename", "update") or step.connector_class == SOURCE:
+    if step.action not in ("create", "rename", "move", "update") or step.connector_class == SOURCE:
         return None
     if step.action == "update" and not any(c.key in ("topics", "topics.regex") for c in step.changes):
         return None
@@ -217,7 +222,7 @@ def state_of(step: Step, options: ApplyOptions) -> str:
     # state of the one it replaces.
     if step.target_state:
         return step.target_state
-    kept = step.action in ("update", "rename") and step.live_state in TARGET_STATES
+    kept = step.action in ("update", "rename", "move") and step.live_state in TARGET_STATES
     return step.live_state if kept else options.initial_state
 
 
@@ -229,13 +234,13 @@ def _target(step: Step, options: ApplyOptions) -> Target:
     return Target(
         step.name,
         frozenset({state_of(step, options)}),
-        step.config if step.action in ("update", "rename", "state") else None,
+        step.config if step.action in ("update", "rename", "move", "state") else None,
     )
 
 
 def _ready(step: Step, verdict: ReadyVerdict, written: str) -> StepResult:
     # A rename's own account (offsets carried) is kept before the state it reached.
-    detail = f"{written}; {verdict.detail}" if step.action == "rename" else verdict.detail
+    detail = f"{written}; {verdict.detail}" if step.action in ("rename", "move") else verdict.detail
     return StepResult(step.name, step.action, verdict.ok, detail, wrote=True)
 
 
@@ -290,4 +295,13 @@ def _send(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
         return "restarted"
     if step.action == "rename":
         return moves.rename(client, step, state_of(step, options))
+    if step.action == "move":
+        return _moved(client, step, options)
     return client.delete(step.name)
+
+
+def _moved(client: ConnectClient, step: Step, options: ApplyOptions) -> str:
+    peer = options.peers.get(step.moved_from)
+    if peer is None:  # the cluster it leaves is not selected in this run: nothing is written
+        raise moves.RenameFailed(f"not applied: {step.moved_from} is not reconciled in this run (select both clusters)")
+    return moves.move(client, step, state_of(step, options), peer, options.claims)

@@ -31,6 +31,12 @@ class OwnershipClaims:
             self.project.name, self.cluster.name, [ownership.releasing(claim, fingerprint or "", self.run_id)]
         )
 
+    def moving(self, name: str, source: str) -> None:
+        """A move's mark, before its first write: a copy here that a killed run left is ours to
+        finish (`reconciler.crossing`); gone, the run's record forgets it (`run._settled_marks`)."""
+        claims = ownership.claims_of([name], self.scope, ownership.MOVING + source, self.run_id)
+        self.store.claim(self.project.name, self.cluster.name, claims)
+
     def forget(self, name: str) -> None:
         try:
             self.store.release(self.project.name, self.cluster.name, [name])

@@ -48,11 +48,13 @@ def judged(clusters: Sequence[GatedCluster], policy: Policy) -> tuple[dict[str, 
 
 
 def _changes(cluster: str, p: Plan) -> list[fleet.FleetChange]:
-    return [
+    found = [
         fleet.FleetChange(cluster, s.name, None if s.action == "delete" else s.config, s.renamed_from)
         for s in p.writes
         if s.action not in ("state", "restart")  # no config moves: no second writer made
     ]
+    # A move leaves the cluster it comes from: not a second writer beside itself.
+    return found + [fleet.FleetChange(s.moved_from, s.name, None) for s in p.of("move")]
 
 
 def _members(clusters: Sequence[GatedCluster], changed: set[fleet.Key]) -> list[fleet.Member]:

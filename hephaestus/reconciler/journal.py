@@ -48,6 +48,7 @@ class StepJournal:
     def _about(self, step: Step) -> dict[str, Any]:
         return {
             "renamed_from": step.renamed_from or None,
+            "moved_from": step.moved_from or None,
             "config_hash_before": config_hash(self.before.get(step.renamed_from or step.name)),
             "config_hash_after": None if step.action == "delete" else config_hash(step.config),
             "changed_keys": [c.key for c in step.changes],

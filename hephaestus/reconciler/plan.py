@@ -25,12 +25,15 @@ from hephaestus.settings import MAX_DELETE_SHARE, MAX_DELETES
 __all__ = ["Desired", "Live", "comparable", "Plan", "Policy", "Step", "KeyChange", "plan"]
 
 
-Action = Literal["create", "update", "rename", "delete", "state", "restart", "protected", "unmanaged", "unchanged"]
-WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "delete", "state", "restart"})
+Action = Literal[
+    "create", "update", "rename", "move", "delete", "state", "restart", "protected", "unmanaged", "unchanged"
+]
+WRITES: frozenset[Action] = frozenset({"create", "update", "rename", "move", "delete", "state", "restart"})
 ACTIONS: tuple[Action, ...] = (
     "create",
     "update",
     "rename",
+    "move",  # from another cluster of the project, offsets kept (reconciler.crossing)
     "delete",
     "state",
     "restart",  # a secret rotated behind its placeholder (reconciler.rotation)
@@ -60,6 +63,7 @@ class Step:
     origin: str = ""  # the file in git, for messages
     live_state: str = ""  # the state Connect reported before the run (an update keeps it)
     renamed_from: str = ""  # a rename: the live connector whose offsets this one takes over
+    moved_from: str = ""  # a move: the cluster it leaves, offsets and slot handed over (issue 49)
     target_state: str = ""  # git's `state` (RUNNING/PAUSED/STOPPED): what the step leaves it in
     # What it does to data (safety.effects; the fleet's rules add theirs): derived, so left
     # out of equality.
@@ -71,7 +75,8 @@ class Step:
         delete, restart (every config write restarts the connector), or none."""
         if any(e.destructive for e in self.effects):
             return "destructive"
-        return {"create": "create", "delete": "delete", "update": "restart", "rename": "restart"}.get(self.action, "")
+        risks = {"create": "create", "delete": "delete", "update": "restart", "rename": "restart", "move": "restart"}
+        return risks.get(self.action, "")
 
 
 @dataclass(frozen=True, kw_only=True)  # keywords only: counts, a share and a bool side by side
@@ -232,8 +237,8 @@ def _with_effects(step: Step, live: Mapping[str, Live], resolve: Resolver) -> St
 def step_effects(step: Step, live: Mapping[str, Live], resolve: Resolver) -> tuple[Effect, ...]:
     """What one write does to data, from the live connector(s) it acts on (safety.effects)."""
     current = live.get(step.name)
-    if step.action == "create":
-        return ()
+    if step.action in ("create", "move"):
+        return ()  # a move's: from the cluster it leaves (reconciler.crossing)
     if step.action == "delete":
         return effects.of_delete(current.config) if current else ()
     if step.action == "rename":

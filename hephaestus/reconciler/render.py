@@ -17,6 +17,7 @@ SYMBOL = {
     "create": "+",
     "update": "~",
     "rename": ">",
+    "move": ">",
     "delete": "-",
     "state": "*",
     "restart": "^",
@@ -33,6 +34,7 @@ def plain(text: str, action: str) -> str:
 def summary(plan: Plan) -> str:
     c = plan.counts()
     renames = f"{c['rename']} to rename, " if c["rename"] else ""
+    renames += f"{c['move']} to move in, " if c["move"] else ""
     adopt = f", {len(plan.adopt)} to adopt" if plan.adopt else ""
     pubs = f", {len(plan.publications)} publications to change" if plan.publications else ""
     pubs += f", {len(plan.held)} held" if plan.held else ""
@@ -237,6 +239,7 @@ def _step_dict(s: Step) -> dict[str, Any]:
         "reason": s.reason or None,
         "origin": s.origin or None,
         "renamed_from": s.renamed_from or None,
+        "moved_from": s.moved_from or None,
         "risk": s.risk or None,
         "effects": [
             {"effect": e.code, "why": e.why, "destructive": e.destructive, "fleet_rule": e.invariant} for e in s.effects

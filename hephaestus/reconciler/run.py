@@ -29,7 +29,9 @@ from hephaestus.fleet.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import (
     apply,
+    crossread,
     gating,
+    moves,
     notice,
     planner,
     planning,
@@ -137,8 +139,10 @@ def reconcile(
             reads = {r.cluster.name: r for r in pool.map(lambda c: planning.read(clients, c, store, project), clusters)}
             desired, held, unloaded = inputs.result()
             check_targets(options.targets, clusters, reads, desired)
-            run = _Reconcile(project, options, policy, run_id, store, hooks, give_back)
+            peers = crossread.peers(project, store, run_id, clients, reads)
+            run = _Reconcile(project, options, policy, run_id, store, hooks, give_back, peers)
             outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
+            outs = crossread.moved(outs, clients, reads, desired, policy)
             others = [c for c in every if c.name not in reads] if _claims(outs) else []
             glances = _clients(stack, others, client_factory)
             reads |= {r.cluster.name: r for r in pool.map(lambda c: planning.glance(glances, c), others)}
@@ -179,7 +183,7 @@ def _clients(stack: ExitStack, every: Sequence[Cluster], factory: ClientFactory)
 def _claims(outs: Sequence[ClusterOutcome]) -> bool:
     """Whether a plan writes something that could make a second writer (a create, a rename, a
     config change): only then are the project's other clusters read."""
-    return any(s.action in ("create", "rename", "update") for o in outs if o.plan for s in o.plan.writes)
+    return any(s.action in ("create", "rename", "move", "update") for o in outs if o.plan for s in o.plan.writes)
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,7 @@ class _Reconcile:
     store: ownership.OwnershipStore
     hooks: Hooks | None
     give_back: executor.GiveBack | None = None
+    peers: Mapping[str, moves.Peer] = field(default_factory=dict)  # the clusters a move may leave
 
     def wanted(
         self, name: str, desired: Mapping[str, Mapping[str, Desired]], held: Mapping[str, frozenset[str]]
@@ -296,7 +301,8 @@ class _Reconcile:
             if not all(r.ok for r in prepared):
                 return replace(base, prepared=prepared, error="nothing written to Connect: a publication change failed")
             marks = OwnershipClaims(self.store, self.project, cluster, self.run_id, live)
-            options = replace(self.options.apply, claims=marks, topics=topicwrite.maker(cluster, p, journal))
+            topics = topicwrite.maker(cluster, p, journal)
+            options = replace(self.options.apply, claims=marks, topics=topics, peers=self.peers)
             rolled = self._executed(client, cluster, base, p, options, journal, go)
             results = rolled.results
             errors = [apply.record_outcomes(journal, p, results), self._record(cluster, p, results, base.basis, rolled)]
@@ -344,13 +350,15 @@ class _Reconcile:
         crash before this leaves a connector unowned: never deleted by mistake, adopted by
         the next apply)."""
         wrote = {r.name for r in results if r.wrote}
-        how = {"create": "created", "rename": "renamed"}  # an update of an unowned one is in p.adopt
+        how = {"create": "created", "rename": "renamed", "move": "moved"}  # an unowned one updated: p.adopt
         undone = rolled.undone if rolled else frozenset()
         claims = [(s.name, how[s.action]) for s in p.writes if s.action in how and s.name in wrote - undone]
         claims += [(n, "adopted") for n in p.adopt] + [(n, "restored") for n in (rolled.restored if rolled else ())]
         scope = ownership.scope_of(cluster.select)
         try:
-            claims += self._settled_marks(cluster, basis, {s.name for s in p.writes if s.action == "delete"})
+            claims += self._settled_marks(
+                cluster, basis, {s.name for s in p.of("delete")}, {s.name for s in p.of("move")}
+            )
             for kind in sorted({h for _, h in claims}):
                 names = [n for n, h in claims if h == kind]
                 self.store.claim(self.project.name, cluster.name, ownership.claims_of(names, scope, kind, self.run_id))
@@ -358,7 +366,9 @@ class _Reconcile:
             return f"applied, but the ownership record was not updated: {exc}"
         return ""
 
-    def _settled_marks(self, cluster: Cluster, basis: Basis | None, deleting: set[str]) -> list[tuple[str, str]]:
+    def _settled_marks(
+        self, cluster: Cluster, basis: Basis | None, deleting: set[str], moving: set[str]
+    ) -> list[tuple[str, str]]:
         """Releases an earlier run never saw through: a mark whose connector is gone, or runs
         another config (not the one marked: someone else's, or changed by hand), is forgotten;
         one still running the config it had is ours again (`kept`), before this run's writes
@@ -368,9 +378,11 @@ class _Reconcile:
         marks = {
             n
             for n, c in self.store.owned(self.project.name, cluster.name).items()
-            if c.how.startswith(ownership.RELEASING)
+            if c.how.startswith((ownership.RELEASING, ownership.MOVING))
         }
-        gone = sorted(n for n in marks if n not in basis.owned)
+        # This run's own moves mark what they bring before it runs here (`moves.move` forgets a
+        # mark that nothing came of): a move that stopped part-way is the next run's to finish.
+        gone = sorted(n for n in marks if n not in basis.owned and n not in moving)
         self.store.release(self.project.name, cluster.name, gone)
         return [(n, "kept") for n in sorted(marks & basis.owned - deleting)]
 

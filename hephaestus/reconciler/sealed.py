@@ -183,6 +183,7 @@ def _step(s: Step, fp: Fingerprints) -> dict[str, Any]:
         "action": s.action,
         "name": s.name,
         "renamed_from": s.renamed_from,
+        "moved_from": s.moved_from,
         "live_state": s.live_state,
         "target_state": s.target_state,
         "origin": s.origin,
@@ -344,6 +345,7 @@ def _as_step(sealed: Sealed, raw: Mapping[str, Any], d: Desired | None) -> Step:
         origin=raw["origin"],
         live_state=raw["live_state"],
         renamed_from=raw["renamed_from"],
+        moved_from=raw.get("moved_from", ""),
         target_state=raw["target_state"],
     )
 

@@ -42,6 +42,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "sink-write-fails": ("a sink cannot write what the source now sends: its task fails at the next flush", True),
     "second-writer": ("two connectors would own one slot, topic prefix or target table", True),
     "not-owned": ("a rename would overwrite a connector this deployment does not own", True),
+    "move-unsafe": ("a move between clusters whose offsets would not mean the same on both", True),
 }
 __doc__ = (
     (__doc__ or "") + "\n" + "\n".join(f"- `{c}`: {w}{' (destructive)' if d else ''}" for c, (w, d) in KINDS.items())

@@ -58,9 +58,14 @@ def allow_of(given: str | bool | Iterable[str] | None, file: str = "--allow-dest
     return Allow(frozenset(codes))
 
 
+# Effects no flag allows: a fleet rule, or a write that would take what is not ours or move
+# offsets where they mean something else (a rename onto a stranger, an unsafe move).
+INVARIANTS = ("second-writer", "not-owned", "move-unsafe")
+
+
 def allowable() -> list[str]:
     """The codes --allow-destructive takes: the destructive effects (a fleet rule never is)."""
-    return [c for c, (_, destructive) in KINDS.items() if destructive and c not in ("second-writer", "not-owned")]
+    return [c for c, (_, destructive) in KINDS.items() if destructive and c not in INVARIANTS]
 
 
 @dataclass(frozen=True)

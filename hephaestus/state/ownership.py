@@ -168,6 +168,9 @@ def claims_of(names: Iterable[str], scope: str, how: str, run_id: str) -> list[C
 # finished by the next run, and another team's connector created under the same name since (its
 # config differs) is never taken for ours.
 RELEASING = "releasing "
+# A connector moving in from another cluster of the project (issue 49), marked before the move's
+# first write; the run's record replaces it with `moved`, or forgets it when nothing came.
+MOVING = "moving from "
 
 
 def releasing(claim: Claim, fingerprint: str, run_id: str) -> Claim:

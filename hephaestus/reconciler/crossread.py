@@ -1,0 +1,57 @@
+"""Moves between clusters at the edges (issue 49): the plugins' versions a move's checks read, only
+when the run has a move (`reconciler.crossing` pairs them, purely), and each selected cluster as a
+move leaving it sees it: its Connect client and its ownership record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hephaestus.connect import ConnectClient, ConnectError
+from hephaestus.fleet.model import Desired, Live
+from hephaestus.project import Project
+from hephaestus.reconciler import crossing, moves
+from hephaestus.reconciler.claims import OwnershipClaims
+from hephaestus.reconciler.outcome import ClusterOutcome
+from hephaestus.reconciler.plan import Policy
+from hephaestus.reconciler.planning import Clients, Read
+from hephaestus.state import ownership
+
+
+def moved(
+    outs: list[ClusterOutcome],
+    clients: Clients,
+    reads: Mapping[str, Read],
+    desired: Mapping[str, Mapping[str, Desired]],
+    policy: Policy,
+) -> list[ClusterOutcome]:
+    """The connectors whose files moved between two selected clusters, each one `move` step
+    (`reconciler.crossing`); the plugins' versions are read only when there is one."""
+    found = crossing.found(outs, desired)
+    if not found:
+        return outs
+    read = {c: versions(clients.get(c)) for c in sorted(crossing.clusters(found))}
+    facts = crossing.Facts({n: r.kafka for n, r in reads.items()}, read)
+    return crossing.paired(outs, found, desired, facts, policy)
+
+
+def versions(client: ConnectClient | None) -> dict[str, str] | None:
+    """{connector class: version} as the cluster's workers report it (None: not asked, or no answer:
+    a move then fails closed)."""
+    if client is None:
+        return None
+    try:
+        return {p.class_name: p.version for p in client.plugins()}
+    except ConnectError:
+        return None
+
+
+def peers(
+    project: Project, store: ownership.OwnershipStore, run_id: str, clients: Clients, reads: Mapping[str, Read]
+) -> dict[str, moves.Peer]:
+    """Each selected cluster as a move leaving it sees it: its client and ownership record."""
+    found = {}
+    for name, client in clients.made.items():
+        live = {n: Live(n, c.config, c.type, c.state) for n, c in (reads[name].fleet or {}).items()}
+        marks = OwnershipClaims(store, project, project.clusters[name], run_id, live)
+        found[name] = moves.Peer(client, marks)
+    return found
