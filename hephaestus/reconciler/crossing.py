@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from hephaestus.fleet.model import Desired, Live
 from hephaestus.reconciler.outcome import ClusterOutcome
-from hephaestus.reconciler.plan import Policy, Step, changes_of
+from hephaestus.reconciler.plan import Held, Plan, Policy, Step, changes_of
 from hephaestus.safety import effects
 from hephaestus.safety.effects import Effect
 
@@ -156,3 +156,23 @@ def _unsafe(m: Move, facts: Facts) -> list[tuple[str, str]]:
 def _version(facts: Facts, cluster: str, cls: str) -> str | None:
     versions = facts.versions.get(cluster)
     return None if versions is None else versions.get(cls)
+
+
+def held(outs: Sequence[ClusterOutcome]) -> list[ClusterOutcome]:
+    """A move writes to the cluster it leaves too (stop, delete): while that cluster's plan is
+    refused (by the gate, or a sealed plan gone stale there), nothing may be written there, so
+    the move is held and the rest of this cluster's plan goes."""
+    refused = {o.cluster for o in outs if o.plan is not None and o.plan.refusals}
+    return [replace(o, plan=_held(o.plan, refused)) if o.plan is not None else o for o in outs]
+
+
+def _held(p: Plan, refused: set[str]) -> Plan:
+    held = [s for s in p.of("move") if s.moved_from in refused]
+    if not held:
+        return p
+    why = "{}'s plan is refused, and a move writes to the cluster it leaves"
+    return replace(
+        p,
+        steps=tuple(s for s in p.steps if s not in held),
+        held=(*p.held, *(Held(s.name, why.format(s.moved_from)) for s in held)),
+    )

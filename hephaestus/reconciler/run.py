@@ -29,6 +29,7 @@ from hephaestus.fleet.model import DEFAULT_IGNORE_KEYS, Desired
 from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import (
     apply,
+    crossing,
     crossread,
     gating,
     moves,
@@ -240,7 +241,8 @@ class _Reconcile:
         views = [_view(reads[n], desired.get(n, {}), next((o for o in outs if o.cluster == n), None)) for n in reads]
         plans, verdict = gating.judged(views, self.policy)
         blind = [f"{r.cluster.name} ({r.error})" for r in reads.values() if r.fleet is None] + unloaded
-        return [_judged(o, plans.get(o.cluster), blind, self.options.sealed) for o in outs], verdict
+        judged = [_judged(o, plans.get(o.cluster), blind, self.options.sealed) for o in outs]
+        return crossing.held(judged), verdict
 
     def finish(self, client: ConnectClient | None, base: ClusterOutcome, verdict: Verdict) -> ClusterOutcome:
         """Unless a dry run, refused or invalid: validate all, then apply what the gate cleared."""
@@ -345,10 +347,9 @@ class _Reconcile:
         basis: Basis | None = None,
         rolled: executor.Rolled | None = None,
     ) -> str:
-        """What this run created, renamed or adopted is now owned (what it deleted or renamed
-        away was released before the write). Recorded after Connect confirmed each write (a
-        crash before this leaves a connector unowned: never deleted by mistake, adopted by
-        the next apply)."""
+        """What this run created, renamed, moved in or adopted is now owned (what it deleted or
+        renamed away was released before the write). Recorded after Connect confirmed each write
+        (a crash before this leaves it unowned: never deleted by mistake, adopted next time)."""
         wrote = {r.name for r in results if r.wrote}
         how = {"create": "created", "rename": "renamed", "move": "moved"}  # an unowned one updated: p.adopt
         undone = rolled.undone if rolled else frozenset()
@@ -356,9 +357,7 @@ class _Reconcile:
         claims += [(n, "adopted") for n in p.adopt] + [(n, "restored") for n in (rolled.restored if rolled else ())]
         scope = ownership.scope_of(cluster.select)
         try:
-            claims += self._settled_marks(
-                cluster, basis, {s.name for s in p.of("delete")}, {s.name for s in p.of("move")}
-            )
+            claims += self._settled_marks(cluster, basis, p)
             for kind in sorted({h for _, h in claims}):
                 names = [n for n, h in claims if h == kind]
                 self.store.claim(self.project.name, cluster.name, ownership.claims_of(names, scope, kind, self.run_id))
@@ -366,9 +365,7 @@ class _Reconcile:
             return f"applied, but the ownership record was not updated: {exc}"
         return ""
 
-    def _settled_marks(
-        self, cluster: Cluster, basis: Basis | None, deleting: set[str], moving: set[str]
-    ) -> list[tuple[str, str]]:
+    def _settled_marks(self, cluster: Cluster, basis: Basis | None, p: Plan) -> list[tuple[str, str]]:
         """Releases an earlier run never saw through: a mark whose connector is gone, or runs
         another config (not the one marked: someone else's, or changed by hand), is forgotten;
         one still running the config it had is ours again (`kept`), before this run's writes
@@ -380,11 +377,10 @@ class _Reconcile:
             for n, c in self.store.owned(self.project.name, cluster.name).items()
             if c.how.startswith((ownership.RELEASING, ownership.MOVING))
         }
-        # This run's own moves mark what they bring before it runs here (`moves.move` forgets a
-        # mark that nothing came of): a move that stopped part-way is the next run's to finish.
-        gone = sorted(n for n in marks if n not in basis.owned and n not in moving)
+        # A mark of this run's move stays (a move stopped part-way is the next run's to finish).
+        gone = sorted(n for n in marks if n not in basis.owned and n not in {s.name for s in p.of("move")})
         self.store.release(self.project.name, cluster.name, gone)
-        return [(n, "kept") for n in sorted(marks & basis.owned - deleting)]
+        return [(n, "kept") for n in sorted(marks & basis.owned - {s.name for s in p.of("delete")})]
 
 
 def _view(read: Read, desired: Mapping[str, Desired], out: ClusterOutcome | None) -> gating.GatedCluster:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from hephaestus.reconciler.outcome import ClusterOutcome, StepResult
 from hephaestus.reconciler.render import text
@@ -214,3 +215,49 @@ def test_a_move_from_a_cluster_not_in_the_run_is_not_a_move(tmp_path: Path) -> N
     outs = by_cluster(w.run(RunOptions(dry_run=True, apply=FAST), clusters=["b"]))
     b = outs["b"].plan
     assert b is not None and [s.action for s in b.steps] == ["create"]
+
+
+def test_a_move_from_a_cluster_whose_plan_is_refused_is_held_and_the_rest_goes(tmp_path: Path) -> None:
+    w = moving(tmp_path)
+    # a's own plan is refused: its only change drops its sink's deletes (a destructive effect)
+    w.git("a", "keep", cfg(topics="k", **{"delete.enabled": "false"}))
+    w.doubles["a"].add("keep", cfg(topics="k", **{"delete.enabled": "true", "primary.key.mode": "record_key"}))
+    w.own("a", "keep")
+    w.git("b", "other", cfg(topics="o"))
+    outs = by_cluster(w.run())
+    a, b = outs["a"].plan, outs["b"].plan
+    assert a is not None and a.refusals and b is not None and not b.refusals
+    assert [h.name for h in b.held] == ["s"] and "a's plan is refused" in b.held[0].why
+    assert [(r.name, r.ok) for r in outs["b"].results] == [("other", True)]
+    assert writes(w)["a"] == [] and w.doubles["a"].connectors["s"].state == "RUNNING"
+
+
+def test_a_sealed_move_applies_as_planned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hephaestus.reconciler import sealed
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.yaml").write_text("# the project file a plan is sealed with\n")
+    w = moving(tmp_path)
+    planned = w.run(RunOptions(dry_run=True, apply=FAST))
+    plan = sealed.build(w.project, planned, sealed.PlanScope(), list(w.project.clusters.values()))
+    (step,) = plan.cluster("b")["steps"]  # type: ignore[index]
+    assert (step["action"], step["moved_from"]) == ("move", "a")
+    outs = by_cluster(w.run(RunOptions(apply=FAST, sealed=plan)))
+    assert [(r.action, r.ok) for r in outs["b"].results] == [("move", True)] and outs["a"].results == ()
+    assert "s" not in w.doubles["a"].connectors and w.doubles["b"].connectors["s"].offsets == OFFSETS
+
+
+def test_a_sealed_move_whose_connector_changed_on_the_old_cluster_is_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hephaestus.reconciler import sealed
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.yaml").write_text("# the project file a plan is sealed with\n")
+    w = moving(tmp_path)
+    planned = w.run(RunOptions(dry_run=True, apply=FAST))
+    plan = sealed.build(w.project, planned, sealed.PlanScope(), list(w.project.clusters.values()))
+    w.doubles["a"].connectors["s"].config["batch.size"] = "7"  # changed by hand on a since the review
+    outs = by_cluster(w.run(RunOptions(apply=FAST, sealed=plan)))
+    assert outs["a"].plan is not None and "stale plan" in outs["a"].plan.refused
+    assert writes(w) == {"a": [], "b": []}
