@@ -27,6 +27,7 @@ from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.plan import Held, Plan, Policy, Step, changes_of
 from hephaestus.safety import effects
 from hephaestus.safety.effects import Effect
+from hephaestus.state.ownership import MOVING, Claim
 
 
 @dataclass(frozen=True)
@@ -176,3 +177,24 @@ def _held(p: Plan, refused: set[str]) -> Plan:
         steps=tuple(s for s in p.steps if s not in held),
         held=(*p.held, *(Held(s.name, why.format(s.moved_from)) for s in held)),
     )
+
+
+def unfinished(outs: Sequence[ClusterOutcome], claims: Mapping[str, Mapping[str, Claim]]) -> list[ClusterOutcome]:
+    """A copy a killed move left on B (marked `moving from A`) that this run does not move: held.
+    Started alone, without the offsets the move would have written, a source snapshots again."""
+    return [replace(o, plan=_unmoved(o.plan, claims.get(o.cluster, {}))) if o.plan is not None else o for o in outs]
+
+
+def _unmoved(p: Plan, claims: Mapping[str, Claim]) -> Plan:
+    held = [s for s in p.writes if s.action != "move" and claims.get(s.name, _NONE).how.startswith(MOVING)]
+    if not held:
+        return p
+    why = "{} left part-way; reconcile both clusters in one run to finish it"
+    return replace(
+        p,
+        steps=tuple(s for s in p.steps if s not in held),
+        held=(*p.held, *(Held(s.name, why.format(claims[s.name].how)) for s in held)),
+    )
+
+
+_NONE = Claim("", "", "", "")

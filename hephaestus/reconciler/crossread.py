@@ -25,13 +25,15 @@ def moved(
     policy: Policy,
 ) -> list[ClusterOutcome]:
     """The connectors whose files moved between two selected clusters, each one `move` step
-    (`reconciler.crossing`); the plugins' versions are read only when there is one."""
+    (`reconciler.crossing`); the plugins' versions are read only when there is one. A copy a
+    killed move left that this run does not move is held."""
     found = crossing.found(outs, desired)
-    if not found:
-        return outs
-    read = {c: versions(clients.get(c)) for c in sorted(crossing.clusters(found))}
-    facts = crossing.Facts({n: r.kafka for n, r in reads.items()}, read)
-    return crossing.paired(outs, found, desired, facts, policy)
+    if found:
+        read = {c: versions(clients.get(c)) for c in sorted(crossing.clusters(found))}
+        facts = crossing.Facts({n: r.kafka for n, r in reads.items()}, read)
+        outs = crossing.paired(outs, found, desired, facts, policy)
+    # After the pairing: a copy a killed move left, that this run does not move, is held.
+    return crossing.unfinished(outs, {n: r.claims for n, r in reads.items()})
 
 
 def versions(client: ConnectClient | None) -> dict[str, str] | None:

@@ -5,6 +5,7 @@ a killed run left part-way taken up at the first step not done (mutation-tested 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -261,3 +262,19 @@ def test_a_sealed_move_whose_connector_changed_on_the_old_cluster_is_stale(
     outs = by_cluster(w.run(RunOptions(apply=FAST, sealed=plan)))
     assert outs["a"].plan is not None and "stale plan" in outs["a"].plan.refused
     assert writes(w) == {"a": [], "b": []}
+
+
+def test_a_copy_a_killed_move_left_is_held_when_only_its_new_cluster_is_reconciled(tmp_path: Path) -> None:
+    """b alone would start the copy without the offsets the move writes: a source snapshots again."""
+    w = moving(tmp_path)
+    w.doubles["a"].connectors["s"].state = "STOPPED"
+    w.doubles["b"].add("s", cfg(), state="STOPPED")
+    path = w.project.clusters["b"].connectors / "sink" / "s.json"
+    path.write_text(json.dumps({"name": "s", "state": "running", "config": cfg()}))  # git asks it to run
+    scope = ownership.scope_of(())
+    ownership_store(w.project).claim("default", "b", ownership.claims_of(["s"], scope, "moving from a", "r0"))
+    (out,) = w.run(clusters=["b"])
+    assert out.plan is not None and [(h.name, h.why) for h in out.plan.held] == [
+        ("s", "moving from a left part-way; reconcile both clusters in one run to finish it")
+    ]
+    assert writes(w) == {"a": [], "b": []} and w.doubles["b"].connectors["s"].state == "STOPPED"
