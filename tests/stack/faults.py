@@ -1,5 +1,6 @@
-"""Faults on the real stack: kill -9 a Connect worker and bring it back, read what the worker
-itself saw (its REST request log), run hephaestus as a separate process.
+"""Faults on the real stack: kill -9 a Connect worker (or stop it, and recreate its cluster empty)
+and bring it back, read what the worker itself saw (its REST request log), run hephaestus as a
+separate process.
 
 The worker's request log (`RestServer` lines: method, path, status) is the independent
 witness of how many writes reached Connect; hephaestus's own counters are not trusted here.
@@ -62,7 +63,36 @@ def kill_worker(stack: Stack, worker: int = 1) -> None:
     wait_until(lambda: not Path(f"/proc/{pid}").exists() or None, timeout=30, message=f"worker {pid} gone")
 
 
-def restart_stack(stack: Stack) -> None:
+def stop_worker(stack: Stack, worker: int) -> None:
+    """Stop Connect worker `worker` as `dev/stack/down` does (TERM, KILL after the stack's stop
+    timeout): its tasks commit and leave their groups, as a cluster taken down in order does."""
+    subprocess.run(
+        ["bash", "-c", 'source "$1/env.sh" && source "$1/lib.sh" && heph_java_stop "$2"', "_", str(STACK_SRC),
+         f"connect{worker}"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert not connect_answers(worker_url(stack, worker)), f"connect{worker} still answers after its stop"
+
+
+def internal_topics(stack: Stack, worker: int) -> list[str]:
+    """Connect worker `worker`'s config, offsets and status topics, read from the properties
+    dev/stack/up wrote for it (one source of truth for their names)."""
+    props = (stack.work_dir / f"connect{worker}" / "connect-distributed.properties").read_text()
+    keys = ("config.storage.topic", "offset.storage.topic", "status.storage.topic")
+    found = dict(line.split("=", 1) for line in props.splitlines() if line.split("=", 1)[0] in keys)
+    assert sorted(found) == sorted(keys), found
+    return [found[k].strip() for k in keys]
+
+
+def worker_url(stack: Stack, worker: int) -> str:
+    url = {1: stack.connect_url, 2: stack.connect2_url, 3: stack.connect3_url}[worker]
+    assert url is not None, f"no Connect cluster {worker} in this stack"
+    return url
+
+
+def restart_stack(stack: Stack, worker: int = 1) -> None:
     """`dev/stack/up` starts what is missing and returns when Connect answers with its plugins;
     then wait until the worker says it has started (`GET /health`): before that its listings
     may lack connectors, and what a test reads from them would be wrong."""
@@ -73,9 +103,10 @@ def restart_stack(stack: Stack) -> None:
         timeout=300,
         env={**os.environ, "HEPH_STACK_CONNECTS": str(stack.connects)},
     )
-    assert connect_answers(stack.connect_url)
+    url = worker_url(stack, worker)
+    assert connect_answers(url)
     wait_until(
-        lambda: httpx.get(stack.connect_url + "/health", timeout=5).status_code == 200,
+        lambda: httpx.get(url + "/health", timeout=5).status_code == 200,
         timeout=180,
         message="the restarted worker has started",
     )

@@ -7,6 +7,9 @@ import uuid
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.stack.support import wait_until
 
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 20.0) -> list[dict[str, Any] | None]:
@@ -49,3 +52,16 @@ def ops(values: list[dict[str, Any] | None]) -> list[tuple[str, str]]:
         row = payload.get("after") or payload.get("before") or {}
         out.append((payload["op"], str(next(iter(row.values()), ""))))
     return out
+
+
+def delete_topics(bootstrap: str, topics: list[str], timeout: float = 60.0) -> None:
+    """Delete `topics` and wait until the broker lists none of them: a topic of the same name
+    created before then (a worker's internal topic) could meet the old one's metadata."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_topics(topics, operation_timeout=timeout).values():
+        future.result(timeout)
+    wait_until(
+        lambda: not set(topics) & set(admin.list_topics(timeout=10).topics),
+        timeout=timeout,
+        message=f"topics {topics} deleted",
+    )

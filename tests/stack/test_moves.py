@@ -21,7 +21,7 @@ import pytest
 
 from hephaestus.state.ledgerdoc import lsn_of
 from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.kafka import read_topic
+from tests.stack.kafka import ops, read_topic
 from tests.stack.support import ConnectClient, Stack, read_rows, wait_until
 
 RATE, SECONDS = 100, 60  # rows a second, for so long (the load)
@@ -110,7 +110,7 @@ def test_a_source_and_its_sink_move_to_another_cluster_under_load_losing_and_rep
 
     writer = Writer(bob).start()
     wait_until(lambda: at_sink() > 0 or None, timeout=180, message="the writer's first rows at auth")
-    snapshots = sum(1 for v in read_topic(stack.bootstrap, topic) if v and v.get("op") == "r")
+    snapshots = sum(1 for op, _ in ops(read_topic(stack.bootstrap, topic)) if op == "r")
     before, slots_before = slot(stack, fleet)
 
     assert (moved(fleet, "source"), moved(fleet, "sink")) == (source, sink)
@@ -139,7 +139,9 @@ def test_a_source_and_its_sink_move_to_another_cluster_under_load_losing_and_rep
     )[0]
     assert count == distinct == written  # each row once
     values = read_topic(stack.bootstrap, topic)
-    assert sum(1 for v in values if v and v.get("op") == "r") == snapshots, "no snapshot after the move"
+    assert sum(1 for op, _ in ops(values) if op == "r") == snapshots, "no snapshot after the move"
+    inserts = [key for op, key in ops(values) if op == "c" and key.startswith("move-")]
+    assert len(inserts) == len(set(inserts)) == written  # each row in the topic once: none repeated
     after, slots_after = slot(stack, fleet)
     assert slots_after == slots_before and after > before  # the same slot, still advancing
 
