@@ -73,6 +73,7 @@ def fleet(
     fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect, "second": connect2})
     fleet.only_users_to_auth()
     fleet.edit_project(policy={"ready_timeout_s": 180, "stability_window_s": 2})
+    (fleet.root / "connectors/second").mkdir()  # a cluster's folder, empty until the move
     return fleet
 
 
