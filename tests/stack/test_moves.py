@@ -80,7 +80,9 @@ def fleet(
 def slot(stack: Stack, fleet: Fleet) -> tuple[int, list[str]]:
     """The source's slot's confirmed_flush_lsn, and every slot of its database (by name)."""
     rows = read_rows(
-        stack.dsn(fleet.dbs["bob"]), "SELECT slot_name, confirmed_flush_lsn::text FROM pg_replication_slots"
+        stack.dsn(fleet.dbs["bob"]),
+        # pg_replication_slots is the whole server's: the tests beside this one make and drop theirs
+        "SELECT slot_name, confirmed_flush_lsn::text FROM pg_replication_slots WHERE database = current_database()",
     )
     mine = [lsn_of(str(lsn)) for name, lsn in rows if name == fleet.slot()]
     assert len(mine) == 1, rows
