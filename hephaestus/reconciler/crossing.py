@@ -68,7 +68,7 @@ def _from(
     desired: Mapping[str, Mapping[str, Desired]],
 ) -> list[Move]:
     assert b.basis is not None
-    if name not in desired.get(b.cluster, {}):
+    if name not in desired[b.cluster]:
         return []
     leaving = [a for a in outs if a is not b and _leaves(a, name, desired)]
     if len(leaving) != 1:

@@ -278,3 +278,48 @@ def test_a_copy_a_killed_move_left_is_held_when_only_its_new_cluster_is_reconcil
         ("s", "moving from a left part-way; reconcile both clusters in one run to finish it")
     ]
     assert writes(w) == {"a": [], "b": []} and w.doubles["b"].connectors["s"].state == "STOPPED"
+
+
+def test_a_move_step_carries_git_s_file_class_and_what_changes_on_the_way(tmp_path: Path) -> None:
+    w = moving(tmp_path)
+    w.git("b", "s", cfg(**{"batch.size": "7"}))  # moved and changed in one commit
+    b = by_cluster(w.run(RunOptions(dry_run=True, apply=FAST)))["b"].plan
+    assert b is not None
+    (step,) = b.steps
+    assert step.connector_class == SINK and step.origin.endswith("sink/s.json") and step.target_state == "RUNNING"
+    assert [(c.key, c.before, c.after) for c in step.changes] == [("batch.size", None, "7")]
+    by_cluster(w.run())
+    assert w.doubles["b"].connectors["s"].config["batch.size"] == "7"  # B runs git's config
+
+
+def test_a_stranger_on_the_new_cluster_is_not_adopted_by_the_refused_move(tmp_path: Path) -> None:
+    w = moving(tmp_path)
+    w.doubles["b"].add("s", cfg(topics="theirs"))
+    b = by_cluster(w.run(RunOptions(dry_run=True, apply=FAST)))["b"].plan
+    assert b is not None and b.adopt == ()
+    (step,) = b.steps
+    assert [(e.code, e.invariant) for e in step.effects if e.invariant] == [("not-owned", True)]
+
+
+def test_a_kafka_identity_one_cluster_hides_fails_closed(tmp_path: Path) -> None:
+    w = moving(tmp_path)
+    w.doubles["b"].faults.append(lambda req, d: error(404, "HTTP 404 Not Found") if req.url.path == "/" else None)
+    assert "a and b do not share a Kafka cluster (dbl-kafka-cluster-0, ?)" in refused(w)
+
+
+def test_a_plugin_neither_cluster_has_fails_closed(tmp_path: Path) -> None:
+    w = moving(tmp_path)
+    for d in w.doubles.values():
+        del d.plugins[SINK]
+    assert f"{SINK} is not installed on a, not installed on b" in refused(w)
+
+
+def test_a_cluster_not_read_stays_in_the_report_beside_a_move(tmp_path: Path) -> None:
+    w = World(tmp_path, "a", "b", "c")
+    w.doubles["a"].add("s", cfg()).offsets = list(OFFSETS)
+    w.own("a", "s")
+    w.git("b", "s", cfg())
+    w.doubles["c"].faults.append(lambda req, d: error(500, "down"))
+    outs = by_cluster(w.run(RunOptions(dry_run=True, apply=FAST)))
+    assert sorted(outs) == ["a", "b", "c"] and outs["c"].plan is None and outs["c"].error
+    assert [s.action for s in outs["b"].plan.steps] == ["move"] if outs["b"].plan else False
