@@ -8,12 +8,14 @@ from typing import Any
 import httpx
 import pytest
 
+from hephaestus.errors import HephaestusError
+from hephaestus.reconciler import moves
 from hephaestus.reconciler.apply import execute
 from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, plan
+from hephaestus.reconciler.plan import Desired, Live, Policy, Scope, Step, plan
 from tests.connect_double import ConnectDouble, error
 from tests.unit.conftest import cleared
-from tests.unit.test_core_apply import bodies, cfg, client, no_journal, opts
+from tests.unit.test_core_apply import SINK, bodies, cfg, client, no_journal, opts
 
 OFFSETS = [
     {"partition": {"kafka_topic": "t", "kafka_partition": 0}, "offset": {"kafka_offset": 42}},
@@ -186,3 +188,117 @@ def test_a_stop_that_fails_changes_nothing() -> None:
     (result,) = rename(double)
     assert not result.ok and list(double.connectors) == ["old"] and double.connectors["old"].state == "RUNNING"
     assert writes(seen) == []  # the refused stop itself never reached the server
+
+
+# --- moves between clusters (issue 49): moves.move over two doubles -----------------------------
+
+
+class Marks:
+    """An ownership record as a move sees it, in memory; `refuse` makes every write fail."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.refuse = refuse
+
+    def _note(self, what: str, name: str) -> None:
+        if self.refuse:
+            raise HephaestusError("ownership record: disk full")
+        self.log.append((what, name))
+
+    def release(self, name: str) -> None:
+        self._note("release", name)
+
+    def forget(self, name: str) -> None:
+        self._note("forget", name)
+
+    def moving(self, name: str, source: str) -> None:
+        self._note(f"moving from {source}", name)
+
+
+def move_step(live_state: str = "RUNNING") -> Step:
+    return Step("move", "s", config=cfg(), connector_class=SINK, live_state=live_state, moved_from="a")
+
+
+def two(a_state: str | None = "RUNNING", b_state: str | None = None) -> tuple[ConnectDouble, ConnectDouble]:
+    a, b = ConnectDouble(), ConnectDouble()
+    if a_state is not None:
+        a.add("s", cfg(), state=a_state).offsets = list(OFFSETS)
+    if b_state is not None:
+        b.add("s", cfg(), state=b_state)
+    return a, b
+
+
+@pytest.mark.parametrize("state", ["PAUSED", "STOPPED", "RUNNING"])
+def test_a_move_ends_in_the_state_asked_for(state: str) -> None:
+    a, b = two()
+    here, there = Marks(), Marks()
+    detail = moves.move(client(b), move_step(), state, moves.Peer(client(a), there), here)
+    assert detail == "moved from a, 2 offset partitions carried over"
+    assert b.connectors["s"].state == state and b.connectors["s"].offsets == OFFSETS and "s" not in a.connectors
+    assert here.log == [("moving from a", "s")] and there.log == [("release", "s"), ("forget", "s")]
+
+
+def test_a_move_with_no_ownership_records_still_moves() -> None:
+    a, b = two()
+    assert moves.move(client(b), move_step(), "RUNNING", moves.Peer(client(a))).startswith("moved from a")
+    assert "s" not in a.connectors and b.connectors["s"].state == "RUNNING"
+
+
+def test_no_mark_no_move() -> None:
+    a, b = two()
+    with pytest.raises(moves.RenameFailed, match="^not applied: ownership record: disk full$"):
+        moves.move(client(b), move_step(), "RUNNING", moves.Peer(client(a)), Marks(refuse=True))
+    assert a.writes() == [] and b.writes() == [] and a.connectors["s"].state == "RUNNING"
+
+
+def test_gone_from_the_old_cluster_and_stopped_here_is_started() -> None:
+    a, b = two(a_state=None, b_state="STOPPED")
+    detail = moves.move(client(b), move_step(), "PAUSED", moves.Peer(client(a)))
+    assert detail == "moved from a by an earlier run, which deleted it there"
+    assert b.connectors["s"].state == "PAUSED" and a.writes() == []
+
+
+def test_gone_from_the_old_cluster_and_running_here_is_left_alone() -> None:
+    a, b = two(a_state=None, b_state="RUNNING")
+    moves.move(client(b), move_step(), "RUNNING", moves.Peer(client(a)))
+    assert b.writes() == [] and a.writes() == []
+
+
+def test_on_neither_cluster_there_is_nothing_to_move() -> None:
+    a, b = two(a_state=None)
+    here = Marks()
+    with pytest.raises(moves.RenameFailed, match="^s runs on neither a nor here: nothing to move$"):
+        moves.move(client(b), move_step(), "RUNNING", moves.Peer(client(a)), here)
+    assert here.log == [("moving from a", "s"), ("forget", "s")]  # nothing came of it here
+
+
+def patch_fails(request: httpx.Request, double: ConnectDouble) -> httpx.Response | None:
+    return error(500, "offsets topic unavailable") if request.method == "PATCH" else None
+
+
+def test_a_copy_an_earlier_run_made_here_is_kept_when_the_offsets_fail_again() -> None:
+    a, b = two(a_state="STOPPED", b_state="STOPPED")
+    b.faults.append(patch_fails)
+    here = Marks()
+    with pytest.raises(moves.RenameFailed, match="failed before the offsets moved") as caught:
+        moves.move(client(b), move_step("STOPPED"), "RUNNING", moves.Peer(client(a)), here)
+    assert "rolled back: s is STOPPED on a again" in str(caught.value)
+    assert b.connectors["s"].state == "STOPPED" and ("DELETE", "/connectors/s") not in b.writes()
+    assert here.log == [("moving from a", "s")]  # its copy is still here: the mark stays
+
+
+@pytest.mark.parametrize(("live", "said"), [("PAUSED", "PAUSED"), ("", "RUNNING")])
+def test_a_roll_back_puts_the_old_one_back_in_its_state(live: str, said: str) -> None:
+    a, b = two()
+    b.faults.append(patch_fails)
+    with pytest.raises(moves.RenameFailed, match=f"rolled back: s is {said} on a again"):
+        moves.move(client(b), move_step(live), "RUNNING", moves.Peer(client(a)), Marks())
+    assert a.connectors["s"].state == said and "s" not in b.connectors
+
+
+def test_a_start_that_fails_after_the_offsets_moved_is_reported_not_undone() -> None:
+    a, b = two()
+    b.faults.append(lambda req, d: error(500, "rebalancing") if req.url.path.endswith("/resume") else None)
+    with pytest.raises(moves.RenameFailed, match="carried over, but s did not start here .STOPPED here and on a"):
+        moves.move(client(b), move_step(), "RUNNING", moves.Peer(client(a)), Marks())
+    assert b.connectors["s"].offsets == OFFSETS and a.connectors["s"].state == "STOPPED"
