@@ -19,7 +19,12 @@ tests/stack/test_smoke.py):
 - `PUT /connector-plugins/C/config/validate`: 200 with `error_count` and `configs` (each with
   its `definition.type`); `GET /connector-plugins/C/config`: the ConfigKeyInfo list.
 - `GET /connector-plugins[?connectorsOnly=false]` (`ConnectorPluginsResource`): `[{"class",
-  "type", "version"}]`, only sources and sinks unless `connectorsOnly=false`.
+  "type", "version"}]`, one entry per installed version (KIP-891, Connect 4.1+), only sources
+  and sinks unless `connectorsOnly=false`.
+- A status (`…/status`, the listing's) names the `version` each connector and task runs (KIP-891):
+  the newest installed version of its class that its `connector.plugin.version` allows, as
+  `PluginVersionUtils` reads a pin (none or `latest`: the newest; a plain version: exactly it).
+  `versions = False` answers as a worker before 4.1 does: no `version` in a status.
 - `GET /` (`RootResource`): `{"version", "commit", "kafka_cluster_id"}`.
 - `GET /health` (KIP-1017, Connect 3.9+, `HealthResource`): 200 `{"status": "healthy", …}` once
   the worker has started, 503 `{"status": "starting", …}` before (`starting` counts those).
@@ -41,6 +46,7 @@ left as written: what those platforms answer there is not documented. Off by def
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -91,13 +97,15 @@ class ConnectDouble:
         self.mask = ""  # a managed platform's answer for a PASSWORD value ("": Kafka's, none)
         self.starting = 0  # GET /health answers 503 this many more times
         self.kafka_cluster_id = "dbl-kafka-cluster-0"  # what GET / names
-        # What GET /connector-plugins lists: class -> (type, version), as the stack's workers run them.
-        self.plugins: dict[str, tuple[str, str]] = {
-            "io.debezium.connector.postgresql.PostgresConnector": ("source", "3.5.0.Final"),
-            "io.debezium.connector.jdbc.JdbcSinkConnector": ("sink", "3.5.0.Final"),
-            "io.confluent.connect.jdbc.JdbcSinkConnector": ("sink", "10.8.4"),
-            "org.apache.kafka.connect.json.JsonConverter": ("converter", "4.3.1"),
-        }
+        # What GET /connector-plugins lists: (class, type, version), one entry per installed version.
+        self.plugins: list[tuple[str, str, str]] = [
+            ("io.debezium.connector.postgresql.PostgresConnector", "source", "3.5.0.Final"),
+            ("io.debezium.connector.jdbc.JdbcSinkConnector", "sink", "3.5.0.Final"),
+            ("io.confluent.connect.jdbc.JdbcSinkConnector", "sink", "10.8.4"),
+            ("org.apache.kafka.connect.json.JsonConverter", "converter", "4.3.1"),
+        ]
+        self.worker_id = "w1"  # what statuses name as the worker (its advertised host:port)
+        self.versions = True  # statuses name the version each runs (Connect 4.1+)
         self._lock = threading.Lock()
 
     # --- what tests read -------------------------------------------------------------
@@ -137,7 +145,7 @@ class ConnectDouble:
             )
         if parts == ["connector-plugins"] and m == "GET":
             every = request.url.params.get("connectorsOnly") == "false"
-            listed = [{"class": c, "type": t, "version": v} for c, (t, v) in sorted(self.plugins.items())]
+            listed = [{"class": c, "type": t, "version": v} for c, t, v in sorted(self.plugins)]
             return httpx.Response(200, json=[p for p in listed if every or p["type"] in ("source", "sink")])
         if parts[0] == "connector-plugins" and parts[-1] == "validate":
             configs = [
@@ -264,11 +272,22 @@ class ConnectDouble:
                 if state == "FAILED"
                 else None
             )
+        runs = {"version": self.running(c.config)} if self.versions else {}
         tasks = [
-            {"id": i, "state": s, "worker_id": "w1", **({"trace": c.trace} if s == "FAILED" else {})}
+            {"id": i, "state": s, "worker_id": self.worker_id, **runs, **({"trace": c.trace} if s == "FAILED" else {})}
             for i, s in enumerate(c.task_states)
         ]
-        return {"name": c.name, "type": c.type, "connector": {"state": c.state, "worker_id": "w1"}, "tasks": tasks}
+        conn = {"state": c.state, "worker_id": self.worker_id, **runs}
+        return {"name": c.name, "type": c.type, "connector": conn, "tasks": tasks}
+
+    def running(self, config: dict[str, str]) -> str:
+        """The version a connector of this config runs: its pin's, else the newest installed."""
+        cls, pin = config.get("connector.class", ""), config.get("connector.plugin.version", "").strip()
+        held = [v for c, _, v in self.plugins if c == cls]
+        if pin and pin != "latest":
+            return pin if pin in held else ""
+        # Release numbers compared as numbers (its own reading, not the code under test's).
+        return max(held, key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v))) if held else ""
 
     def _shown(self, config: dict[str, str]) -> dict[str, str]:
         """A config as answered: PASSWORD values masked on a platform that masks them."""

@@ -15,6 +15,7 @@ class TaskState:
     state: str
     worker_id: str
     trace: str | None = None
+    version: str = ""  # the plugin version it runs (Connect 4.1+, KIP-891; "" before)
 
 
 def _healthy(state: str, tasks: tuple[TaskState, ...]) -> bool:
@@ -34,6 +35,7 @@ class ConnectorStatus:
     worker_id: str
     trace: str | None
     tasks: tuple[TaskState, ...]
+    version: str = ""  # the plugin version it runs (Connect 4.1+, KIP-891; "" before)
 
     @property
     def healthy(self) -> bool:
@@ -65,7 +67,7 @@ class LiveConnector(ConnectorStatus):
 
     @property
     def status(self) -> ConnectorStatus:
-        return ConnectorStatus(self.name, self.type, self.state, self.worker_id, self.trace, self.tasks)
+        return ConnectorStatus(self.name, self.type, self.state, self.worker_id, self.trace, self.tasks, self.version)
 
 
 @dataclass(frozen=True)

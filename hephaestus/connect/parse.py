@@ -63,6 +63,7 @@ def _task(body: Any, where: str) -> TaskState:
         str(task.get("state", UNKNOWN)),
         str(task.get("worker_id", "")),
         _opt(task.get("trace")),
+        str(task.get("version") or ""),
     )
 
 
@@ -82,6 +83,7 @@ def status(body: Any, where: str = "status") -> ConnectorStatus:
         str(conn.get("worker_id", "")),
         _opt(conn.get("trace")),
         tuple(sorted(tasks, key=lambda t: t.id)),
+        str(conn.get("version") or ""),
     )
 
 
@@ -126,6 +128,7 @@ def _live(name: str, entry: dict[str, Any]) -> LiveConnector | None:
         st.worker_id,
         st.trace,
         st.tasks,
+        st.version,
         config=config(info.get("config", {}), f"{name}.info.config"),
     )
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from hephaestus.fleet import plugins
 from hephaestus.fleet.model import Desired, Live
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.plan import Held, Plan, Policy, Step, changes_of
@@ -46,7 +47,7 @@ class Facts:
     plugins' versions by class (None: not read, or could not be)."""
 
     kafka: Mapping[str, str | None]
-    versions: Mapping[str, Mapping[str, str] | None]
+    versions: Mapping[str, Mapping[str, frozenset[str]] | None]  # {class: versions installed}
 
 
 def found(outs: Sequence[ClusterOutcome], desired: Mapping[str, Mapping[str, Desired]]) -> tuple[Move, ...]:
@@ -148,15 +149,20 @@ def _unsafe(m: Move, facts: Facts) -> list[tuple[str, str]]:
         why = f"{m.source} and {m.target} do not share a Kafka cluster ({ka or '?'}, {kb or '?'})"
         found.append(("move-unsafe", why))
     cls = m.live.config.get("connector.class", "")
-    va, vb = (_version(facts, c, cls) or "not installed" for c in (m.source, m.target))
+    try:
+        need = plugins.requirement(m.live.config.get("connector.plugin.version"))
+    except ValueError as exc:
+        return [*found, ("move-unsafe", f"connector.plugin.version: {exc}")]
+    va, vb = (_version(facts, c, cls, need) or "not installed" for c in (m.source, m.target))
     if va != vb or va == "not installed":
         found.append(("move-unsafe", f"{cls} is {va} on {m.source}, {vb} on {m.target}"))
     return found
 
 
-def _version(facts: Facts, cluster: str, cls: str) -> str | None:
+def _version(facts: Facts, cluster: str, cls: str, need: plugins.Requirement) -> str | None:
+    """The version the connector runs there, as Connect resolves its pin (KIP-891)."""
     versions = facts.versions.get(cluster)
-    return None if versions is None else versions.get(cls)
+    return None if versions is None else need.chosen(versions.get(cls, frozenset()))
 
 
 def held(outs: Sequence[ClusterOutcome]) -> list[ClusterOutcome]:

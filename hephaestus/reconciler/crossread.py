@@ -36,15 +36,16 @@ def moved(
     return crossing.unfinished(outs, {n: r.claims for n, r in reads.items()})
 
 
-def versions(client: ConnectClient | None) -> dict[str, str] | None:
-    """{connector class: version} as the cluster's workers report it (None: not asked, or no answer:
-    a move then fails closed)."""
+def versions(client: ConnectClient | None) -> dict[str, frozenset[str]] | None:
+    """{connector class: the versions installed} as the cluster answers (None: not asked, or no
+    answer: a move then fails closed)."""
     if client is None:
         return None
     try:
-        return {p.class_name: p.version for p in client.plugins()}
+        found = client.plugins()
     except ConnectError:
         return None
+    return {c: frozenset(p.version for p in found if p.class_name == c) for c in {p.class_name for p in found}}
 
 
 def peers(

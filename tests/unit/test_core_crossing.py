@@ -117,13 +117,13 @@ def test_a_move_between_clusters_on_two_kafkas_fails_closed(tmp_path: Path) -> N
 
 def test_a_move_onto_another_plugin_version_fails_closed(tmp_path: Path) -> None:
     w = moving(tmp_path)
-    w.doubles["b"].plugins[SINK] = ("sink", "3.6.0.Final")
+    w.doubles["b"].plugins = [p if p[0] != SINK else (SINK, "sink", "3.6.0.Final") for p in w.doubles["b"].plugins]
     assert f"{SINK} is 3.5.0.Final on a, 3.6.0.Final on b" in refused(w)
 
 
 def test_a_move_onto_a_worker_without_the_plugin_fails_closed(tmp_path: Path) -> None:
     w = moving(tmp_path)
-    del w.doubles["b"].plugins[SINK]
+    w.doubles["b"].plugins = [p for p in w.doubles["b"].plugins if p[0] != SINK]
     assert "is 3.5.0.Final on a, not installed on b" in refused(w)
 
 
@@ -310,7 +310,7 @@ def test_a_kafka_identity_one_cluster_hides_fails_closed(tmp_path: Path) -> None
 def test_a_plugin_neither_cluster_has_fails_closed(tmp_path: Path) -> None:
     w = moving(tmp_path)
     for d in w.doubles.values():
-        del d.plugins[SINK]
+        d.plugins = [p for p in d.plugins if p[0] != SINK]
     assert f"{SINK} is not installed on a, not installed on b" in refused(w)
 
 
@@ -323,3 +323,24 @@ def test_a_cluster_not_read_stays_in_the_report_beside_a_move(tmp_path: Path) ->
     outs = by_cluster(w.run(RunOptions(dry_run=True, apply=FAST)))
     assert sorted(outs) == ["a", "b", "c"] and outs["c"].plan is None and outs["c"].error
     assert [s.action for s in outs["b"].plan.steps] == ["move"] if outs["b"].plan else False
+
+
+def test_a_newer_version_beside_the_old_one_on_the_new_cluster_is_what_an_unpinned_one_would_run(
+    tmp_path: Path,
+) -> None:
+    w = moving(tmp_path)
+    w.doubles["b"].plugins.append((SINK, "sink", "3.6.0.Final"))  # KIP-891: both installed on b
+    assert f"{SINK} is 3.5.0.Final on a, 3.6.0.Final on b" in refused(w)
+
+
+def test_a_connector_pinned_to_a_version_both_clusters_hold_moves(tmp_path: Path) -> None:
+    w = moving(tmp_path, cfg(**{"connector.plugin.version": "3.5.0.Final"}))
+    w.doubles["b"].plugins.append((SINK, "sink", "3.6.0.Final"))
+    outs = by_cluster(w.run())
+    assert [(r.action, r.ok) for r in outs["b"].results] == [("move", True)], outs["b"]
+    assert w.doubles["b"].running(w.doubles["b"].connectors["s"].config) == "3.5.0.Final"
+
+
+def test_a_pin_that_is_no_version_fails_closed(tmp_path: Path) -> None:
+    w = moving(tmp_path, cfg(**{"connector.plugin.version": "[3.5"}))
+    assert "connector.plugin.version: '[3.5' is not a version nor a range" in refused(w)
