@@ -105,6 +105,7 @@ class ConnectDouble:
             ("org.apache.kafka.connect.json.JsonConverter", "converter", "4.3.1"),
         ]
         self.worker_id = "w1"  # what statuses name as the worker (its advertised host:port)
+        self.task_workers: list[str] = []  # the workers tasks run on, in turn (none: worker_id)
         self.versions = True  # statuses name the version each runs (Connect 4.1+)
         self._lock = threading.Lock()
 
@@ -274,11 +275,20 @@ class ConnectDouble:
             )
         runs = {"version": self.running(c.config)} if self.versions else {}
         tasks = [
-            {"id": i, "state": s, "worker_id": self.worker_id, **runs, **({"trace": c.trace} if s == "FAILED" else {})}
+            {
+                "id": i,
+                "state": s,
+                "worker_id": self._task_worker(i),
+                **runs,
+                **({"trace": c.trace} if s == "FAILED" else {}),
+            }
             for i, s in enumerate(c.task_states)
         ]
         conn = {"state": c.state, "worker_id": self.worker_id, **runs}
         return {"name": c.name, "type": c.type, "connector": conn, "tasks": tasks}
+
+    def _task_worker(self, task: int) -> str:
+        return self.task_workers[task % len(self.task_workers)] if self.task_workers else self.worker_id
 
     def running(self, config: dict[str, str]) -> str:
         """The version a connector of this config runs: its pin's, else the newest installed."""

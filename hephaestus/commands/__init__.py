@@ -30,6 +30,7 @@ COMMANDS = {
     "status": "status",
     "exporter": "status",
     "offsets": "offsets",
+    "plugins": "plugins",
     "graph": "graph",
     "share": "share",
 }

@@ -1,0 +1,76 @@
+"""Each worker's plugins, read from the worker itself (edge; issue 50).
+
+A Connect cluster answers `GET /connector-plugins` from whichever worker the request reaches, so
+one request says nothing of the others. The workers are the ones statuses name (`worker_id`,
+each worker's advertised REST host:port, for every connector and task), and the cluster's own URL
+when nothing runs yet; each is asked `GET /connector-plugins?connectorsOnly=false` at its own
+address, with the cluster's scheme, credentials and TLS. A worker that does not answer is named,
+never taken as holding nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
+
+from hephaestus.clients import ClientFactory, connect_client
+from hephaestus.connect import ConnectClient, ConnectError
+from hephaestus.connect.models import ConnectorStatus, Plugin
+from hephaestus.project import Cluster
+
+
+@dataclass(frozen=True)
+class Workers:
+    """What each worker of one cluster holds: {worker: {class: versions}}, and its types."""
+
+    cluster: str
+    held: Mapping[str, Mapping[str, frozenset[str]]] = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)  # class -> source/sink/converter/…
+    unread: Mapping[str, str] = field(default_factory=dict)  # worker -> why it was not read
+    unversioned: tuple[str, ...] = ()  # workers whose plugins carry no version (before KIP-891)
+
+
+def worker_ids(cluster: Cluster, statuses: Iterable[ConnectorStatus]) -> tuple[str, ...]:
+    """The workers statuses name; the cluster's URL's host:port when none runs anything yet."""
+    found = {s.worker_id for s in statuses if s.worker_id} | {
+        t.worker_id for s in statuses for t in s.tasks if t.worker_id
+    }
+    return tuple(sorted(found)) or (urlsplit(cluster.url).netloc.rpartition("@")[2],)
+
+
+def read(cluster: Cluster, client: ConnectClient, factory: ClientFactory = connect_client, workers: int = 4) -> Workers:
+    """Every worker of the cluster asked at once (at most `workers` at a time)."""
+    try:
+        ids = worker_ids(cluster, client.statuses().values())
+    except ConnectError as exc:
+        return Workers(cluster.name, unread={cluster.url: str(exc)})
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(ids)))) as pool:
+        answers = dict(zip(ids, pool.map(lambda w: _plugins(cluster, w, factory), ids), strict=True))
+    return _workers(cluster.name, answers)
+
+
+def _plugins(cluster: Cluster, worker: str, factory: ClientFactory) -> list[Plugin] | str:
+    url = f"{urlsplit(cluster.url).scheme}://{worker}"
+    try:
+        with factory(replace(cluster, url=url)) as c:
+            return c.plugins(connectors_only=False)
+    except ConnectError as exc:
+        return str(exc)
+
+
+def _workers(cluster: str, answers: Mapping[str, list[Plugin] | str]) -> Workers:
+    held: dict[str, dict[str, frozenset[str]]] = {}
+    types: dict[str, str] = {}
+    unread: dict[str, str] = {}
+    unversioned: list[str] = []
+    for w, found in answers.items():
+        if isinstance(found, str):
+            unread[w] = found
+            continue
+        if found and not any(p.version for p in found):
+            unversioned.append(w)
+        held[w] = {c: frozenset(p.version for p in found if p.class_name == c) for c in {p.class_name for p in found}}
+        types |= {p.class_name: p.type for p in found}
+    return Workers(cluster, held, types, unread, tuple(unversioned))
