@@ -12,24 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError
 from hephaestus.connect.models import ConnectorStatus, Plugin
+from hephaestus.fleet.plugins import Workers
 from hephaestus.project import Cluster
-
-
-@dataclass(frozen=True)
-class Workers:
-    """What each worker of one cluster holds: {worker: {class: versions}}, and its types."""
-
-    cluster: str
-    held: Mapping[str, Mapping[str, frozenset[str]]] = field(default_factory=dict)
-    types: Mapping[str, str] = field(default_factory=dict)  # class -> source/sink/converter/…
-    unread: Mapping[str, str] = field(default_factory=dict)  # worker -> why it was not read
-    unversioned: tuple[str, ...] = ()  # workers whose plugins carry no version (before KIP-891)
 
 
 def worker_ids(cluster: Cluster, statuses: Iterable[ConnectorStatus]) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cmp_to_key
 
 # pin key -> the key naming the class it pins (None: the connector's own class)
@@ -164,3 +164,24 @@ def lacking(inventory: Inventory, plugin: str, spec: str) -> tuple[str, ...]:
     """The workers on which no installed version of `plugin` fits `spec`."""
     need = requirement(spec)
     return tuple(w for w in sorted(inventory) if need.chosen(inventory[w].get(plugin, frozenset())) is None)
+
+
+@dataclass(frozen=True)
+class Workers:
+    """What each worker of one cluster holds (`fleet.pluginread` reads it): {worker: {class:
+    versions}}, the classes' types, and the workers that could not be checked."""
+
+    cluster: str
+    held: Inventory = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)  # class -> source/sink/converter/…
+    unread: Mapping[str, str] = field(default_factory=dict)  # worker -> why it was not read
+    unversioned: tuple[str, ...] = ()  # workers whose plugins carry no version (before KIP-891)
+
+    def unchecked(self) -> str:
+        """Why a pin cannot be checked on every worker ("" when it can)."""
+        if self.unread:
+            worker, why = sorted(self.unread.items())[0]
+            return f"worker {worker} not read ({why})"
+        if self.unversioned:
+            return f"worker {self.unversioned[0]} lists no plugin versions (Connect before 4.1)"
+        return ""

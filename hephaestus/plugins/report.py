@@ -15,7 +15,7 @@ from typing import Any
 
 from hephaestus.connect.models import LiveConnector
 from hephaestus.fleet import plugins
-from hephaestus.fleet.pluginread import Workers
+from hephaestus.fleet.plugins import Workers
 
 
 @dataclass(frozen=True)

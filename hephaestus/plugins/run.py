@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectError
 from hephaestus.fleet import pluginread
+from hephaestus.fleet.plugins import Workers
 from hephaestus.plugins.report import ClusterPlugins, runs_of
 from hephaestus.project import Cluster
 
@@ -17,7 +18,7 @@ def report(clusters: Sequence[Cluster], factory: ClientFactory = connect_client)
 
 def _cluster(cluster: Cluster, factory: ClientFactory) -> ClusterPlugins:
     """The connectors in this deployment's `select`, and every worker's plugins."""
-    empty = pluginread.Workers(cluster.name)
+    empty = Workers(cluster.name)
     try:
         with factory(cluster) as client:
             fleet = {n: c for n, c in client.fleet().items() if cluster.selects(n)}

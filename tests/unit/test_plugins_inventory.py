@@ -13,7 +13,7 @@ import pytest
 
 from hephaestus.cli import run
 from hephaestus.connect import ConnectClient, RetryPolicy
-from hephaestus.fleet import pluginread
+from hephaestus.fleet.plugins import Workers
 from hephaestus.plugins import report
 from hephaestus.project import Cluster
 from tests.connect_double import ConnectDouble, error, serve
@@ -26,7 +26,7 @@ def source(**extra: str) -> dict[str, str]:
     return {"connector.class": PG, "slot.name": "s", **extra}
 
 
-class Workers:
+class TwoWorkers:
     """Two workers of one cluster, each its own double; the cluster URL reaches w1."""
 
     def __init__(self) -> None:
@@ -54,7 +54,7 @@ class Workers:
 
 
 def test_each_worker_is_asked_at_its_own_address() -> None:
-    w = Workers()
+    w = TwoWorkers()
     w.w1.add("src", source(), type="source").task_states = ["RUNNING", "RUNNING"]
     found = w.read()
     assert "w1 /connector-plugins" in w.asked and "w2 /connector-plugins" in w.asked
@@ -69,13 +69,13 @@ def test_each_worker_is_asked_at_its_own_address() -> None:
 
 
 def test_a_cluster_running_nothing_is_read_at_its_url() -> None:
-    w = Workers()
+    w = TwoWorkers()
     found = w.read()
     assert list(found.workers.held) == ["lb:8083"] and found.runs == ()
 
 
 def test_skew_between_workers_is_an_error_naming_both() -> None:
-    w = Workers()
+    w = TwoWorkers()
     w.w1.add("src", source(), type="source").task_states = ["RUNNING", "RUNNING"]
     w.w2.plugins.append((PG, "source", "3.6.1.Final"))  # installed on one worker only
     (problem,) = w.read().problems
@@ -83,7 +83,7 @@ def test_skew_between_workers_is_an_error_naming_both() -> None:
 
 
 def test_a_pin_a_worker_holds_nothing_for_names_the_worker() -> None:
-    w = Workers()
+    w = TwoWorkers()
     w.w1.plugins.append((PG, "source", "3.6.1.Final"))
     pinned = source(**{"connector.plugin.version": "3.6.1.Final"})
     w.w1.add("src", pinned, type="source").task_states = ["RUNNING", "RUNNING"]
@@ -92,7 +92,7 @@ def test_a_pin_a_worker_holds_nothing_for_names_the_worker() -> None:
 
 
 def test_a_pin_that_is_no_version_is_named() -> None:
-    w = Workers()
+    w = TwoWorkers()
     w.w1.add("src", source(**{"connector.plugin.version": "[3.6"}), type="source")
     assert (
         "c: src: connector.plugin.version: '[3.6' is not a version nor a range such as [3.5,3.6)" in w.read().problems
@@ -100,7 +100,7 @@ def test_a_pin_that_is_no_version_is_named() -> None:
 
 
 def test_a_worker_that_does_not_answer_is_named_never_taken_as_empty() -> None:
-    w = Workers()
+    w = TwoWorkers()
     w.w1.add("src", source(), type="source").task_states = ["RUNNING", "RUNNING"]
     w.w2.faults.append(lambda req, d: error(503, "starting"))
     found = w.read()
@@ -109,7 +109,7 @@ def test_a_worker_that_does_not_answer_is_named_never_taken_as_empty() -> None:
 
 
 def test_a_worker_before_kip_891_answers_without_versions() -> None:
-    w = Workers()
+    w = TwoWorkers()
     w.w1.add("src", source(), type="source").task_states = ["RUNNING", "RUNNING"]
     for d in (w.w1, w.w2):
         d.plugins = [(c, t, "") for c, t, _ in d.plugins]
@@ -125,7 +125,7 @@ def test_tasks_running_another_version_than_their_connector_are_named() -> None:
     found = report.ClusterPlugins(
         "c",
         "u",
-        pluginread.Workers("c", {"w1": {PG: frozenset({"3.6.1.Final"})}}),
+        Workers("c", {"w1": {PG: frozenset({"3.6.1.Final"})}}),
         (report.Runs("src", PG, "3.6.1.Final", ((0, "3.6.1.Final"), (1, "3.5.2.Final"))),),
     )
     assert found.problems == (f"c: src runs {PG} 3.6.1.Final but a task runs 3.5.2.Final",)
