@@ -31,6 +31,7 @@ class Live:
     config: Mapping[str, str] = field(hash=False)
     type: str = ""  # "source" / "sink" as Connect reports it
     state: str = ""  # RUNNING / PAUSED / STOPPED / FAILED … as Connect reports it
+    version: str = field(default="", compare=False)  # its plugin's version as it runs (Connect 4.1+)
 
 
 # Keys no diff looks at unless the project says otherwise (`policy.ignore_keys` adds to these;

@@ -21,13 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 
-# pin key -> the key naming the class it pins (None: the connector's own class)
-PIN_KEYS: Mapping[str, str] = {
-    "connector.plugin.version": "connector.class",
-    "key.converter.plugin.version": "key.converter",
-    "value.converter.plugin.version": "value.converter",
-    "header.converter.plugin.version": "header.converter",
-}
+from hephaestus.classes import PIN_KEYS
+
 LATEST = "latest"
 
 # worker -> class -> the versions it holds

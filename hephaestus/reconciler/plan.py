@@ -249,7 +249,7 @@ def step_effects(step: Step, live: Mapping[str, Live], resolve: Resolver) -> tup
         return found + (_overwrite(step) if current else ())
     if current is None:
         return ()  # gone since: a sealed plan's preconditions say so
-    found = effects.of_update(current.config, step.config, resolve) if step.action == "update" else ()
+    found = effects.of_update(current.config, step.config, resolve, current.version) if step.action == "update" else ()
     if step.target_state and step.target_state != current.state and current.state in TARGET_STATES:
         found += effects.of_state(step.config, current.state, step.target_state, resolve)
     return found

@@ -11,12 +11,15 @@ from typing import Protocol
 
 from hephaestus.drift.model import BREAKS_SINK, DriftReport
 from hephaestus.fleet.model import Desired, Live
+from hephaestus.fleet.plugins import Workers, pins
+from hephaestus.fleet.plugins import lacking as plugin_lacking
 from hephaestus.publications import change as publications
 from hephaestus.publications.change import PublicationChange, Publications
 from hephaestus.reconciler import backfill, rotation, sinktopics
 from hephaestus.reconciler.outcome import Basis, ClusterOutcome
 from hephaestus.reconciler.plan import Plan, Policy, Scope, Step, Unhealthy, changes_of, is_ksqldb_managed, plan
 from hephaestus.reconciler.plan import step_effects as effects_of
+from hephaestus.safety.effects import Effect
 from hephaestus.safety.values import Resolver
 
 # The steps of git's plan that write nothing: what a sealed plan, its writes only, leaves out.
@@ -62,6 +65,7 @@ class Seen:
     publications: Publications = Publications()
     topics: KafkaTopics | None = None  # None: no sink starts to read topics
     schema: DriftReport = DriftReport()  # the sources' schema drift (hephaestus.drift)
+    plugins: Workers | None = None  # each worker's plugins, read when a write sets or moves a pin
     # The steps as drafted when what to read was decided (`needs`): `planned` takes them rather
     # than drafting again (issue 47). Nothing read after that decision changes a draft.
     draft: Plan | str | None = field(default=None, hash=False, compare=False)
@@ -73,6 +77,7 @@ class Needs:
 
     kept: frozenset[str]  # managed connectors the plan does not write: their health is reported
     topics: bool  # a sink starts to read topics: Kafka's are listed
+    plugins: bool = False  # a write sets or moves a plugin's pin: every worker's plugins are read
     draft: Plan | str = field(default="", hash=False, compare=False)  # what they were read off
 
 
@@ -93,7 +98,46 @@ def needs(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Need
         return None
     writes = {s.name for s in draft.writes}
     kept = frozenset(n for n in wanted.desired if wanted.dry_run or n not in writes)
-    return Needs(kept, bool(sinktopics.starting(draft, seen.every) or sinktopics.regexes(draft)), draft)
+    topics = bool(sinktopics.starting(draft, seen.every) or sinktopics.regexes(draft))
+    return Needs(kept, topics, plugins=bool(pinning(draft, seen.basis.live)), draft=draft)
+
+
+def pinning(p: Plan, live: Mapping[str, Live]) -> tuple[Step, ...]:
+    """The writes that set a plugin's pin or move one (issue 50): each checked against what
+    every worker holds before any write."""
+    written = [s for s in p.writes if s.action in ("create", "update", "rename", "move")]
+    return tuple(s for s in written if pins(s.config) and pins(s.config) != pins(_config(live, s)))
+
+
+def _config(live: Mapping[str, Live], s: Step) -> Mapping[str, str]:
+    found = live.get(s.renamed_from or s.name)
+    return found.config if found is not None and s.action != "move" else {}
+
+
+def _with_plugins(p: Plan, seen: Seen) -> Plan:
+    """A pin some worker holds nothing for is refused before any write (`plugin-missing`, a rule
+    no flag allows): its tasks placed there could not start. Unchecked workers refuse it too."""
+    w = seen.plugins
+    if w is None:
+        return p
+    judged = {s.name: _missing(s, w) for s in pinning(p, seen.basis.live)}
+    return replace(p, steps=tuple(replace(s, effects=(*s.effects, *judged.get(s.name, ()))) for s in p.steps))
+
+
+def _missing(step: Step, w: Workers) -> tuple[Effect, ...]:
+    if unchecked := w.unchecked():
+        return (Effect("plugin-missing", f"its pins cannot be checked: {unchecked}", invariant=True),)
+    found = []
+    for key, (cls, spec) in sorted(pins(step.config).items()):
+        try:
+            lacking = plugin_lacking(w.held, cls, spec) if cls else ()
+        except ValueError as exc:
+            found.append(Effect("plugin-missing", f"{key}: {exc}", invariant=True))
+            continue
+        if lacking:
+            why = f"{key}={spec}: worker {', '.join(lacking)} holds no {cls} that fits"
+            found.append(Effect("plugin-missing", why, invariant=True))
+    return tuple(found)
 
 
 def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> ClusterOutcome:
@@ -107,7 +151,7 @@ def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> Cl
     if seal is not None:
         stale = seal.stale(p, seen.basis)
         p = replace(p, refusals=(stale,) if stale else ())
-    p = _with_topics(p, seen, policy.resolve, exact=seal is not None)
+    p = _with_plugins(_with_topics(p, seen, policy.resolve, exact=seal is not None), seen)
     p = _held(
         replace(
             p,

@@ -13,10 +13,12 @@ from functools import partial
 from typing import TypeVar
 
 from hephaestus import kafka
+from hephaestus.clients import ClientFactory, connect_client
 from hephaestus.connect import ConnectClient, ConnectError, LiveConnector
 from hephaestus.drift.model import DriftReport
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError, InputError
+from hephaestus.fleet import pluginread
 from hephaestus.fleet.model import Desired, Live, config_hash
 from hephaestus.project import Cluster, Project
 from hephaestus.publications import db as pubdb
@@ -139,9 +141,17 @@ class SealedCluster:
         return sealed.stale(self.seal, self.name, p, basis)
 
 
-def seen(client: ConnectClient, project: Project, r: Read, wanted: Wanted, policy: Policy, seal: Seal | None) -> Seen:
+def seen(
+    client: ConnectClient,
+    project: Project,
+    r: Read,
+    wanted: Wanted,
+    policy: Policy,
+    seal: Seal | None,
+    factory: ClientFactory = connect_client,
+) -> Seen:
     """Everything the cluster's plan needs, read once; what the steps need (`planner.needs`)
-    is read only when they need it. `r.fleet` is the listing (not None)."""
+    is read only when they need it (each worker through `factory`). `r.fleet` is the listing."""
     assert r.fleet is not None
     cluster = r.cluster
     # Connectors outside `select` belong to another deployment sharing the cluster: never
@@ -153,7 +163,12 @@ def seen(client: ConnectClient, project: Project, r: Read, wanted: Wanted, polic
         cluster=cluster.name, url=cluster.url, shared=not cluster.select, every=every, basis=basis, masked=masked
     )
     need = needs(found, wanted, policy, seal)
-    return found if need is None else _needed(client, project, r, found, need, wanted, mine)
+    if need is None:
+        return found
+    return replace(
+        _needed(client, project, r, found, need, wanted, mine),
+        plugins=pluginread.read(r.cluster, client, factory) if need.plugins else None,
+    )
 
 
 def _needed(
@@ -252,7 +267,7 @@ def _masked(c: LiveConnector, typed: frozenset[str]) -> tuple[str, ...]:
 
 
 def _live(c: LiveConnector, desired: Desired | None, masked: tuple[str, ...], secrets: Secrets | None) -> Live:
-    lv = Live(c.name, c.config, c.type, c.state)
+    lv = Live(c.name, c.config, c.type, c.state, c.version)
     if desired is None or not masked:
         return lv
     now = dict(secrets.now.get(c.name, {})) if secrets else {}

@@ -141,7 +141,7 @@ def reconcile(
             desired, held, unloaded = inputs.result()
             check_targets(options.targets, clusters, reads, desired)
             peers = crossread.peers(project, store, run_id, clients, reads)
-            run = _Reconcile(project, options, policy, run_id, store, hooks, give_back, peers)
+            run = _Reconcile(project, options, policy, run_id, store, hooks, give_back, peers, client_factory)
             outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
             outs = crossread.moved(outs, clients, reads, desired, policy)
             others = [c for c in every if c.name not in reads] if _claims(outs) else []
@@ -205,6 +205,7 @@ class _Reconcile:
     hooks: Hooks | None
     give_back: executor.GiveBack | None = None
     peers: Mapping[str, moves.Peer] = field(default_factory=dict)  # the clusters a move may leave
+    factory: ClientFactory = connect_client  # each worker's client, when its plugins are read
 
     def wanted(
         self, name: str, desired: Mapping[str, Mapping[str, Desired]], held: Mapping[str, frozenset[str]]
@@ -224,7 +225,7 @@ class _Reconcile:
             return ClusterOutcome(read.cluster.name, read.cluster.url, None, error=read.error or "no client")
         wanted = self.wanted(read.cluster.name, desired, held)
         seal = planning.SealedCluster(self.options.sealed, read.cluster.name) if self.options.sealed else None
-        seen = planning.seen(client, self.project, read, wanted, self.policy, seal)
+        seen = planning.seen(client, self.project, read, wanted, self.policy, seal, self.factory)
         out = planner.planned(seen, wanted, self.policy, seal)
         if out.plan is not None:
             planning.learn_secrets(client, out.plan, wanted.desired, seen.basis.live)

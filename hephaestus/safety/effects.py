@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hephaestus.classes import PIN_KEYS
 from hephaestus.safety import transforms, views
 from hephaestus.safety.values import NO_RESOLVER, Resolver, same
 
@@ -42,6 +43,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     "sink-write-fails": ("a sink cannot write what the source now sends: its task fails at the next flush", True),
     "second-writer": ("two connectors would own one slot, topic prefix or target table", True),
     "not-owned": ("a rename would overwrite a connector this deployment does not own", True),
+    "plugin-upgrade": ("the connector or a converter runs another version of its plugin (KIP-891)", False),
+    "plugin-missing": ("a pinned plugin version some worker does not hold: its tasks there cannot start", True),
     "move-unsafe": ("a move between clusters whose offsets would not mean the same on both", True),
 }
 __doc__ = (
@@ -71,8 +74,27 @@ Config = Mapping[str, str]
 Sigs = Mapping[transforms.Category, transforms.Signature]
 
 
-def of_update(before: Config, after: Config, resolve: Resolver = NO_RESOLVER) -> tuple[Effect, ...]:
-    """A config write (PUT): what changed, and what the restart it causes does."""
+def of_update(before: Config, after: Config, resolve: Resolver = NO_RESOLVER, running: str = "") -> tuple[Effect, ...]:
+    """A config write (PUT): what changed, and what the restart it causes does. `running`: the
+    version its plugin runs now, when Connect says (4.1+)."""
+    return _of_update(before, after, resolve) + of_pins(before, after, running)
+
+
+def of_pins(before: Config, after: Config, running: str = "") -> tuple[Effect, ...]:
+    """A plugin's version pinned, moved or unpinned (KIP-891): stated; a rollout's canary,
+    waves and health gates judge it like any write, and a rollback puts the old pin back."""
+    moved = [
+        (k, (before.get(k) or "").strip(), (after.get(k) or "").strip())
+        for k in PIN_KEYS
+        if (before.get(k) or "").strip() != (after.get(k) or "").strip()
+    ]
+    runs = {"connector.plugin.version": f" (runs {running})"} if running else {}
+    return tuple(
+        Effect("plugin-upgrade", f"{k}: {b or 'latest'} → {a or 'latest'}{runs.get(k, '')}") for k, b, a in moved
+    )
+
+
+def _of_update(before: Config, after: Config, resolve: Resolver) -> tuple[Effect, ...]:
     if views.is_source(before) and views.is_source(after):
         b, a = views.source(before, resolve), views.source(after, resolve)
         return (*_source_change(before, after, b, a), *_restart(b, a))

@@ -60,7 +60,7 @@ def allow_of(given: str | bool | Iterable[str] | None, file: str = "--allow-dest
 
 # Effects no flag allows: a fleet rule, or a write that would take what is not ours or move
 # offsets where they mean something else (a rename onto a stranger, an unsafe move).
-INVARIANTS = ("second-writer", "not-owned", "move-unsafe")
+INVARIANTS = ("second-writer", "not-owned", "move-unsafe", "plugin-missing")
 
 
 def allowable() -> list[str]:
