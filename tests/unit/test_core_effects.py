@@ -322,7 +322,7 @@ def test_deletes_offsets_replays_purges_slots_publications_restarts() -> None:
 def test_every_kind_says_what_it_means_and_which_need_consent() -> None:
     assert all(what for what, _ in KINDS.values())
     benign = {c for c, (_, destructive) in KINDS.items() if not destructive}
-    assert benign == {"redelivery", "replication-stopped", "column-not-replicated"}
+    assert benign == {"redelivery", "replication-stopped", "column-not-replicated", "plugin-upgrade"}
     assert Effect("redelivery", "x").destructive is False and Effect("redelivery", "x", invariant=True).destructive
     assert Effect("resnapshot", "why").describe() == "resnapshot: why"
 
@@ -496,3 +496,15 @@ def test_removing_every_filter_or_field_dropper_lets_more_through() -> None:
     assert update(masked, transforms="") == [] and codes(effects.of_update(SNK, masked)) == ["capture-dropped"]
     keyed = {**SNK, "transforms": "k", "transforms.k.type": "org.apache.kafka.connect.transforms.ValueToKey"}
     assert update(keyed, transforms="") == ["keys-changed"]  # a key transform gone changes the keys
+
+
+def test_a_pin_moved_is_a_stated_upgrade_naming_both_ends_and_what_runs() -> None:
+    pinned = {**SNK, "connector.plugin.version": "3.6.1.Final", "value.converter.plugin.version": "[4.0,)"}
+    found = effects.of_update(SNK, pinned, running="3.5.2.Final")
+    assert [(e.code, e.why, e.destructive) for e in found if e.code == "plugin-upgrade"] == [
+        ("plugin-upgrade", "connector.plugin.version: latest → 3.6.1.Final (runs 3.5.2.Final)", False),
+        ("plugin-upgrade", "value.converter.plugin.version: latest → [4.0,)", False),
+    ]
+    back = effects.of_update(pinned, {**pinned, "connector.plugin.version": " "})
+    assert [e.why for e in back] == ["connector.plugin.version: 3.6.1.Final → latest"]
+    assert effects.of_update(pinned, {**pinned, "connector.plugin.version": " 3.6.1.Final "}) == ()
