@@ -145,7 +145,7 @@ def _unsafe(m: Move, facts: Facts) -> list[tuple[str, str]]:
     if m.on_target is not None and not m.ours:
         found.append(("not-owned", f"{m.target} already runs {m.name} and this deployment does not own it"))
     ka, kb = facts.kafka.get(m.source), facts.kafka.get(m.target)
-    if ka is None or kb is None or ka != kb:
+    if ka is None or ka != kb:  # unknown on either side is not the same
         why = f"{m.source} and {m.target} do not share a Kafka cluster ({ka or '?'}, {kb or '?'})"
         found.append(("move-unsafe", why))
     cls = m.live.config.get("connector.class", "")

@@ -119,6 +119,7 @@ def test_a_move_onto_another_plugin_version_fails_closed(tmp_path: Path) -> None
     w = moving(tmp_path)
     w.doubles["b"].plugins = [p if p[0] != SINK else (SINK, "sink", "3.6.0.Final") for p in w.doubles["b"].plugins]
     assert f"{SINK} is 3.5.0.Final on a, 3.6.0.Final on b" in refused(w)
+    assert unsafe(w) == ["move-unsafe"]
 
 
 def test_a_move_onto_a_worker_without_the_plugin_fails_closed(tmp_path: Path) -> None:
@@ -305,6 +306,20 @@ def test_a_kafka_identity_one_cluster_hides_fails_closed(tmp_path: Path) -> None
     w = moving(tmp_path)
     w.doubles["b"].faults.append(lambda req, d: error(404, "HTTP 404 Not Found") if req.url.path == "/" else None)
     assert "a and b do not share a Kafka cluster (dbl-kafka-cluster-0, ?)" in refused(w)
+    assert unsafe(w) == ["move-unsafe"]
+
+
+def test_a_kafka_identity_the_old_cluster_hides_fails_closed(tmp_path: Path) -> None:
+    w = moving(tmp_path)
+    w.doubles["a"].faults.append(lambda req, d: error(404, "HTTP 404 Not Found") if req.url.path == "/" else None)
+    assert "a and b do not share a Kafka cluster (?, dbl-kafka-cluster-0)" in refused(w)
+
+
+def unsafe(w: World) -> list[str]:
+    """The invariant effects of b's move step, as a dry run plans it."""
+    b = by_cluster(w.run(RunOptions(dry_run=True, apply=FAST)))["b"].plan
+    assert b is not None
+    return [e.code for s in b.steps for e in s.effects if e.invariant]
 
 
 def test_a_plugin_neither_cluster_has_fails_closed(tmp_path: Path) -> None:
@@ -315,7 +330,7 @@ def test_a_plugin_neither_cluster_has_fails_closed(tmp_path: Path) -> None:
 
 
 def test_a_cluster_not_read_stays_in_the_report_beside_a_move(tmp_path: Path) -> None:
-    w = World(tmp_path, "a", "b", "c")
+    w = World(tmp_path, "c", "a", "b")  # the unread one first: the others are still paired
     w.doubles["a"].add("s", cfg()).offsets = list(OFFSETS)
     w.own("a", "s")
     w.git("b", "s", cfg())
