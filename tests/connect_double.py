@@ -315,7 +315,8 @@ class ConnectDouble:
 
 @contextmanager
 def serve(double: ConnectDouble) -> Iterator[str]:
-    """The double on a loopback port, for a CLI run that needs a URL; yields the URL."""
+    """The double on a loopback port, for a CLI run that needs a URL; yields the URL. Its
+    statuses name that address as the worker (a real worker advertises its REST host:port)."""
 
     class Handler(BaseHTTPRequestHandler):
         def _any(self) -> None:
@@ -340,4 +341,6 @@ def serve(double: ConnectDouble) -> Iterator[str]:
             pass
 
     with serving(Handler) as url:
+        if double.worker_id == "w1":
+            double.worker_id = httpx.URL(url).netloc.decode()
         yield url

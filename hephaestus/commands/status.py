@@ -50,7 +50,9 @@ def status(
     from hephaestus.status.run import fleet_status
 
     project = load_project(project_file)
-    views = fleet_status(project, project.select(clusters))
+    from hephaestus.fleet.pluginread import of_listing
+
+    views = fleet_status(project, project.select(clusters), plugins=of_listing)
     if metrics_textfile or pushgateway:
         from hephaestus.status.metrics import status_metrics
 

@@ -227,9 +227,9 @@ class ConnectClient:
     def offsets(self, name: str) -> dict[str, Any]:
         return self._shaped(Request("GET", _path(name, "offsets"), name), parse.document)
 
-    def plugins(self, connectors_only: bool = True) -> list[Plugin]:
+    def plugins(self, connectors_only: bool = True, once: bool = False) -> list[Plugin]:
         params = () if connectors_only else (("connectorsOnly", "false"),)
-        return self._shaped(Request("GET", "/connector-plugins", params=params), parse.plugins)
+        return self._shaped(Request("GET", "/connector-plugins", params=params), parse.plugins, once)
 
     def validate(self, connector_class: str, config: Mapping[str, str]) -> ValidationResult:
         """Connect answers 200 for an invalid config too: read `ok`/`errors` of the result.

@@ -21,6 +21,8 @@ from hephaestus.connect.models import ConnectorStatus, Plugin
 from hephaestus.fleet.plugins import Workers
 from hephaestus.project import Cluster
 
+WORKER_TIMEOUT_S = 5.0
+
 
 def worker_ids(cluster: Cluster, statuses: Iterable[ConnectorStatus]) -> tuple[str, ...]:
     """The workers statuses name; the cluster's URL's host:port when none runs anything yet."""
@@ -33,19 +35,32 @@ def worker_ids(cluster: Cluster, statuses: Iterable[ConnectorStatus]) -> tuple[s
 def read(cluster: Cluster, client: ConnectClient, factory: ClientFactory = connect_client, workers: int = 4) -> Workers:
     """Every worker of the cluster asked at once (at most `workers` at a time)."""
     try:
-        ids = worker_ids(cluster, client.statuses().values())
+        statuses = client.statuses().values()
     except ConnectError as exc:
         return Workers(cluster.name, unread={cluster.url: str(exc)})
+    return of_workers(cluster, worker_ids(cluster, statuses), factory, workers)
+
+
+def of_listing(
+    cluster: Cluster, listed: Mapping[str, ConnectorStatus], factory: ClientFactory = connect_client
+) -> Workers:
+    """The workers a listing already names (status, the exporter): no request for them."""
+    return of_workers(cluster, worker_ids(cluster, listed.values()), factory)
+
+
+def of_workers(cluster: Cluster, ids: tuple[str, ...], factory: ClientFactory, workers: int = 4) -> Workers:
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(ids)))) as pool:
         answers = dict(zip(ids, pool.map(lambda w: _plugins(cluster, w, factory), ids), strict=True))
     return _workers(cluster.name, answers)
 
 
 def _plugins(cluster: Cluster, worker: str, factory: ClientFactory) -> list[Plugin] | str:
+    """Asked once, for at most WORKER_TIMEOUT_S: a worker that does not answer now is named now,
+    never waited for (status and the exporter run on a schedule)."""
     url = f"{urlsplit(cluster.url).scheme}://{worker}"
     try:
-        with factory(replace(cluster, url=url)) as c:
-            return c.plugins(connectors_only=False)
+        with factory(replace(cluster, url=url, timeout_s=min(cluster.timeout_s, WORKER_TIMEOUT_S))) as c:
+            return c.plugins(connectors_only=False, once=True)
     except ConnectError as exc:
         return str(exc)
 

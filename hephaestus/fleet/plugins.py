@@ -180,3 +180,29 @@ class Workers:
         if self.unversioned:
             return f"worker {self.unversioned[0]} lists no plugin versions (Connect before 4.1)"
         return ""
+
+
+def findings(cluster: str, w: Workers, configs: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
+    """What is wrong with a cluster's plugins, each naming the cluster and worker: a worker not
+    read or before KIP-891, skew between workers, a connector's pin that is no version or that a
+    worker holds nothing for (its tasks placed there cannot start)."""
+    found = [f"{cluster}: worker {n} not read: {why}" for n, why in sorted(w.unread.items())]
+    found += [
+        f"{cluster}: worker {n} lists no plugin versions (Connect before 4.1): versions cannot be checked"
+        for n in w.unversioned
+    ]
+    found += [f"{cluster}: {s.describe()}" for s in skew(w.held)]
+    return tuple(found + [p for name, c in sorted(configs.items()) for p in _pin_findings(cluster, name, c, w)])
+
+
+def _pin_findings(cluster: str, name: str, config: Mapping[str, str], w: Workers) -> list[str]:
+    found = []
+    for key, (cls, spec) in sorted(pins(config).items()):
+        try:
+            missing = lacking(w.held, cls, spec) if cls else ()
+        except ValueError as exc:
+            found.append(f"{cluster}: {name}: {key}: {exc}")
+            continue
+        if missing:
+            found.append(f"{cluster}: {name}: {key}={spec} but worker {', '.join(missing)} holds no {cls} that fits")
+    return found

@@ -26,7 +26,12 @@ class Runs:
     plugin: str
     version: str
     tasks: tuple[tuple[int, str], ...]
-    pins: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # pin key -> (class, spec)
+    config: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def pins(self) -> dict[str, tuple[str, str]]:
+        """{pin key: (the class it pins, its spec)}."""
+        return plugins.pins(self.config)
 
 
 @dataclass(frozen=True)
@@ -41,37 +46,22 @@ class ClusterPlugins:
     def problems(self) -> tuple[str, ...]:
         if self.error:
             return (f"{self.cluster}: {self.error}",)
-        w = self.workers
-        found = [f"{self.cluster}: worker {n} not read: {why}" for n, why in sorted(w.unread.items())]
-        found += [
-            f"{self.cluster}: worker {n} lists no plugin versions (Connect before 4.1): versions cannot be checked"
-            for n in w.unversioned
-        ]
-        found += [f"{self.cluster}: {s.describe()}" for s in plugins.skew(w.held)]
-        return tuple(found + [p for r in self.runs for p in _run_problems(self.cluster, r, w)])
+        configs = {r.name: r.config for r in self.runs}
+        found = plugins.findings(self.cluster, self.workers, configs)
+        return found + tuple(p for r in self.runs for p in _mixed(self.cluster, r))
 
 
 def runs_of(fleet: Mapping[str, LiveConnector]) -> tuple[Runs, ...]:
     return tuple(
-        Runs(n, c.connector_class, c.version, tuple((t.id, t.version) for t in c.tasks), plugins.pins(c.config))
+        Runs(n, c.connector_class, c.version, tuple((t.id, t.version) for t in c.tasks), c.config)
         for n, c in sorted(fleet.items())
     )
 
 
-def _run_problems(cluster: str, r: Runs, w: Workers) -> list[str]:
-    found = []
-    for key, (cls, spec) in sorted(r.pins.items()):
-        try:
-            lacking = plugins.lacking(w.held, cls, spec) if cls else ()
-        except ValueError as exc:
-            found.append(f"{cluster}: {r.name}: {key}: {exc}")
-            continue
-        if lacking:
-            found.append(f"{cluster}: {r.name}: {key}={spec} but worker {', '.join(lacking)} holds no {cls} that fits")
+def _mixed(cluster: str, r: Runs) -> list[str]:
+    """A connector whose tasks run another version than it does (skew inside one connector)."""
     others = sorted({v for _, v in r.tasks if v and r.version and v != r.version})
-    if others:
-        found.append(f"{cluster}: {r.name} runs {r.plugin} {r.version} but a task runs {', '.join(others)}")
-    return found
+    return [f"{cluster}: {r.name} runs {r.plugin} {r.version} but a task runs {', '.join(others)}"] if others else []
 
 
 def text(reports: Sequence[ClusterPlugins]) -> str:

@@ -26,6 +26,7 @@ from hephaestus.connect.models import LiveConnector
 from hephaestus.drift.model import DriftReport
 from hephaestus.drift.read import schema_report
 from hephaestus.errors import HephaestusError
+from hephaestus.fleet.pluginread import of_listing
 from hephaestus.fleet.read import Read, SlotReport, configs_of, listings, read_all, report
 from hephaestus.notify.metrics import Metrics
 from hephaestus.project import Cluster, Project
@@ -81,7 +82,7 @@ class Exporter:
         slots = self._fresh().get(SLOTS)
         read: Read = slots.read if slots and slots.read else ({}, [])
         schema = slots.schema if slots and slots.schema else DriftReport()
-        (view,) = fleet_status(self.project, [cluster], {cluster.name: listed}, read, schema)
+        (view,) = fleet_status(self.project, [cluster], {cluster.name: listed}, read, schema, plugins=of_listing)
         self._store(cluster.name, Checked(self.clock(), time.time(), self.clock() - start, view, listed))
 
     def check_slots(self, read: Read | None = None) -> None:

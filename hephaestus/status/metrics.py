@@ -121,6 +121,31 @@ def _tasks(m: Metrics, c: ConnectorView, labels: dict[str, str]) -> None:
         )
 
 
+def _versions(m: Metrics, c: ConnectorView, labels: dict[str, str]) -> None:
+    """`task_plugin_version{task, version}` 1: the plugin version each task runs (Connect 4.1+,
+    KIP-891); a query counts the versions a connector runs at once. None known: no sample."""
+    for task, version in c.task_versions:
+        if version:
+            m.set(
+                "task_plugin_version",
+                "1 for the plugin version each task runs (Connect 4.1+).",
+                1,
+                {**labels, "task": str(task), "version": version},
+            )
+
+
+def _skew(m: Metrics, view: ClusterView) -> None:
+    """`plugin_skew` 1 when the cluster's workers hold different versions of some plugin; the
+    classes are named by `hephaestus plugins` (a label per class would come and go)."""
+    if view.reached and view.skewed is not None:
+        m.set(
+            "plugin_skew",
+            "1 when the cluster's workers hold different versions of a plugin (hephaestus plugins names it).",
+            1 if view.skewed else 0,
+            {"cluster": view.cluster},
+        )
+
+
 def _freshness(m: Metrics, c: ConnectorView) -> None:
     """`pipeline_freshness_seconds{source, sink, database}` (+Inf: nothing arrives at all) and
     the threshold it is judged against; no sample while it has no number (unknown, waiting)."""
@@ -152,7 +177,9 @@ def status_metrics(views: Sequence[ClusterView], into: Metrics | None = None, no
                     m.set(name, documentation, value, labels)
             _state(m, c, labels)
             _tasks(m, c, labels)
+            _versions(m, c, labels)
             _freshness(m, c)
+        _skew(m, view)
     m.set(
         "status_last_check_timestamp_seconds",
         "When the last status check ended (Unix time; 0: never).",

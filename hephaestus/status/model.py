@@ -33,6 +33,8 @@ class ConnectorView:
     freshness_max_s: float | None = None  # the threshold it is judged against
     probe_source: str = ""  # the source connector whose probe it reads back
     probe_database: str = ""  # the sink database it reads it back in
+    plugin_version: str = ""  # the version its plugin runs (Connect 4.1+, KIP-891; "" unknown)
+    task_versions: tuple[tuple[int, str], ...] = ()  # each task's
 
     @property
     def healthy(self) -> bool:
@@ -48,6 +50,9 @@ class ClusterView:
     # False when Connect's listing could not be read: its connectors' health is then unknown,
     # never "0 of 0 healthy" (issue 48).
     reached: bool = True
+    # Plugin classes its workers hold in different versions (issue 50); None: not checked (no
+    # sample, never a false 0).
+    skewed: tuple[str, ...] | None = None
 
     @property
     def unhealthy(self) -> tuple[ConnectorView, ...]:

@@ -32,6 +32,7 @@ from hephaestus.probe.routes import routes
 from hephaestus.project import Cluster, Project
 from hephaestus.state.backend import heal_store
 from hephaestus.status.model import ClusterView, ConnectorView, problems_of
+from hephaestus.status.versions import PluginRead, with_plugins
 
 PROBES = 4  # clusters read at once: each waits on its own Connect and Kafka, not on the others
 LOOK_S = 5.0  # a look's bound on each request to Connect and each Kafka call (graph --live)
@@ -45,8 +46,10 @@ def fleet_status(
     schema: DriftReport | None = None,
     *,
     timeout_s: float = kafka.TIMEOUT_S,
+    plugins: PluginRead | None = None,
 ) -> list[ClusterView]:
-    """`timeout_s` bounds each Kafka call (lag, DLQ ends, the lag's age)."""
+    """`timeout_s` bounds each Kafka call (lag, DLQ ends, the lag's age); `plugins` reads each
+    worker's plugins (issue 50: skew and unheld pins are errors), none when not given."""
     listed = listings(clusters) if listed is None else listed
     by_database, errors = read_all(project) if read is None else read
     slots = {s.name: s for found in by_database.values() for s in found}
@@ -60,6 +63,7 @@ def fleet_status(
     else:
         with ThreadPoolExecutor(max_workers=min(PROBES, len(clusters)), thread_name_prefix="status") as pool:
             views = list(pool.map(one, clusters))
+    views = with_plugins(views, clusters, listed, plugins) if plugins is not None else views
     return with_freshness(project, clusters, listed, views)
 
 

@@ -528,7 +528,7 @@ def test_promtool_tells_a_wrong_expectation(promtool: str, monitored: list[dict[
 def _sample(hint: Any) -> Any:
     """A value of the type an optional field holds (`int | None` → an int)."""
     (kind,) = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
-    samples: dict[Any, Any] = {bool: True, int: 3, float: 2.5, str: "x"}
+    samples: dict[Any, Any] = {bool: True, int: 3, float: 2.5, str: "x", tuple[str, ...]: ("x",)}
     assert kind in samples, f"no sample for {hint}: teach _sample this type"
     return samples[kind]
 
@@ -592,7 +592,7 @@ def _exporter_page(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Metrics:
     project.write_text("clusters:\n  p: {url: 'http://127.0.0.1:9', connectors: c, rollout: {lag_budget: 500}}\n")
     monkeypatch.chdir(tmp)
     monkeypatch.setattr(exporter, "listings", lambda clusters, **kw: {c.name: {} for c in clusters})
-    monkeypatch.setattr(exporter, "fleet_status", lambda project, clusters, listed, read, schema: _views())
+    monkeypatch.setattr(exporter, "fleet_status", lambda project, clusters, listed, read, schema, **kw: _views())
     monkeypatch.setattr(exporter, "report", lambda project, **kw: _slots())
     return exporter.Exporter(load_project(project), 60).check_all()
 

@@ -171,3 +171,39 @@ def test_the_command_exits_1_on_a_pin_the_worker_lacks(
     double.add("src", source(**{"connector.plugin.version": "3.9.0.Final"}), type="source")
     assert run(["plugins", "--project", str(project)]) == 1
     assert "error: c: src: connector.plugin.version=3.9.0.Final but worker" in capsys.readouterr().out
+
+
+def test_status_names_skew_as_an_error_and_the_exporter_says_which_version_each_task_runs(
+    served: tuple[ConnectDouble, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    double, project = served
+    double.add("src", source(), type="source")
+    assert run(["status", "--project", str(project), "-o", "json"]) in (0, 2)  # no plugin error
+    assert not [e for e in json.loads(capsys.readouterr().out)["clusters"][0]["errors"] if "plugins" in e]
+
+    double.add("pinned", source(**{"connector.plugin.version": "3.9.0.Final"}), type="source")
+    textfile = tmp_path / "m.prom"
+    assert run(["status", "--project", str(project), "-o", "json", "--metrics-textfile", str(textfile)]) == 1
+    (cluster,) = json.loads(capsys.readouterr().out)["clusters"]
+    assert any(
+        e.startswith("plugins: c: pinned: connector.plugin.version=3.9.0.Final but worker") for e in cluster["errors"]
+    )
+    page = textfile.read_text()
+    assert (
+        'hephaestus_task_plugin_version{cluster="c",connector="src",kind="source",task="0",version="3.5.0.Final"} 1'
+        in page
+    )
+    assert 'hephaestus_plugin_skew{cluster="c"} 0' in page
+
+
+def test_skew_is_one_in_the_exporter_and_unknown_is_no_sample() -> None:
+    from hephaestus.status.metrics import status_metrics
+    from hephaestus.status.model import ClusterView
+
+    def page(skewed: tuple[str, ...] | None) -> str:
+        from prometheus_client import generate_latest
+
+        return generate_latest(status_metrics([ClusterView("c", "u", (), skewed=skewed)], now=0).registry).decode()
+
+    assert 'hephaestus_plugin_skew{cluster="c"} 1' in page((PG,))
+    assert "plugin_skew" not in page(None)
