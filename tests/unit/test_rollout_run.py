@@ -336,3 +336,31 @@ def test_a_sources_health_is_its_slot_read_from_its_database(world: Rollout) -> 
 
     got = health.sample(client(world.double), health.HealthProbe(None, down), {"src": SRC})["src"]
     assert got.error == "slot: database bob: connection refused"
+
+
+def test_a_plugin_bump_whose_canary_fails_is_pinned_back_and_the_rest_is_never_written(world: Rollout) -> None:
+    """Issue 50: the canary runs the new version, its tasks fail, and it is put back to the config
+    it had (its old pin: none, the version it ran); the other sinks are never written."""
+    pin = "connector.plugin.version"
+    cls = SNK["connector.class"]
+    world.double.plugins.append((cls, "sink", "3.6.0.Final"))  # installed beside 3.5.0.Final
+    for n in NAMES:
+        world.live(n, {**sink(n), pin: "3.5.0.Final"})
+        world.git(n, {**sink(n), pin: "3.6.0.Final"})
+        world.broker.groups[f"connect-{n}"] = {("t", 0): 10}
+
+    def new_version_fails(request: httpx.Request, double: ConnectDouble) -> None:
+        if request.method == "PUT" and request.url.path == "/connectors/s0/config":
+            bumped = json.loads(request.content).get(pin) == "3.6.0.Final"
+            double.on_start["s0"] = ["FAILED"] * 50 if bumped else []
+
+    world.double.faults.append(new_version_fails)
+    code, cluster, _ = world.run()
+    assert code == 1
+    (step,) = [s for s in cluster["steps"] if s["name"] == "s0"]
+    assert [e["effect"] for e in step["effects"]] == ["plugin-upgrade"]
+    assert [(r["action"], r["name"], r["ok"]) for r in cluster["rollout"]["rollback"]] == [("update", "s0", True)]
+    assert world.puts() == ["/connectors/s0/config", "/connectors/s0/config"]  # bumped, then back
+    assert world.double.connectors["s0"].config[pin] == "3.5.0.Final"
+    assert world.double.running(world.double.connectors["s0"].config) == "3.5.0.Final"
+    assert all(world.double.connectors[n].config[pin] == "3.5.0.Final" for n in NAMES[1:])
