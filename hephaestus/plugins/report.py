@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hephaestus import versions
 from hephaestus.connect.models import LiveConnector
 from hephaestus.fleet import plugins
 from hephaestus.fleet.plugins import Workers
@@ -80,7 +81,7 @@ def text(reports: Sequence[ClusterPlugins]) -> str:
 
 
 def _versions(found: frozenset[str]) -> str:
-    return ", ".join(sorted(found, key=plugins.version_key)) or "(no version)"
+    return ", ".join(sorted(found, key=versions.version_key)) or "(no version)"
 
 
 def _run_line(r: Runs) -> str:
@@ -100,7 +101,7 @@ def _dict(c: ClusterPlugins) -> dict[str, Any]:
         "url": c.url,
         "workers": {
             n: [
-                {"class": cls, "type": w.types.get(cls, ""), "versions": sorted(v, key=plugins.version_key)}
+                {"class": cls, "type": w.types.get(cls, ""), "versions": sorted(v, key=versions.version_key)}
                 for cls, v in sorted(held.items())
             ]
             for n, held in sorted(w.held.items())

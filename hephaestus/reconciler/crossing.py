@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from hephaestus.fleet import plugins
+from hephaestus import versions
 from hephaestus.fleet.model import Desired, Live
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.plan import Held, Plan, Policy, Step, changes_of
@@ -150,7 +150,7 @@ def _unsafe(m: Move, facts: Facts) -> list[tuple[str, str]]:
         found.append(("move-unsafe", why))
     cls = m.live.config.get("connector.class", "")
     try:
-        need = plugins.requirement(m.live.config.get("connector.plugin.version"))
+        need = versions.requirement(m.live.config.get("connector.plugin.version"))
     except ValueError as exc:
         return [*found, ("move-unsafe", f"connector.plugin.version: {exc}")]
     va, vb = (_version(facts, c, cls, need) or "not installed" for c in (m.source, m.target))
@@ -159,7 +159,7 @@ def _unsafe(m: Move, facts: Facts) -> list[tuple[str, str]]:
     return found
 
 
-def _version(facts: Facts, cluster: str, cls: str, need: plugins.Requirement) -> str | None:
+def _version(facts: Facts, cluster: str, cls: str, need: versions.Requirement) -> str | None:
     """The version the connector runs there, as Connect resolves its pin (KIP-891)."""
     versions = facts.versions.get(cluster)
     return None if versions is None else need.chosen(versions.get(cls, frozenset()))

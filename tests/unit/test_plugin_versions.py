@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hephaestus.fleet.plugins import Skew, compare, lacking, pins, requirement, skew, version_key
+from hephaestus.fleet.plugins import Skew, lacking, pins, skew
+from hephaestus.versions import compare, requirement, version_key
 
 HELD = ["3.4.1.Final", "3.5.2.Final", "3.6.1.Final", "3.6.0.CR1"]
 
