@@ -7,11 +7,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hephaestus.classes import PIN_KEYS
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.fleet.model import Desired
 from hephaestus.project import Cluster
 from hephaestus.safety.gate import Allow, allow_of
 from hephaestus.secrets import plaintext
+from hephaestus.versions import requirement
 from hephaestus.yamlsrc import CLIP, clip, format_path, load_json, named
 
 GENERATED = ("source", "sink")
@@ -49,6 +51,18 @@ def _plaintext_in(d: Desired) -> list[InputError]:
     ]
 
 
+def _pins_in(d: Desired) -> list[InputError]:
+    """A plugin pin Connect would refuse (issue 50: a hand-edited `connector.plugin.version`),
+    named where it is written, before anything is planned or applied."""
+    found = []
+    for key in sorted(k for k in PIN_KEYS if d.config.get(k, "").strip()):
+        try:
+            requirement(d.config[key])
+        except ValueError as exc:
+            found.append(InputError(d.origin, str(exc), field=format_path(["config", key])))
+    return found
+
+
 _PLAINTEXT = "holds a plaintext secret"
 _INSTEAD = "git gets a placeholder, never the value: ${file:/path/to/secrets.properties:some_key}"
 
@@ -63,7 +77,7 @@ def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:
         except InputError as exc:
             errors.append(exc)
             continue
-        errors += _plaintext_in(d)  # `select`ed or not: git holds it either way
+        errors += _plaintext_in(d) + _pins_in(d)  # `select`ed or not: git holds it either way
         if cluster.selects(d.name):
             errors += _add(desired, d)
     if errors:

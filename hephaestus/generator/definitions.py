@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hephaestus.classes import PIN_KEYS
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.generator import debezium
 from hephaestus.generator.catalogs import too_long
@@ -23,6 +24,7 @@ from hephaestus.generator.model import (
 )
 from hephaestus.generator.source import apicurio_url
 from hephaestus.jsonschemas import Checker
+from hephaestus.versions import requirement
 from hephaestus.yamlsrc import (
     PathElem,
     YamlDoc,
@@ -63,7 +65,7 @@ def load_definitions(directory: Path, registries: Registries = no_registries) ->
 
 def parse_definition(doc: YamlDoc, registries: Registries = no_registries) -> Definition:
     """Schema-check one parsed file, then build the Definition."""
-    schema_errors = schema_errors_of(doc, _validator()) or _long_names(doc) or _shapes(doc)
+    schema_errors = schema_errors_of(doc, _validator()) or _long_names(doc) or _shapes(doc) or _pins(doc)
     if schema_errors:
         raise InputErrors(schema_errors)
     definition = _build(doc, registries)
@@ -72,6 +74,31 @@ def parse_definition(doc: YamlDoc, registries: Registries = no_registries) -> De
         # cap_message: a message may quote a value the schema leaves unbounded (snapshot_mode).
         raise InputErrors([InputError(doc.file, cap_message(msg), field=f, line=_line(doc, f)) for f, msg in problems])
     return definition
+
+
+def _pins(doc: YamlDoc) -> list[InputError]:
+    """A plugin pin in `options` (`connector.plugin.version`, a converter's) that Connect would
+    refuse (issue 50), named where it is written."""
+    found = []
+    for path in _option_paths(doc.data):
+        for key in sorted(k for k in PIN_KEYS if k in path[1]):
+            try:
+                requirement(connect_string(path[1][key]))
+            except ValueError as exc:
+                where = [*path[0], key]
+                found.append(InputError(doc.file, str(exc), field=format_path(where), line=doc.line_of(where)))
+    return found
+
+
+def _option_paths(data: dict[str, Any]) -> Iterator[tuple[list[PathElem], dict[str, Any]]]:
+    """Every `options` mapping of a schema-valid definition, with its path."""
+    candidates: list[tuple[list[PathElem], Any]] = [(["source"], data.get("source", {}))]
+    candidates.append((["sink_defaults"], data.get("sink_defaults", {})))
+    for i, p in enumerate(data["pipelines"]):
+        candidates += [(["pipelines", i, "sinks", j], s) for j, s in enumerate(p["sinks"])]
+    for path, node in candidates:
+        if isinstance(node, dict) and isinstance(node.get("options"), dict):
+            yield [*path, "options"], node["options"]
 
 
 def _long_names(doc: YamlDoc) -> list[InputError]:

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from hephaestus.errors import InputErrors
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.run import RunOptions
 from hephaestus.safety.gate import Allow
+from tests.unit.conftest import Project
 from tests.unit.test_core_run import FAST, SINK, World, cfg
 
 PIN = "connector.plugin.version"
@@ -61,11 +65,14 @@ def test_a_range_that_matches_nothing_is_refused(tmp_path: Path) -> None:
     assert "plugin-missing" in out.plan.refused and w.doubles["c"].writes() == []  # type: ignore[union-attr]
 
 
-def test_a_pin_connect_would_refuse_is_refused_naming_its_key(tmp_path: Path) -> None:
+def test_a_hand_edited_pin_connect_would_refuse_is_bad_input_naming_file_and_field(tmp_path: Path) -> None:
     w = world(tmp_path, "[3.5,")
-    out = only(w.run())
-    assert f"{PIN}: '[3.5,' is not a version nor a range" in out.plan.refused  # type: ignore[union-attr]
-    assert w.doubles["c"].writes() == []
+    with pytest.raises(InputErrors) as caught:
+        w.run()
+    assert str(caught.value).endswith(
+        "sink/s.json at config.connector.plugin.version: '[3.5,' is not a version nor a range such as [3.5,3.6)"
+    )
+    assert w.doubles["c"].writes() == [] and w.doubles["c"].log == []  # nothing asked, nothing written
 
 
 def test_a_worker_that_lists_no_versions_leaves_the_pin_unchecked_and_refused(tmp_path: Path) -> None:
@@ -92,3 +99,28 @@ def test_an_unchanged_pin_reads_no_plugins(tmp_path: Path) -> None:
     out = only(w.run(RunOptions(dry_run=True, apply=FAST)))
     (step,) = out.plan.writes if out.plan else ()
     assert [e.code for e in step.effects] == [] and plugin_reads(w) == 0
+
+
+# --- pins written by definitions (generate) --------------------------------------------------
+
+
+def test_a_definition_pins_its_connectors_through_their_options(project: Project) -> None:
+    from tests.unit.test_input_yaml import GOOD, configs, only
+
+    text = GOOD + "source:\n  options: {connector.plugin.version: 3.6.1.Final}\n"
+    text += "sink_defaults:\n  options: {connector.plugin.version: '[3.6,3.7)'}\n"
+    got = configs(only(project, text), project)
+    assert got["local_manabie_bob_source_connector"][PIN] == "3.6.1.Final"
+    assert got["local_manabie_bob_to_auth_users_sink_connector"][PIN] == "[3.6,3.7)"
+
+
+def test_a_definition_pin_connect_would_refuse_names_file_line_and_field(project: Project) -> None:
+    from tests.unit.test_input_yaml import GOOD, refused
+
+    text = GOOD.replace(
+        "      - database: auth\n",
+        "      - database: auth\n        options: {value.converter.plugin.version: '(3.5)'}\n",
+    )
+    err = refused(project, text)
+    assert "bob.yaml:9" in err and "pipelines[0].sinks[0].options.value.converter.plugin.version" in err, err
+    assert "a one-version range is written [VERSION]" in err
