@@ -10,6 +10,7 @@ never taken as holding nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -22,6 +23,7 @@ from hephaestus.fleet.plugins import Workers
 from hephaestus.project import Cluster
 
 WORKER_TIMEOUT_S = 5.0
+_HOST_PORT = re.compile(r"(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.\-]+):[0-9]{1,5}")
 
 
 def worker_ids(cluster: Cluster, statuses: Iterable[ConnectorStatus]) -> tuple[str, ...]:
@@ -56,7 +58,10 @@ def of_workers(cluster: Cluster, ids: tuple[str, ...], factory: ClientFactory, w
 
 def _plugins(cluster: Cluster, worker: str, factory: ClientFactory) -> list[Plugin] | str:
     """Asked once, for at most WORKER_TIMEOUT_S: a worker that does not answer now is named now,
-    never waited for (status and the exporter run on a schedule)."""
+    never waited for (status and the exporter run on a schedule). A worker id is what Connect
+    answered: anything but a bare host:port (a path, credentials, a scheme) is not asked."""
+    if not _HOST_PORT.fullmatch(worker):
+        return "its worker id is not a host:port: not asked"
     url = f"{urlsplit(cluster.url).scheme}://{worker}"
     try:
         with factory(replace(cluster, url=url, timeout_s=min(cluster.timeout_s, WORKER_TIMEOUT_S))) as c:

@@ -207,3 +207,13 @@ def test_skew_is_one_in_the_exporter_and_unknown_is_no_sample() -> None:
 
     assert 'hephaestus_plugin_skew{cluster="c"} 1' in page((PG,))
     assert "plugin_skew" not in page(None)
+
+
+@pytest.mark.parametrize("hostile", ["evil.example:80/steal", "user:pw@evil:80", "http://evil:80", "evil", "w1:8083 x"])
+def test_a_worker_id_that_is_no_host_port_is_never_asked(hostile: str) -> None:
+    w = TwoWorkers()
+    w.w1.task_workers = [hostile]
+    w.w1.add("src", source(), type="source")
+    found = w.read()
+    assert found.workers.unread == {hostile: "its worker id is not a host:port: not asked"}
+    assert not [a for a in w.asked if "evil" in a or "user" in a]
