@@ -104,7 +104,7 @@ class ConnectDouble:
             ("io.confluent.connect.jdbc.JdbcSinkConnector", "sink", "10.8.4"),
             ("org.apache.kafka.connect.json.JsonConverter", "converter", "4.3.1"),
         ]
-        self.worker_id = "w1"  # what statuses name as the worker (its advertised host:port)
+        self.worker_id = "w1:8083"  # what statuses name as the worker (its advertised host:port)
         self.task_workers: list[str] = []  # the workers tasks run on, in turn (none: worker_id)
         self.versions = True  # statuses name the version each runs (Connect 4.1+)
         self._lock = threading.Lock()
@@ -341,6 +341,6 @@ def serve(double: ConnectDouble) -> Iterator[str]:
             pass
 
     with serving(Handler) as url:
-        if double.worker_id == "w1":
+        if double.worker_id == "w1:8083":
             double.worker_id = httpx.URL(url).netloc.decode()
         yield url

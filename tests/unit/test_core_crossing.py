@@ -357,5 +357,6 @@ def test_a_connector_pinned_to_a_version_both_clusters_hold_moves(tmp_path: Path
 
 
 def test_a_pin_that_is_no_version_fails_closed(tmp_path: Path) -> None:
-    w = moving(tmp_path, cfg(**{"connector.plugin.version": "[3.5"}))
+    w = moving(tmp_path)
+    w.doubles["a"].connectors["s"].config["connector.plugin.version"] = "[3.5"  # edited by hand on a
     assert "connector.plugin.version: '[3.5' is not a version nor a range" in refused(w)

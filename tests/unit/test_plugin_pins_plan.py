@@ -55,7 +55,7 @@ def test_a_pin_every_worker_holds_is_an_upgrade_step_beside_the_version_it_runs(
 def test_a_pin_no_worker_holds_is_refused_before_any_write_naming_the_worker(tmp_path: Path) -> None:
     w = world(tmp_path, "3.9.0.Final")
     out = only(w.run(RunOptions(apply=FAST, allow=Allow(every=True))))  # no flag lets it through
-    assert f"{PIN}=3.9.0.Final: worker w1 holds no {SINK} that fits" in out.plan.refused  # type: ignore[union-attr]
+    assert f"{PIN}=3.9.0.Final: worker w1:8083 holds no {SINK} that fits" in out.plan.refused  # type: ignore[union-attr]
     assert w.doubles["c"].writes() == []
 
 
@@ -79,7 +79,7 @@ def test_a_worker_that_lists_no_versions_leaves_the_pin_unchecked_and_refused(tm
     w = world(tmp_path, "3.5.0.Final")
     w.doubles["c"].plugins = [(c, t, "") for c, t, _ in w.doubles["c"].plugins]
     out = only(w.run())
-    assert "its pins cannot be checked: worker w1 lists no plugin versions" in out.plan.refused  # type: ignore[union-attr]
+    assert "its pins cannot be checked: worker w1:8083 lists no plugin versions" in out.plan.refused  # type: ignore[union-attr]
     assert w.doubles["c"].writes() == []
 
 
