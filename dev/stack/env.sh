@@ -18,6 +18,12 @@ HEPH_STACK_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # (org.apache.kafka.common.utils.Sanitizer), so its source tasks fail on a 4.4 worker.
 : "${HEPH_CONNECT_VERSION:=4.3.1}"
 : "${HEPH_DEBEZIUM_VERSION:=3.6.1.Final}"            # PostgreSQL source connector
+# A second, older PostgreSQL source beside it, in plugins/debezium-connector-postgres-<version>
+# (KIP-891: a worker holds several versions of a plugin; `connector.plugin.version` pins one,
+# unpinned connectors get the newest). Must stay older than HEPH_DEBEZIUM_VERSION, so that
+# unpinned connectors keep running it. 3.5.2.Final is served but its parent POM is not; 3.5.0.Final
+# resolves. Empty: no second version.
+: "${HEPH_DEBEZIUM_OLD_VERSION=3.5.0.Final}"
 : "${HEPH_DEBEZIUM_JDBC_VERSION:=3.6.0.Final}"       # JDBC sink: 3.6.1.Final is not served
 : "${HEPH_DEBEZIUM_SCRIPTING_VERSION:=3.3.1.Final}"  # newest that Maven resolves
 : "${HEPH_HIBERNATE_VERSION:=7.2.19.Final}"          # the sink's 7.2.6.Final lacks hibernate-agroal
@@ -92,7 +98,7 @@ HEPH_SECRETS_FILE="${HEPH_STACK_DIR}/secrets/connect.properties"
 HEPH_REGISTRY_URL="http://${HEPH_REGISTRY_HOST}:${HEPH_REGISTRY_PORT}"  # + /apis/ccompat/v7 (Confluent), /apis/registry/v2 (Apicurio)
 
 export HEPH_STACK_SRC HEPH_STACK_DIR \
-  HEPH_KAFKA_VERSION HEPH_CONNECT_VERSION HEPH_DEBEZIUM_VERSION HEPH_DEBEZIUM_JDBC_VERSION \
+  HEPH_KAFKA_VERSION HEPH_CONNECT_VERSION HEPH_DEBEZIUM_VERSION HEPH_DEBEZIUM_OLD_VERSION HEPH_DEBEZIUM_JDBC_VERSION \
   HEPH_DEBEZIUM_SCRIPTING_VERSION HEPH_HIBERNATE_VERSION HEPH_PG_JDBC_VERSION \
   HEPH_GROOVY_VERSION HEPH_LOG4J_VERSION HEPH_REGISTRY_VERSION HEPH_APICURIO_CONVERTER_VERSION \
   HEPH_PG_BIN HEPH_PG_HOST HEPH_PG_PORT HEPH_PG_USER HEPH_PG_PASSWORD HEPH_PG_OS_USER \

@@ -253,6 +253,18 @@ heph_connect_has_avro_converter() {
   [[ $plugins == *'"io.apicurio.registry.utils.converter.AvroConverter"'* ]]
 }
 
+# Whether Connect cluster $1 lists the older Debezium PostgreSQL source (HEPH_DEBEZIUM_OLD_VERSION,
+# KIP-891: one entry per class and version) beside the current one; true when there is none to
+# list. A worker started before dev/stack/fetch added its folder does not, until it restarts.
+heph_connect_has_old_debezium() {
+  [[ -z $HEPH_DEBEZIUM_OLD_VERSION ]] && return 0
+  local plugins
+  plugins=$(curl -fsS --max-time 5 "$(heph_connect_url "$1")/connector-plugins" 2>/dev/null) || return 1
+  # One plugin object a line: its class and its version.
+  tr '}' '\n' <<<"$plugins" | grep -F '"io.debezium.connector.postgresql.PostgresConnector"' |
+    grep -qF "\"version\":\"$HEPH_DEBEZIUM_OLD_VERSION\""
+}
+
 # ---------------------------------------------------------------------------------------------
 # Schema registry (Apicurio Registry, built by dev/stack/fetch into HEPH_REGISTRY_CACHE)
 # ---------------------------------------------------------------------------------------------
