@@ -25,6 +25,7 @@ from hephaestus.settings import (
     StateSettings,
 )
 from hephaestus.urls import normalised_url
+from hephaestus.versions import requirement
 from hephaestus.yamlsrc import YamlDoc, clip, load_yaml, non_finite, packaged_validator, schema_errors_of
 
 DEFAULT_URL = "http://127.0.0.1:8083"
@@ -139,6 +140,7 @@ class Project:
     name: str = "default"
     state: StateSettings = StateSettings()  # where the lock, ownership, heal's records and the audit live
     rollout: RolloutKeys | None = None  # `rollout:` as written, typed (None: absent)
+    plugin_versions: Mapping[str, str] = field(default_factory=dict, hash=False)  # {class: pin} (issue 50)
 
     def rollout_of(self, cluster: Cluster, flags: Mapping[str, Any] | None = None) -> RolloutSettings | None:
         """The cluster's rollout: the flags' keys over its own over the project's; None when
@@ -207,7 +209,17 @@ def load_project(path: Path) -> Project:
     project = _build(doc, path.parent)
     _check_urls(project, doc.data["clusters"])
     _check_waves(project)
+    _check_pins(project)
     return project
+
+
+def _check_pins(project: Project) -> None:
+    """A fleet-wide pin Connect would refuse is named where it is written (issue 50)."""
+    for cls, spec in project.plugin_versions.items():
+        try:
+            requirement(spec)
+        except ValueError as exc:
+            raise InputError(project.file, str(exc), f"plugins.versions.{cls}") from exc
 
 
 def _check_waves(project: Project) -> None:
@@ -294,6 +306,7 @@ def _build(doc: YamlDoc, base: Path) -> Project:
         ),
         ksqldb={n: _ksqldb(n, k, base) for n, k in data.get("ksqldb", {}).items()},
         rollout=_rollout(data),
+        plugin_versions=dict(data.get("plugins", {}).get("versions", {})),
     )
 
 

@@ -65,7 +65,7 @@ def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_
 
     given = click.get_current_context().get_parameter_source("out") is not ParameterSource.DEFAULT
     layout = Layout(out, {} if given else _folders(project_file))
-    result = run_generate(definitions, catalogs, layout, check, registries_of(project_file))
+    result = run_generate(definitions, catalogs, layout, check, registries_of(project_file), _pins(project_file))
     schemas = sync_editor_schemas(definitions.parent / "schemas", check)
     changes = [*result.changes.lines(), *(f"update {path}" for path in schemas)]
     # --check lists what is stale: few files, each one to look at. A write lists nothing by
@@ -83,6 +83,15 @@ def generate(definitions: Path, catalogs: Path, out: Path, check: bool, project_
     click.echo("\n".join(summary), err=True)
     if check and changes:
         sys.exit(EXIT_DRIFT)
+
+
+def _pins(project_file: Path) -> dict[str, str]:
+    """The project file's fleet-wide plugin pins (`plugins.versions`); none without one."""
+    if not project_file.is_file():
+        return {}
+    from hephaestus.project import load_project
+
+    return dict(load_project(project_file).plugin_versions)
 
 
 def _folders(project_file: Path) -> dict[str, Path]:

@@ -13,6 +13,7 @@ from hephaestus.generator.definitions import Registries, load_definitions, no_re
 from hephaestus.generator.fanout import generate
 from hephaestus.generator.model import Connector
 from hephaestus.generator.output import GENERATED_KINDS, FileChanges, apply_changes, diff_files, read_generated, render
+from hephaestus.generator.pins import pinned
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,19 @@ class Layout:
 
 
 def run_generate(
-    definitions: Path, catalogs: Path, out: Path | Layout, check: bool, registries: Registries | None = None
+    definitions: Path,
+    catalogs: Path,
+    out: Path | Layout,
+    check: bool,
+    registries: Registries | None = None,
+    versions: Mapping[str, str] | None = None,
 ) -> GenerateResult:
     """Validate everything first; then (unless `check`) write and remove files. The changes
-    name each file as the layout spells it (under --out, or the project's folder)."""
+    name each file as the layout spells it (under --out, or the project's folder). `versions`:
+    the project's fleet-wide plugin pins ({class: pin})."""
     layout = out if isinstance(out, Layout) else Layout(out)
-    connectors = generate(load_definitions(definitions, registries or no_registries), load_catalogs(catalogs))
+    made = generate(load_definitions(definitions, registries or no_registries), load_catalogs(catalogs))
+    connectors = [pinned(c, versions) for c in made] if versions else made
     wanted = {layout.file(c): render(c) for c in connectors}
     existing = layout.generated()
     # A file may be spelled two ways (a named folder under --out's root, one relative and one

@@ -13,7 +13,7 @@ from hephaestus.errors import InputErrors
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.run import RunOptions
 from hephaestus.safety.gate import Allow
-from tests.unit.conftest import Project
+from tests.unit.conftest import Project, Result
 from tests.unit.test_core_run import FAST, SINK, World, cfg
 
 PIN = "connector.plugin.version"
@@ -124,3 +124,37 @@ def test_a_definition_pin_connect_would_refuse_names_file_line_and_field(project
     err = refused(project, text)
     assert "bob.yaml:9" in err and "pipelines[0].sinks[0].options.value.converter.plugin.version" in err, err
     assert "a one-version range is written [VERSION]" in err
+
+
+def generated(project: Project, text: str) -> Result:
+    """bob.yaml alone, generated with the project file beside it."""
+    for f in project.definitions.glob("*.yaml"):
+        f.unlink()
+    (project.definitions / "bob.yaml").write_text(text)
+    return project.generate("--project", str(project.root / "hephaestus.yaml"))
+
+
+def test_the_project_file_pins_a_class_fleet_wide_unless_a_definition_pins_it_nearer(project: Project) -> None:
+    from tests.unit.test_input_yaml import GOOD, configs
+
+    pg = "io.debezium.connector.postgresql.PostgresConnector"
+    (project.root / "hephaestus.yaml").write_text(
+        "clusters:\n  platforms: {url: 'http://127.0.0.1:9', connectors: connectors/platforms}\n"
+        f"plugins:\n  versions:\n    {pg}: '[3.6,3.7)'\n    {SINK}: 3.6.0.Final\n"
+    )
+    text = GOOD + "sink_defaults:\n  options: {connector.plugin.version: 3.5.0.Final}\n"
+    got = configs(generated(project, text), project)
+    assert got["local_manabie_bob_source_connector"][PIN] == "[3.6,3.7)"  # the project file's
+    assert got["local_manabie_bob_to_auth_users_sink_connector"][PIN] == "3.5.0.Final"  # its definition's
+
+
+def test_a_fleet_wide_pin_connect_would_refuse_names_the_project_file_and_key(project: Project) -> None:
+    from tests.unit.test_input_yaml import GOOD
+
+    (project.root / "hephaestus.yaml").write_text(
+        "clusters:\n  platforms: {url: 'http://127.0.0.1:9', connectors: connectors/platforms}\n"
+        f"plugins:\n  versions:\n    {SINK}: '[3.6'\n"
+    )
+    result = generated(project, GOOD)
+    assert result.code == 1 and project.files() == {}
+    assert f"hephaestus.yaml at plugins.versions.{SINK}: '[3.6' is not a version nor a range" in result.err
