@@ -6,6 +6,8 @@ HEPH_DEBEZIUM_VERSION, KIP-891).
 - The source pinned to the old version in git runs it (read back from /status); the bump in git is
   planned as a `plugin-upgrade` beside the version it runs, applied, and then every task's /status
   shows the new version, and rows written before and after arrive at the sink once (accuracy --deep).
+- Under a writer, the bump goes through the cluster's rollout (the canary's health gates: its
+  lag's age) and no row is lost or repeated.
 - A pin to a version the worker does not hold is refused before any write (exit 2,
   `plugin-missing`, naming the worker): Connect's config is read back unchanged.
 """
@@ -13,9 +15,11 @@ HEPH_DEBEZIUM_VERSION, KIP-891).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.stack.fleet import Fleet, make_fleet
@@ -117,3 +121,44 @@ def test_a_version_the_worker_lacks_is_refused_with_no_write(fleet: Fleet, conne
     assert "plugin-missing" in cluster["refused"] and "3.5.2.Final: worker" in cluster["refused"]
     assert cluster["results"] == []
     assert connect.config(source)[PIN] == old and running(connect, source) == {old}  # nothing written
+
+
+class Writer:
+    """Rows into bob's users, one every 20 ms, until stopped: the load a bump must lose none of."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn, self.n, self.error = dsn, 0, None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                while not self.stop.wait(0.02):
+                    conn.execute("INSERT INTO users (user_id, name) VALUES (%s, 'w')", [f"load-{self.n}"])
+                    self.n += 1
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+
+
+def test_a_bump_goes_through_the_canary_under_load_and_loses_no_row(fleet: Fleet, connect: ConnectClient) -> None:
+    old, new = versions()
+    source = pin(fleet, old)
+    assert fleet.reconcile()[0] == 0
+    connect.wait_running(source, timeout=120)
+    fleet.edit_project(rollout={"canary": 1, "analysis_s": 10, "interval_s": 2, "max_lag_age_s": 120})
+    writer = Writer(fleet.stack.dsn(fleet.dbs["bob"]))
+    writer.thread.start()
+    wait_until(lambda: writer.n > 20 or None, timeout=60, message="the writer running")
+    pin(fleet, new)
+    code, report = fleet.reconcile()
+    writer.stop.set()
+    writer.thread.join(timeout=30)
+    assert writer.error is None, writer.error
+    (cluster,) = report["clusters"]
+    assert code == 0, json.dumps(cluster, indent=1)
+    assert cluster["rollout"]["report"][0] == "canary: 1 passed", cluster["rollout"]
+    wait_until(lambda: running(connect, source) == {new} or None, timeout=120, message=f"every task on {new}")
+    auth = fleet.stack.dsn(fleet.dbs["auth"])
+    query = "SELECT count(*), count(DISTINCT user_id) FROM users WHERE user_id LIKE 'load-%%'"
+    wait_until(lambda: read_rows(auth, query) == [(writer.n, writer.n)] or None, timeout=240, message="every row")
