@@ -24,7 +24,7 @@ _QUALIFIERS |= {"snapshot": -1, "": 0, "ga": 0, "final": 0, "release": 0, "sp": 
 
 def _items(version: str) -> list[tuple[int, int, str]]:
     """Numbers after words; known qualifiers in Maven's order, other words after them (sp)."""
-    parts = [p for p in re.split(r"[.\-_]|(?<=\d)(?=[a-zA-Z])|(?<=[a-zA-Z])(?=\d)", version.strip().lower()) if p]
+    parts = [p for p in re.split(r"[.\-_]|(?<=\d)(?=[a-z])|(?<=[a-z])(?=\d)", version.strip().lower()) if p]
     return [_item(p) for p in parts]
 
 
@@ -57,16 +57,21 @@ class Bound:
     high_in: bool
 
     def holds(self, version: str) -> bool:
-        low = 1 if self.low is None else compare(version, self.low)
-        high = -1 if self.high is None else compare(version, self.high)
-        return (low > 0 or (low == 0 and self.low_in)) and (high < 0 or (high == 0 and self.high_in))
+        return self._above(version) and self._below(version)
+
+    def _above(self, version: str) -> bool:
+        return self.low is None or compare(version, self.low) > 0 or (self.low_in and compare(version, self.low) == 0)
+
+    def _below(self, version: str) -> bool:
+        return (
+            self.high is None or compare(version, self.high) < 0 or (self.high_in and compare(version, self.high) == 0)
+        )
 
 
 @dataclass(frozen=True)
 class Requirement:
     """A pin as Connect reads it; no bounds: the newest installed."""
 
-    spec: str
     bounds: tuple[Bound, ...] = ()
 
     def holds(self, version: str) -> bool:
@@ -81,13 +86,13 @@ class Requirement:
 def requirement(spec: str | None) -> Requirement:
     """A pin's requirement; ValueError names what is wrong with one Connect would refuse too."""
     if spec is None or spec.strip() in ("", LATEST):
-        return Requirement(LATEST)
+        return Requirement()
     text = spec.strip()
-    if text[0] not in "[(":
+    if not text.startswith(("[", "(")):
         if not re.fullmatch(r"[\w.\-+]+", text):
             raise ValueError(f"{spec!r} is not a version nor a range such as [3.5,3.6)")
-        return Requirement(text, (Bound(text, text, True, True),))  # a plain version: exactly it
-    return Requirement(text, tuple(_bound(o, inside, c, spec) for o, inside, c in _ranges(text, spec)))
+        return Requirement((Bound(text, text, True, True),))  # a plain version: exactly it
+    return Requirement(tuple(_bound(o, inside, c, spec) for o, inside, c in _ranges(text, spec)))
 
 
 def _ranges(text: str, spec: str) -> list[tuple[str, str, str]]:
@@ -111,6 +116,8 @@ def _bound(opening: str, inside: str, closing: str, spec: str) -> Bound:
     if len(ends) != 2:
         raise ValueError(f"{spec!r}: a range has two ends, [low,high)")
     low, high = ends
+    if low is None and high is None:
+        raise ValueError(f"{spec!r}: a range names at least one end (no pin at all is the newest)")
     if low is not None and high is not None and compare(high, low) < 0:
         raise ValueError(f"{spec!r}: its upper end is below its lower end")
     return Bound(low, high, opening == "[", closing == "]")

@@ -13,6 +13,7 @@ from hephaestus.errors import InputErrors
 from hephaestus.reconciler.outcome import ClusterOutcome
 from hephaestus.reconciler.run import RunOptions
 from hephaestus.safety.gate import Allow
+from tests.connect_double import error
 from tests.unit.conftest import Project, Result
 from tests.unit.test_core_run import FAST, SINK, World, cfg
 
@@ -158,3 +159,14 @@ def test_a_fleet_wide_pin_connect_would_refuse_names_the_project_file_and_key(pr
     result = generated(project, GOOD)
     assert result.code == 1 and project.files() == {}
     assert f"hephaestus.yaml at plugins.versions.{SINK}: '[3.6' is not a version nor a range" in result.err
+
+
+def test_a_worker_that_does_not_answer_leaves_the_pin_unchecked_and_refused(tmp_path: Path) -> None:
+    w = world(tmp_path, "3.5.0.Final")
+    d = w.doubles["c"]
+    d.task_workers = ["w1:8083", "w9:8083"]
+    d.connectors["s"].task_states = ["RUNNING", "RUNNING"]
+    d.faults.append(lambda req, dbl: error(503, "starting") if req.url.host == "w9" else None)
+    out = only(w.run())
+    assert "its pins cannot be checked: worker w9:8083 not read (" in out.plan.refused  # type: ignore[union-attr]
+    assert d.writes() == []

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hephaestus.fleet.plugins import Skew, lacking, pins, skew
+from hephaestus.fleet.plugins import Skew, Workers, findings, lacking, pins, skew
 from hephaestus.versions import compare, requirement, version_key
 
 HELD = ["3.4.1.Final", "3.5.2.Final", "3.6.1.Final", "3.6.0.CR1"]
@@ -123,3 +123,80 @@ def test_the_pins_a_config_sets_name_the_class_they_pin() -> None:
 
 def test_a_sort_key_orders_a_list() -> None:
     assert sorted(["3.6.1.Final", "3.10.0", "3.5.2.Final"], key=version_key) == ["3.5.2.Final", "3.6.1.Final", "3.10.0"]
+
+
+# --- pinned to the letter (from mutation testing) -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "held", "runs"),
+    [
+        ("[3.6.1.Final,3.6.1.Final]", ["3.6.1.Final", "3.7.0.Final"], "3.6.1.Final"),  # both ends one version
+        ("[3.5.2.Final,3.6)", ["3.4.1.Final", "3.5.2.Final"], "3.5.2.Final"),  # `[`: the low end is in
+        ("(3.5.2.Final,)", ["3.5.2.Final"], None),  # `(`: the low end is out
+        ("(,3.5.2.Final)", ["3.5.2.Final"], None),  # `)`: the high end is out
+        ("[3.5.2.Final]", ["3.4.1.Final"], None),  # one version, and nothing below it
+        ("3.5.2.Final", ["3.4.1.Final", "3.6.1.Final"], None),
+        (None, ["3.9.0", "3.10.0"], "3.10.0"),  # the newest by version, not by text
+    ],
+)
+def test_each_end_of_a_range_is_in_or_out_as_written(spec: str | None, held: list[str], runs: str | None) -> None:
+    assert requirement(spec).chosen(held) == runs
+
+
+@pytest.mark.parametrize("spec", ["[3.5)", "(3.5]", "[]"])
+def test_a_one_version_range_is_written_in_square_brackets(spec: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"{spec!r}: a one-version range is written [VERSION]")):
+        requirement(spec)
+
+
+@pytest.mark.parametrize("spec", ["[,]", "(,)"])
+def test_a_range_with_no_end_is_refused(spec: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"{spec!r}: a range names at least one end")):
+        requirement(spec)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "order"),
+    [
+        ("1.1", "1.foo", 1),  # a number after any word
+        ("1.foo", "1.sp", 1),  # an unknown word after every known qualifier
+        ("1.foo", "1.bar", 1),  # unknown words in their letters' order
+        ("1.rc1", "1.foo", -1),
+        ("1.0", "1.0.0.0", 0),
+        ("1.0.RC1", "1.0.rc1", 0),  # case does not count
+    ],
+)
+def test_numbers_words_and_qualifiers_rank_as_maven_ranks_them(a: str, b: str, order: int) -> None:
+    assert compare(a, b) == order and compare(b, a) == -order
+
+
+def test_skew_lists_each_worker_s_versions_in_version_order() -> None:
+    (found,) = skew({"w1": {"C": frozenset({"3.10.0", "3.9.0"})}, "w2": {"C": frozenset({"3.9.0"})}})
+    assert found.describe() == "C differs between workers (w1: 3.9.0, 3.10.0; w2: 3.9.0)"
+
+
+def test_findings_name_every_bad_pin_every_worker_and_skip_a_class_unknown_here() -> None:
+    pg = "io.debezium.connector.postgresql.PostgresConnector"
+    w = Workers("c", {"a:1": {pg: frozenset({"3.6.1.Final"})}, "b:1": {pg: frozenset({"3.6.1.Final"})}})
+    config = {
+        "connector.class": pg,
+        "connector.plugin.version": "3.5.2.Final",  # neither worker holds it
+        "value.converter": "V",
+        "value.converter.plugin.version": "[4",  # no range
+        "key.converter.plugin.version": "[9,)",  # the worker's default converter: not judged here
+        "header.converter": "H",
+        "header.converter.plugin.version": "(1]",
+    }
+    assert findings("c", w, {"s": config}) == (
+        f"c: s: connector.plugin.version=3.5.2.Final but worker a:1, b:1 holds no {pg} that fits",
+        "c: s: header.converter.plugin.version: '(1]': a one-version range is written [VERSION]",
+        "c: s: value.converter.plugin.version: '[4' is not a version nor a range such as [3.5,3.6)",
+    )
+
+
+def test_unchecked_names_the_first_worker_not_read() -> None:
+    w = Workers("c", {}, unread={"b:1": "refused", "a:1": "timed out"})
+    assert w.unchecked() == "worker a:1 not read (timed out)"
+    assert Workers("c", {"a:1": {}}, unversioned=("a:1",)).unchecked().startswith("worker a:1 lists no plugin versions")
+    assert Workers("c", {"a:1": {}}).unchecked() == ""
