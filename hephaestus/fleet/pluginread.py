@@ -40,32 +40,38 @@ def read(cluster: Cluster, client: ConnectClient, factory: ClientFactory = conne
         statuses = client.statuses().values()
     except ConnectError as exc:
         return Workers(cluster.name, unread={cluster.url: str(exc)})
-    return of_workers(cluster, worker_ids(cluster, statuses), factory, workers)
+    return of_workers(cluster, worker_ids(cluster, statuses), factory, workers, bounded=False)
 
 
 def of_listing(
     cluster: Cluster, listed: Mapping[str, ConnectorStatus], factory: ClientFactory = connect_client
 ) -> Workers:
-    """The workers a listing already names (status, the exporter): no request for them."""
-    return of_workers(cluster, worker_ids(cluster, listed.values()), factory)
+    """The workers a listing already names (status, the exporter): no request for them; each
+    asked once, bounded, as a scheduled check is."""
+    return of_workers(cluster, worker_ids(cluster, listed.values()), factory, bounded=True)
 
 
-def of_workers(cluster: Cluster, ids: tuple[str, ...], factory: ClientFactory, workers: int = 4) -> Workers:
+def of_workers(
+    cluster: Cluster, ids: tuple[str, ...], factory: ClientFactory, workers: int = 4, *, bounded: bool
+) -> Workers:
+    """`bounded`: each worker asked once, for at most WORKER_TIMEOUT_S (status, the exporter: a
+    worker that does not answer now is named now); else with the cluster's timeout and retries
+    (`plugins`, a plan's check: a worker missed under load would refuse a plan for nothing)."""
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(ids)))) as pool:
-        answers = dict(zip(ids, pool.map(lambda w: _plugins(cluster, w, factory), ids), strict=True))
+        answers = dict(zip(ids, pool.map(lambda w: _plugins(cluster, w, factory, bounded), ids), strict=True))
     return _workers(cluster.name, answers)
 
 
-def _plugins(cluster: Cluster, worker: str, factory: ClientFactory) -> list[Plugin] | str:
-    """Asked once, for at most WORKER_TIMEOUT_S: a worker that does not answer now is named now,
-    never waited for (status and the exporter run on a schedule). A worker id is what Connect
-    answered: anything but a bare host:port (a path, credentials, a scheme) is not asked."""
+def _plugins(cluster: Cluster, worker: str, factory: ClientFactory, bounded: bool) -> list[Plugin] | str:
+    """A worker id is what Connect answered: anything but a bare host:port (a path, credentials,
+    a scheme) is not asked."""
     if not _HOST_PORT.fullmatch(worker):
         return "its worker id is not a host:port: not asked"
     url = f"{urlsplit(cluster.url).scheme}://{worker}"
     try:
-        with factory(replace(cluster, url=url, timeout_s=min(cluster.timeout_s, WORKER_TIMEOUT_S))) as c:
-            return c.plugins(connectors_only=False, once=True)
+        timeout = min(cluster.timeout_s, WORKER_TIMEOUT_S) if bounded else cluster.timeout_s
+        with factory(replace(cluster, url=url, timeout_s=timeout)) as c:
+            return c.plugins(connectors_only=False, once=bounded)
     except ConnectError as exc:
         return str(exc)
 
