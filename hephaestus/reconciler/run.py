@@ -373,11 +373,8 @@ class _Reconcile:
         move its fingerprint."""
         if basis is None:
             return []
-        marks = {
-            n
-            for n, c in self.store.owned(self.project.name, cluster.name).items()
-            if c.how.startswith((ownership.RELEASING, ownership.MOVING))
-        }
+        owned = self.store.owned(self.project.name, cluster.name).items()
+        marks = {n for n, c in owned if c.how.startswith((ownership.RELEASING, ownership.MOVING))}
         # A mark of this run's move stays (a move stopped part-way is the next run's to finish).
         gone = sorted(n for n in marks if n not in basis.owned and n not in {s.name for s in p.of("move")})
         self.store.release(self.project.name, cluster.name, gone)
