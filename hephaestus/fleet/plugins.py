@@ -92,17 +92,21 @@ def findings(cluster: str, w: Workers, configs: Mapping[str, Mapping[str, str]])
         for n in w.unversioned
     ]
     found += [f"{cluster}: {s.describe()}" for s in skew(w.held)]
-    return tuple(found + [p for name, c in sorted(configs.items()) for p in _pin_findings(cluster, name, c, w)])
+    return tuple(found + [f"{cluster}: {name}: {why}" for name, c in sorted(configs.items()) for why in unheld(c, w)])
 
 
-def _pin_findings(cluster: str, name: str, config: Mapping[str, str], w: Workers) -> list[str]:
+def unheld(config: Mapping[str, str], w: Workers) -> list[str]:
+    """Why each of a config's pins cannot run on every worker: no version nor range, or a worker
+    holding nothing that fits (its tasks there cannot start). A converter pin whose class is the
+    worker's default, unknown here, is not judged. `status`, `plugins` and a plan's gate say it
+    in these words."""
     found = []
     for key, (cls, spec) in sorted(pins(config).items()):
         try:
             missing = lacking(w.held, cls, spec) if cls else ()
         except ValueError as exc:
-            found.append(f"{cluster}: {name}: {key}: {exc}")
+            found.append(f"{key}: {exc}")
             continue
         if missing:
-            found.append(f"{cluster}: {name}: {key}={spec} but worker {', '.join(missing)} holds no {cls} that fits")
+            found.append(f"{key}={spec}: worker {', '.join(missing)} holds no {cls} that fits")
     return found

@@ -11,8 +11,7 @@ from typing import Protocol
 
 from hephaestus.drift.model import BREAKS_SINK, DriftReport
 from hephaestus.fleet.model import Desired, Live
-from hephaestus.fleet.plugins import Workers, pins
-from hephaestus.fleet.plugins import lacking as plugin_lacking
+from hephaestus.fleet.plugins import Workers, pins, unheld
 from hephaestus.publications import change as publications
 from hephaestus.publications.change import PublicationChange, Publications
 from hephaestus.reconciler import backfill, rotation, sinktopics
@@ -127,17 +126,7 @@ def _with_plugins(p: Plan, seen: Seen) -> Plan:
 def _missing(step: Step, w: Workers) -> tuple[Effect, ...]:
     if unchecked := w.unchecked():
         return (Effect("plugin-missing", f"its pins cannot be checked: {unchecked}", invariant=True),)
-    found = []
-    for key, (cls, spec) in sorted(pins(step.config).items()):
-        try:
-            lacking = plugin_lacking(w.held, cls, spec) if cls else ()
-        except ValueError as exc:
-            found.append(Effect("plugin-missing", f"{key}: {exc}", invariant=True))
-            continue
-        if lacking:
-            why = f"{key}={spec}: worker {', '.join(lacking)} holds no {cls} that fits"
-            found.append(Effect("plugin-missing", why, invariant=True))
-    return tuple(found)
+    return tuple(Effect("plugin-missing", why, invariant=True) for why in unheld(step.config, w))
 
 
 def planned(seen: Seen, wanted: Wanted, policy: Policy, seal: Seal | None) -> ClusterOutcome:

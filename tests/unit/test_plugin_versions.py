@@ -189,7 +189,7 @@ def test_findings_name_every_bad_pin_every_worker_and_skip_a_class_unknown_here(
         "header.converter.plugin.version": "(1]",
     }
     assert findings("c", w, {"s": config}) == (
-        f"c: s: connector.plugin.version=3.5.2.Final but worker a:1, b:1 holds no {pg} that fits",
+        f"c: s: connector.plugin.version=3.5.2.Final: worker a:1, b:1 holds no {pg} that fits",
         "c: s: header.converter.plugin.version: '(1]': a one-version range is written [VERSION]",
         "c: s: value.converter.plugin.version: '[4' is not a version nor a range such as [3.5,3.6)",
     )
