@@ -10,6 +10,7 @@ from typing import Any
 from hephaestus.classes import PIN_KEYS
 from hephaestus.errors import InputError, InputErrors
 from hephaestus.fleet.model import Desired
+from hephaestus.keyrenames import misnamed
 from hephaestus.project import Cluster
 from hephaestus.safety.gate import Allow, allow_of
 from hephaestus.secrets import plaintext
@@ -63,6 +64,19 @@ def _pins_in(d: Desired) -> list[InputError]:
     return found
 
 
+def _renamed_in(d: Desired) -> list[InputError]:
+    """A key its pinned version does not read under that name (issue 50: a pin bumped by hand
+    across a release that renamed it; Connect would take the file and ignore the key)."""
+    return [
+        InputError(
+            d.origin,
+            f"the pinned version does not read {m.key!r}: {m.why}; rename it (generate rewrites generated files)",
+            field=format_path(["config", m.key]),
+        )
+        for m in misnamed(d.config)
+    ]
+
+
 _PLAINTEXT = "holds a plaintext secret"
 _INSTEAD = "git gets a placeholder, never the value: ${file:/path/to/secrets.properties:some_key}"
 
@@ -77,7 +91,7 @@ def _load(cluster: Cluster, kinds: tuple[str, ...]) -> dict[str, Desired]:
         except InputError as exc:
             errors.append(exc)
             continue
-        errors += _plaintext_in(d) + _pins_in(d)  # `select`ed or not: git holds it either way
+        errors += _plaintext_in(d) + _pins_in(d) + _renamed_in(d)  # `select`ed or not: git holds it either way
         if cluster.selects(d.name):
             errors += _add(desired, d)
     if errors:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hephaestus.classes import PIN_KEYS
+from hephaestus.keyrenames import PIN, misnamed
 from hephaestus.versions import requirement, version_key
 
 # worker -> class -> the versions it holds
@@ -82,17 +83,31 @@ class Workers:
         return ""
 
 
-def findings(cluster: str, w: Workers, configs: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
+def findings(
+    cluster: str, w: Workers, configs: Mapping[str, Mapping[str, str]], running: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
     """What is wrong with a cluster's plugins, each naming the cluster and worker: a worker not
     read or before KIP-891, skew between workers, a connector's pin that is no version or that a
-    worker holds nothing for (its tasks placed there cannot start)."""
+    worker holds nothing for (its tasks placed there cannot start), and a key the version a
+    connector runs ({name: version}) reads under another name (an unpinned connector whose
+    workers got a release that renamed it: Connect ignores the old key without a word)."""
     found = [f"{cluster}: worker {n} not read: {why}" for n, why in sorted(w.unread.items())]
     found += [
         f"{cluster}: worker {n} lists no plugin versions (Connect before 4.1): versions cannot be checked"
         for n in w.unversioned
     ]
     found += [f"{cluster}: {s.describe()}" for s in skew(w.held)]
-    return tuple(found + [f"{cluster}: {name}: {why}" for name, c in sorted(configs.items()) for why in unheld(c, w)])
+    found += [f"{cluster}: {name}: {why}" for name, c in sorted(configs.items()) for why in unheld(c, w)]
+    return tuple(found + [f"{cluster}: {name}: {why}" for name, why in _misread(configs, running or {})])
+
+
+def _misread(configs: Mapping[str, Mapping[str, str]], running: Mapping[str, str]) -> list[tuple[str, str]]:
+    return [
+        (name, f"runs {v}, which does not read {m.key!r}: {m.why}")
+        for name, v in sorted(running.items())
+        if v and name in configs
+        for m in misnamed({**configs[name], PIN: v})
+    ]
 
 
 def unheld(config: Mapping[str, str], w: Workers) -> list[str]:

@@ -13,7 +13,7 @@ from hephaestus.generator.definitions import Registries, load_definitions, no_re
 from hephaestus.generator.fanout import generate
 from hephaestus.generator.model import Connector
 from hephaestus.generator.output import GENERATED_KINDS, FileChanges, apply_changes, diff_files, read_generated, render
-from hephaestus.generator.pins import pinned
+from hephaestus.generator.pins import pinned, renamed
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def run_generate(
     the project's fleet-wide plugin pins ({class: pin})."""
     layout = out if isinstance(out, Layout) else Layout(out)
     made = generate(load_definitions(definitions, registries or no_registries), load_catalogs(catalogs))
-    connectors = [pinned(c, versions) for c in made] if versions else made
+    connectors = renamed([pinned(c, versions) for c in made] if versions else made)
     wanted = {layout.file(c): render(c) for c in connectors}
     existing = layout.generated()
     # A file may be spelled two ways (a named folder under --out's root, one relative and one

@@ -2,7 +2,8 @@
 
 Errors, each naming its cluster and worker: a worker not read; one that answers without
 versions (Connect before 4.1: nothing can be checked); skew (workers holding different versions
-of a class); a pin that is no version or range; a pin that a worker has nothing for (the task
+of a class); a pin that is no version or range; a key the version a connector runs reads under
+another name (`hephaestus.keyrenames`); a pin that a worker has nothing for (the task
 placed there fails to start); a connector whose tasks run another version than it does.
 """
 
@@ -48,7 +49,7 @@ class ClusterPlugins:
         if self.error:
             return (f"{self.cluster}: {self.error}",)
         configs = {r.name: r.config for r in self.runs}
-        found = plugins.findings(self.cluster, self.workers, configs)
+        found = plugins.findings(self.cluster, self.workers, configs, {r.name: r.version for r in self.runs})
         return found + tuple(p for r in self.runs for p in _mixed(self.cluster, r))
 
 

@@ -35,7 +35,9 @@ def _view(
         return v  # not reached: its error says so already
     w = read(cluster, listing)
     mine = {n: c for n, c in listing.items() if cluster.selects(n)}
-    found = plugins.findings(cluster.name, w, {n: c.config for n, c in mine.items()})
+    found = plugins.findings(
+        cluster.name, w, {n: c.config for n, c in mine.items()}, {n: c.version for n, c in mine.items()}
+    )
     connectors = tuple(
         replace(
             c, plugin_version=mine[c.name].version, task_versions=tuple((t.id, t.version) for t in mine[c.name].tasks)
