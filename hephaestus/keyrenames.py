@@ -114,3 +114,17 @@ def rewritten(config: Mapping[str, str], renames: tuple[Rename, ...] | None = No
             raise RenameClash(f"{m.key!r} and {m.wanted!r} are both set, to different values; {m.why}")
         out[m.wanted] = out.pop(m.key)
     return out
+
+
+def aligned(
+    before: Mapping[str, str], after: Mapping[str, str], renames: tuple[Rename, ...] | None = None
+) -> dict[str, str]:
+    """`before` with each renamed key spelled as `after`'s pin reads it (its own pin kept): a bump
+    across a release that renamed a key is judged by what the setting does, not by its name, so the
+    old name gone and the new one holding its value is no change. A clash leaves it as it is."""
+    try:
+        spelled = rewritten({**before, PIN: after.get(PIN, "")}, renames)
+    except RenameClash:
+        return dict(before)
+    spelled.pop(PIN)
+    return spelled | ({PIN: before[PIN]} if PIN in before else {})

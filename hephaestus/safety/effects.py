@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hephaestus.classes import PIN_KEYS
+from hephaestus.keyrenames import aligned, misnamed
 from hephaestus.safety import transforms, views
 from hephaestus.safety.values import NO_RESOLVER, Resolver, same
 
@@ -76,8 +77,9 @@ Sigs = Mapping[transforms.Category, transforms.Signature]
 
 def of_update(before: Config, after: Config, resolve: Resolver = NO_RESOLVER, running: str = "") -> tuple[Effect, ...]:
     """A config write (PUT): what changed, and what the restart it causes does. `running`: the
-    version its plugin runs now, when Connect says (4.1+)."""
-    return _of_update(before, after, resolve) + of_pins(before, after, running)
+    version its plugin runs now, when Connect says (4.1+). A key the new pin reads under another
+    name (`hephaestus.keyrenames`) is compared under that name: a rename is no change of setting."""
+    return _of_update(aligned(before, after), after, resolve) + of_pins(before, after, running)
 
 
 def of_pins(before: Config, after: Config, running: str = "") -> tuple[Effect, ...]:
@@ -88,9 +90,11 @@ def of_pins(before: Config, after: Config, running: str = "") -> tuple[Effect, .
         for k in PIN_KEYS
         if (before.get(k) or "").strip() != (after.get(k) or "").strip()
     ]
-    runs = {"connector.plugin.version": f" (runs {running})"} if running else {}
+    pin = "connector.plugin.version"
+    renamed = [f"{m.key} → {m.wanted}" for m in misnamed({**before, pin: after.get(pin, "")})]
+    said = {pin: (f" (runs {running})" if running else "") + (f"; renamed: {', '.join(renamed)}" if renamed else "")}
     return tuple(
-        Effect("plugin-upgrade", f"{k}: {b or 'latest'} → {a or 'latest'}{runs.get(k, '')}") for k, b, a in moved
+        Effect("plugin-upgrade", f"{k}: {b or 'latest'} → {a or 'latest'}{said.get(k, '')}") for k, b, a in moved
     )
 
 

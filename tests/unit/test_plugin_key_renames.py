@@ -180,3 +180,26 @@ def test_the_plugins_command_exits_1_on_a_key_the_running_version_does_not_read(
         assert run(["plugins", "--project", str(project), "-o", "json"]) == 1
     (cluster,) = json.loads(capsys.readouterr().out)["clusters"]
     assert any("src: runs 2.7.3.Final, which does not read 'database.server.name'" in e for e in cluster["errors"])
+
+
+# --- the plan's judgement ------------------------------------------------------------------------
+
+
+def test_a_bump_across_the_release_that_renamed_the_prefix_is_no_topic_change() -> None:
+    from hephaestus.safety import effects
+
+    from tests.unit.test_core_effects import SRC
+
+    old = {k: v for k, v in SRC.items() if k != "topic.prefix"} | {PIN: "1.9.7.Final", "database.server.name": "bob"}
+    bumped = {**SRC, PIN: "2.7.3.Final", "topic.prefix": "bob"}
+    found = effects.of_update(old, bumped, running="1.9.7.Final")
+    assert [(e.code, e.why) for e in found] == [
+        (
+            "plugin-upgrade",
+            f"{PIN}: 1.9.7.Final → 2.7.3.Final (runs 1.9.7.Final); renamed: database.server.name → topic.prefix",
+        )
+    ]
+    moved = effects.of_update(old, {**bumped, "topic.prefix": "other"})
+    assert {"topics-renamed", "offsets-lost"} <= {e.code for e in moved}  # a rename that also moves is judged
+    unpinned = effects.of_update(old, {k: v for k, v in bumped.items() if k != PIN})
+    assert "topics-renamed" in {e.code for e in unpinned}  # no pin, no rename: the prefix did change
