@@ -187,7 +187,6 @@ def test_the_plugins_command_exits_1_on_a_key_the_running_version_does_not_read(
 
 def test_a_bump_across_the_release_that_renamed_the_prefix_is_no_topic_change() -> None:
     from hephaestus.safety import effects
-
     from tests.unit.test_core_effects import SRC
 
     old = {k: v for k, v in SRC.items() if k != "topic.prefix"} | {PIN: "1.9.7.Final", "database.server.name": "bob"}
