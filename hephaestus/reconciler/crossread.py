@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hephaestus.connect import ConnectClient, ConnectError
+from hephaestus.clients import ClientFactory, connect_client
+from hephaestus.connect import ConnectClient
+from hephaestus.fleet import pluginread, plugins
 from hephaestus.fleet.model import Desired, Live
-from hephaestus.project import Project
+from hephaestus.project import Cluster, Project
 from hephaestus.reconciler import crossing, moves
 from hephaestus.reconciler.claims import OwnershipClaims
 from hephaestus.reconciler.outcome import ClusterOutcome
@@ -23,29 +25,35 @@ def moved(
     reads: Mapping[str, Read],
     desired: Mapping[str, Mapping[str, Desired]],
     policy: Policy,
+    factory: ClientFactory = connect_client,
 ) -> list[ClusterOutcome]:
     """The connectors whose files moved between two selected clusters, each one `move` step
     (`reconciler.crossing`); the plugins' versions are read only when there is one. A copy a
     killed move left that this run does not move is held."""
     found = crossing.found(outs, desired)
     if found:
-        read = {c: versions(clients.get(c)) for c in sorted(crossing.clusters(found))}
+        read = {c: versions(clients.get(c), reads[c].cluster, factory) for c in sorted(crossing.clusters(found))}
         facts = crossing.Facts({n: r.kafka for n, r in reads.items()}, read)
         outs = crossing.paired(outs, found, desired, facts, policy)
     # After the pairing: a copy a killed move left, that this run does not move, is held.
     return crossing.unfinished(outs, {n: r.claims for n, r in reads.items()})
 
 
-def versions(client: ConnectClient | None) -> dict[str, frozenset[str]] | None:
-    """{connector class: the versions installed} as the cluster answers (None: not asked, or no
-    answer: a move then fails closed)."""
+def versions(
+    client: ConnectClient | None, cluster: Cluster, factory: ClientFactory = connect_client
+) -> dict[str, frozenset[str]] | None:
+    """{connector class: the versions every worker holds} (`fleet.pluginread`: each worker asked at
+    its own address, as a plan's pin check does). A class the workers hold in different versions is
+    left out, so a move of it fails closed as one whose version cannot be told; None: not asked, or
+    a worker not read or before KIP-891 (a move then fails closed)."""
     if client is None:
         return None
-    try:
-        found = client.plugins()
-    except ConnectError:
+    w = pluginread.read(cluster, client, factory)
+    if w.unchecked():
         return None
-    return {c: frozenset(p.version for p in found if p.class_name == c) for c in {p.class_name for p in found}}
+    skewed = {s.plugin for s in plugins.skew(w.held)}
+    held = [dict(classes) for classes in w.held.values()]
+    return {c: v for c, v in (held[0] if held else {}).items() if c not in skewed}
 
 
 def peers(

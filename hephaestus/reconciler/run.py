@@ -143,7 +143,7 @@ def reconcile(
             peers = crossread.peers(project, store, run_id, clients, reads)
             run = _Reconcile(project, options, policy, run_id, store, hooks, give_back, peers, client_factory)
             outs = list(pool.map(lambda c: run.planned(clients.get(c.name), reads[c.name], desired, held), clusters))
-            outs = crossread.moved(outs, clients, reads, desired, policy)
+            outs = crossread.moved(outs, clients, reads, desired, policy, client_factory)
             others = [c for c in every if c.name not in reads] if _claims(outs) else []
             glances = _clients(stack, others, client_factory)
             reads |= {r.cluster.name: r for r in pool.map(lambda c: planning.glance(glances, c), others)}

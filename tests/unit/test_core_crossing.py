@@ -128,6 +128,25 @@ def test_a_move_onto_a_worker_without_the_plugin_fails_closed(tmp_path: Path) ->
     assert "is 3.5.0.Final on a, not installed on b" in refused(w)
 
 
+def test_each_worker_of_both_clusters_is_read_and_skew_on_either_fails_closed(tmp_path: Path) -> None:
+    w = moving(tmp_path)
+    b = w.doubles["b"]
+    b.task_workers = ["w1:8083", "w9:8083"]
+    b.add("other", cfg(topics="o")).task_states = ["RUNNING", "RUNNING"]  # its tasks name both workers
+    newer = [{"class": SINK, "type": "sink", "version": "3.6.0.Final"}]
+    asked: list[str] = []
+
+    def w9(req: httpx.Request, d: Any) -> httpx.Response | None:
+        asked.append(f"{req.url.host} {req.url.path}")
+        return (
+            httpx.Response(200, json=newer) if req.url.host == "w9" and req.url.path == "/connector-plugins" else None
+        )
+
+    b.faults.append(w9)
+    assert f"{SINK} is 3.5.0.Final on a, not installed on b" in refused(w)  # held unequally: not told
+    assert {"w1 /connector-plugins", "w9 /connector-plugins"} <= set(asked)
+
+
 def test_versions_that_cannot_be_read_fail_closed(tmp_path: Path) -> None:
     w = moving(tmp_path)
     w.doubles["b"].faults.append(lambda req, d: error(500, "boom") if req.url.path == "/connector-plugins" else None)
