@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from hephaestus.connect import parse
-from hephaestus.connect.edge import ConnectEdge, Expect, Request, Seen
+from hephaestus.connect.edge import ConnectEdge, Expect, Request
 from hephaestus.connect.errors import (
     ConnectConflict,
     ConnectError,
@@ -25,6 +25,8 @@ from hephaestus.connect.errors import (
     from_transport,
 )
 from hephaestus.connect.models import ConnectorStatus, LiveConnector, Plugin, ValidationResult
+from hephaestus.connect.readback import Readback, restarted
+from hephaestus.connect.readback import path as _path
 from hephaestus.connect.redact import sensitive_values
 from hephaestus.http import RetryPolicy, client, server_of
 from hephaestus.polling import Bound, until
@@ -40,22 +42,12 @@ T = TypeVar("T")
 _VALIDATE_NAME = "hephaestus-validate"
 
 
-def _path(name: str, *rest: str) -> str:
-    # Names may hold spaces, braces or slashes: encode everything, keep no character "safe".
-    return "/".join(("/connectors", quote(name, safe=""), *rest))
-
-
 def _strings(connector: str, config: Mapping[str, str]) -> dict[str, str]:
     """Refuse, before any request, a config Connect would store differently than given."""
     offenders = {str(k): type(v).__name__ for k, v in config.items() if not (isinstance(k, str) and isinstance(v, str))}
     if offenders:
         raise NonStringConfigValue(connector, offenders)
     return dict(config)
-
-
-def _without_name(config: Mapping[str, str]) -> dict[str, str]:
-    # Connect adds `name` to every stored config; it is not part of what we compare.
-    return {k: v for k, v in config.items() if k != "name"}
 
 
 class ConnectClient:
@@ -93,6 +85,7 @@ class ConnectClient:
             hooks={"response": [self._on_response]},
         )
         self._edge = ConnectEdge(self._http, name, server, retry, timeout if settle_s is None else settle_s, poll_s)
+        self._seen = Readback(self._edge)
         self._http.event_hooks["request"] = [self._edge.on_request]
         self._secret_keys: dict[str, frozenset[str]] = {}
         self._started = False
@@ -263,12 +256,12 @@ class ConnectClient:
             body=body,
             masked=sensitive_values(sent),
             expect=Expect.INFO,
-            applied=lambda: self._has_config(name, sent),
+            applied=lambda: self._seen.config(name, sent),
         )
         try:
             self._edge.call(req)
         except ConnectConflict as exc:
-            if exc.transient or self._has_config(name, sent) is not True:
+            if exc.transient or self._seen.config(name, sent) is not True:
                 raise
             return "exists"
         return "created"
@@ -288,7 +281,7 @@ class ConnectClient:
                 body=sent,
                 masked=sensitive_values(sent),
                 expect=Expect.INFO,
-                applied=lambda: self._has_config(name, sent),
+                applied=lambda: self._seen.config(name, sent),
             )
         )
         return response is not None and response.status_code == 201
@@ -296,7 +289,7 @@ class ConnectClient:
     def delete(self, name: str) -> str:
         """ "deleted", or "already gone" (404). Offsets survive a delete: recreating the same
         name resumes from them."""
-        req = Request("DELETE", _path(name), name, expect=Expect.EMPTY, applied=lambda: self._absent(name))
+        req = Request("DELETE", _path(name), name, expect=Expect.EMPTY, applied=lambda: self._seen.absent(name))
         try:
             self._edge.call(req)
         except ConnectorNotFound:
@@ -312,7 +305,7 @@ class ConnectClient:
             name,
             params=params,
             expect=Expect.EMPTY,
-            applied=lambda: self._state(name, _restarted),
+            applied=lambda: self._seen.state(name, restarted),
         )
         return self._shaped(req, parse.document)
 
@@ -337,7 +330,7 @@ class ConnectClient:
                 name,
                 body=body,
                 expect=Expect.EMPTY,
-                applied=lambda: self._has_offsets(name, offsets),
+                applied=lambda: self._seen.offsets(name, offsets),
             )
         )
 
@@ -346,54 +339,16 @@ class ConnectClient:
         offsets are deleted, so it reads its topics again from the start."""
         self._edge.call(
             Request(
-                "DELETE", _path(name, "offsets"), name, expect=Expect.EMPTY, applied=lambda: self._has_no_offsets(name)
+                "DELETE", _path(name, "offsets"), name, expect=Expect.EMPTY, applied=lambda: self._seen.no_offsets(name)
             )
         )
 
-    def _has_no_offsets(self, name: str) -> Seen:
-        try:
-            live = self._edge.once(Request("GET", _path(name, "offsets"), name)).json().get("offsets", [])
-        except (ConnectError, ValueError, TypeError, AttributeError):
-            return None
-        return not live
-
     def _write_state(self, name: str, verb: str, reached: Callable[[ConnectorStatus], bool]) -> None:
         self._edge.call(
-            Request("PUT", _path(name, verb), name, expect=Expect.EMPTY, applied=lambda: self._state(name, reached))
+            Request(
+                "PUT", _path(name, verb), name, expect=Expect.EMPTY, applied=lambda: self._seen.state(name, reached)
+            )
         )
-
-    # --- what the live cluster shows (for the edge's ambiguity checks) ------------------
-
-    def _has_config(self, name: str, sent: Mapping[str, str]) -> Seen:
-        try:
-            live = parse.config(self._edge.once(Request("GET", _path(name, "config"), name)).json())
-        except ConnectorNotFound:
-            return False
-        except (ConnectError, ValueError, TypeError):
-            return None
-        return _without_name(live) == _without_name(sent)
-
-    def _has_offsets(self, name: str, offsets: list[dict[str, Any]]) -> Seen:
-        try:
-            live = self._edge.once(Request("GET", _path(name, "offsets"), name)).json().get("offsets", [])
-        except (ConnectError, ValueError, TypeError, AttributeError):
-            return None
-        return all(o in live for o in offsets)
-
-    def _absent(self, name: str) -> Seen:
-        try:
-            self._edge.once(Request("GET", _path(name, "config"), name))
-        except ConnectorNotFound:
-            return True
-        except ConnectError:
-            return None
-        return False
-
-    def _state(self, name: str, reached: Callable[[ConnectorStatus], bool]) -> Seen:
-        try:
-            return reached(parse.status(self._edge.once(Request("GET", _path(name, "status"), name)).json()))
-        except (ConnectError, ValueError, TypeError):
-            return None
 
     # --- answers -----------------------------------------------------------------------
 
@@ -408,10 +363,3 @@ class ConnectClient:
     def _on_response(self, response: httpx.Response) -> None:
         request = response.request
         _log.debug("%s %s -> %d", request.method, request.url.raw_path.decode("ascii"), response.status_code)
-
-
-def _restarted(st: ConnectorStatus) -> bool:
-    # Connect marks what it restarts RESTARTING before it answers 202; once that is over,
-    # nothing FAILED is left. Either shows the restart landed.
-    states = [st.state, *(t.state for t in st.tasks)]
-    return "RESTARTING" in states or "FAILED" not in states
