@@ -123,7 +123,7 @@ def aligned(
     across a release that renamed a key is judged by what the setting does, not by its name, so the
     old name gone and the new one holding its value is no change. A clash leaves it as it is."""
     try:
-        spelled = rewritten({**before, PIN: after.get(PIN, "")}, renames)
+        spelled = rewritten({**before, PIN: after.get(PIN, "")})
     except RenameClash:
         return dict(before)
     spelled.pop(PIN)

@@ -202,3 +202,20 @@ def test_a_bump_across_the_release_that_renamed_the_prefix_is_no_topic_change() 
     assert {"topics-renamed", "offsets-lost"} <= {e.code for e in moved}  # a rename that also moves is judged
     unpinned = effects.of_update(old, {k: v for k, v in bumped.items() if k != PIN})
     assert "topics-renamed" in {e.code for e in unpinned}  # no pin, no rename: the prefix did change
+
+
+def test_a_rollback_below_the_release_names_the_old_name_and_the_release() -> None:
+    (m,) = misnamed(pg("1.9.7.Final", **{"topic.prefix": "bob"}))
+    assert (m.key, m.wanted) == ("topic.prefix", "database.server.name")
+    assert m.why.startswith(f"{PG} reads it as 'database.server.name' before 2.0.0.Final (source: https://")
+
+
+def test_the_judge_compares_the_old_config_under_the_new_pin_s_names_and_keeps_its_own_pin() -> None:
+    from hephaestus.keyrenames import aligned
+
+    old = pg("1.9.7.Final", **{"database.server.name": "bob"})
+    assert aligned(old, pg("2.7.3.Final")) == pg("1.9.7.Final", **{"topic.prefix": "bob"})
+    assert aligned(pg(**{"database.server.name": "bob"}), pg("2.7.3.Final")) == pg(**{"topic.prefix": "bob"})
+    clash = pg("1.9.7.Final", **{"database.server.name": "bob", "topic.prefix": "x"})
+    assert aligned(clash, pg("2.7.3.Final")) == clash  # which one is meant cannot be told: as it is
+    assert aligned(old, pg()) == old  # no pin: nothing decided
