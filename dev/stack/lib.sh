@@ -282,7 +282,7 @@ heph_connect_version_problems() {
       echo "does not list $cls $version (plugins/$folder)"
     [[ $(tail -n1 <<<"$listed") == "$current" ]] ||
       echo "lists $cls $(tail -n1 <<<"$listed") as the newest, not $current: unpinned connectors would run it"
-  done < <(heph_extra_versions)
+  done < <(heph_extra_versions) | awk '!seen[$0]++'
 }
 
 # ---------------------------------------------------------------------------------------------
