@@ -5,8 +5,8 @@ a copy of the current one without the PostgreSQL driver whose tasks fail at star
 accepted).
 
 bob's five sinks (users → auth, eureka; students → eureka, fatima; locations → fatima) are each
-pinned in git (`connector.plugin.version`) to the old version and run it (read back from /status);
-rows are written at bob the whole time.
+pinned in git (`connector.plugin.version`) to the old version and run it (read back from /status,
+and a row written then is read back from every sink table); rows are written at bob the whole time.
 
 - A bump of every pin to the current version goes canary first, then wave by wave; every task
   then runs the new version, and every row written reaches every sink table exactly once (read
@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, load_stack_env, read_rows, wait_until
+from tests.stack.support import ConnectClient, Stack, execute, load_stack_env, read_rows, wait_until
 from tests.stack.test_plugin_upgrades import PIN, running
-from tests.stack.test_progressive import SINKS, Load, live, logs, sink_files
+from tests.stack.test_progressive import SINKS, Load, arrived, live, logs, sink_files
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -85,6 +85,11 @@ def fleet(
     code, report = fleet.reconcile()
     assert code == 0, json.dumps(report, indent=1)
     all_run(connect, sinks, old)
+    bob = stack.dsn(fleet.dbs["bob"])  # the old version writes, not only runs: a row reaches every sink table
+    execute(bob, "INSERT INTO users (user_id, name, email) VALUES ('on-old', 'n', 'e')")
+    execute(bob, "INSERT INTO students (student_id, current_grade) VALUES ('on-old', 1)")
+    execute(bob, "INSERT INTO locations (location_id, name) VALUES ('on-old', 'l')")
+    arrived(fleet, "on-old")
     yield fleet
 
 
