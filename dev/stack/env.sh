@@ -25,6 +25,14 @@ HEPH_STACK_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # resolves. Empty: no second version.
 : "${HEPH_DEBEZIUM_OLD_VERSION=3.5.0.Final}"
 : "${HEPH_DEBEZIUM_JDBC_VERSION:=3.6.0.Final}"       # JDBC sink: 3.6.1.Final is not served
+# The JDBC sink twice more, for fleet upgrades and rollbacks (KIP-891): an older release in
+# plugins/debezium-connector-jdbc-<version> (same pom.xml profile and pinned Hibernate), and in
+# plugins/debezium-connector-jdbc-broken a copy of the current one that reports
+# HEPH_DEBEZIUM_JDBC_BROKEN_VERSION and lacks the PostgreSQL driver: a config pinned to it is
+# accepted, its tasks fail at start. Both must be older than HEPH_DEBEZIUM_JDBC_VERSION in
+# Maven's order (unpinned sinks get the newest). Empty: none.
+: "${HEPH_DEBEZIUM_JDBC_OLD_VERSION=3.5.0.Final}"
+: "${HEPH_DEBEZIUM_JDBC_BROKEN_VERSION=3.5.99.Broken}"
 : "${HEPH_DEBEZIUM_SCRIPTING_VERSION:=3.3.1.Final}"  # newest that Maven resolves
 : "${HEPH_HIBERNATE_VERSION:=7.2.19.Final}"          # the sink's 7.2.6.Final lacks hibernate-agroal
 : "${HEPH_PG_JDBC_VERSION:=42.7.11}"                 # the driver Debezium 3.6 manages
@@ -99,6 +107,7 @@ HEPH_REGISTRY_URL="http://${HEPH_REGISTRY_HOST}:${HEPH_REGISTRY_PORT}"  # + /api
 
 export HEPH_STACK_SRC HEPH_STACK_DIR \
   HEPH_KAFKA_VERSION HEPH_CONNECT_VERSION HEPH_DEBEZIUM_VERSION HEPH_DEBEZIUM_OLD_VERSION HEPH_DEBEZIUM_JDBC_VERSION \
+  HEPH_DEBEZIUM_JDBC_OLD_VERSION HEPH_DEBEZIUM_JDBC_BROKEN_VERSION \
   HEPH_DEBEZIUM_SCRIPTING_VERSION HEPH_HIBERNATE_VERSION HEPH_PG_JDBC_VERSION \
   HEPH_GROOVY_VERSION HEPH_LOG4J_VERSION HEPH_REGISTRY_VERSION HEPH_APICURIO_CONVERTER_VERSION \
   HEPH_PG_BIN HEPH_PG_HOST HEPH_PG_PORT HEPH_PG_USER HEPH_PG_PASSWORD HEPH_PG_OS_USER \

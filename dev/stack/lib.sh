@@ -253,16 +253,36 @@ heph_connect_has_avro_converter() {
   [[ $plugins == *'"io.apicurio.registry.utils.converter.AvroConverter"'* ]]
 }
 
-# Whether Connect cluster $1 lists the older Debezium PostgreSQL source (HEPH_DEBEZIUM_OLD_VERSION,
-# KIP-891: one entry per class and version) beside the current one; true when there is none to
-# list. A worker started before dev/stack/fetch added its folder does not, until it restarts.
-heph_connect_has_old_debezium() {
-  [[ -z $HEPH_DEBEZIUM_OLD_VERSION ]] && return 0
-  local plugins
-  plugins=$(curl -fsS --max-time 5 "$(heph_connect_url "$1")/connector-plugins" 2>/dev/null) || return 1
-  # One plugin object a line: its class and its version.
-  tr '}' '\n' <<<"$plugins" | grep -F '"io.debezium.connector.postgresql.PostgresConnector"' |
-    grep -qF "\"version\":\"$HEPH_DEBEZIUM_OLD_VERSION\""
+# The plugin versions dev/stack/fetch installs beside the current ones (KIP-891), one
+# "class version folder current" a line: each folder's class at its version, and the version
+# unpinned connectors of that class must get (the newest, in Connect's Maven order).
+heph_extra_versions() {
+  local pg=io.debezium.connector.postgresql.PostgresConnector jdbc=io.debezium.connector.jdbc.JdbcSinkConnector
+  [[ -z $HEPH_DEBEZIUM_OLD_VERSION ]] ||
+    echo "$pg $HEPH_DEBEZIUM_OLD_VERSION debezium-connector-postgres-$HEPH_DEBEZIUM_OLD_VERSION $HEPH_DEBEZIUM_VERSION"
+  [[ -z $HEPH_DEBEZIUM_JDBC_OLD_VERSION ]] ||
+    echo "$jdbc $HEPH_DEBEZIUM_JDBC_OLD_VERSION debezium-connector-jdbc-$HEPH_DEBEZIUM_JDBC_OLD_VERSION $HEPH_DEBEZIUM_JDBC_VERSION"
+  [[ -z $HEPH_DEBEZIUM_JDBC_BROKEN_VERSION ]] ||
+    echo "$jdbc $HEPH_DEBEZIUM_JDBC_BROKEN_VERSION debezium-connector-jdbc-broken $HEPH_DEBEZIUM_JDBC_VERSION"
+}
+
+# What Connect cluster $1 lacks of those, one problem a line (nothing: it lists them all): a
+# version it does not list (a worker started before dev/stack/fetch added the folder does not,
+# until it restarts), or a newest version that is not the current one.
+heph_connect_version_problems() {
+  local plugins cls version folder current listed
+  plugins=$(curl -fsS --max-time 5 "$(heph_connect_url "$1")/connector-plugins" 2>/dev/null) || {
+    echo "no answer from $(heph_connect_url "$1")/connector-plugins"
+    return 0
+  }
+  while read -r cls version folder current; do
+    # One plugin object a line, oldest version first: its class and its version.
+    listed=$(tr '}' '\n' <<<"$plugins" | grep -F "\"$cls\"" | sed -n 's/.*"version":"\([^"]*\)".*/\1/p')
+    grep -qxF "$version" <<<"$listed" ||
+      echo "does not list $cls $version (plugins/$folder)"
+    [[ $(tail -n1 <<<"$listed") == "$current" ]] ||
+      echo "lists $cls $(tail -n1 <<<"$listed") as the newest, not $current: unpinned connectors would run it"
+  done < <(heph_extra_versions) | awk '!seen[$0]++'
 }
 
 # ---------------------------------------------------------------------------------------------
