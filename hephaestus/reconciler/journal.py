@@ -11,13 +11,17 @@ from hephaestus.reconciler.outcome import StepResult
 from hephaestus.reconciler.plan import Need, Step
 from hephaestus.state.audit import Journal
 
+_CONFIG_WRITES = frozenset({"create", "update", "rename", "move", "delete"})
+
 
 class StepJournal:
-    """A cluster's journal in one run, and its live configs before the run (for the hashes)."""
+    """A cluster's journal in one run, and its live configs before the run (for the hashes),
+    each replaced by what a step of this run wrote: a rollback's "before" is the config it takes
+    away, not the one it puts back."""
 
     def __init__(self, journal: Journal, before: Mapping[str, Mapping[str, str]]) -> None:
         self.journal = journal
-        self.before = before
+        self.before: dict[str, Mapping[str, str] | None] = dict(before)
 
     def __enter__(self) -> StepJournal:
         return self
@@ -33,6 +37,10 @@ class StepJournal:
 
     def outcome(self, step: Step, result: StepResult) -> None:
         self.journal.event(step.name, step.action, "ok" if result.ok else "failed", result.detail, self._about(step))
+        if result.wrote and step.action in _CONFIG_WRITES:
+            if step.renamed_from:
+                self.before[step.renamed_from] = None
+            self.before[step.name] = None if step.action == "delete" else step.config
 
     def topic(self, need: Need, topic: str, outcome: str, detail: str) -> None:
         """A topic created for a sink before it is sent: its own entries, under the sink's name."""

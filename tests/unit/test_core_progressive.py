@@ -20,7 +20,7 @@ from hephaestus.connect import ConnectClient, RetryPolicy
 from hephaestus.connect.ready import ReadyOptions
 from hephaestus.errors import HephaestusError
 from hephaestus.fleet.health import HealthProbe
-from hephaestus.fleet.model import Live
+from hephaestus.fleet.model import Live, config_hash
 from hephaestus.reconciler.apply import ApplyOptions
 from hephaestus.reconciler.journal import StepJournal
 from hephaestus.reconciler.outcome import StepResult
@@ -630,7 +630,7 @@ def test_each_rollback_step_is_journalled_with_why_it_was_taken(world: World, tm
     renamed = Step("rename", "new", config=cfg("3"), connector_class=SINK, renamed_from="old")
     created = Step("create", "n", config=cfg("3"), connector_class=SINK)
     world.run(plan(renamed, created, update("s1")), log=log, canary=2)
-    keys = ["name", "tasks.max"]  # the live config names itself; git's does not
+    keys = ["tasks.max"]  # the live config names itself, git's does not: `name` is no change
     got = journalled(log)
     assert got[0] == ("n", "delete", "intent", "rollback: created by this run", [])  # deletes go first
     # The rest of a wave is written concurrently: which of its intents is journalled first varies.
@@ -644,6 +644,20 @@ def test_each_rollback_step_is_journalled_with_why_it_was_taken(world: World, tm
     assert got.index(("old", "rename", "intent", "rollback: back from new", keys)) < got.index(
         ("old", "rename", "ok", "rollback: back from new", keys)
     )
+
+
+def test_a_rollback_is_journalled_with_the_config_it_takes_away_as_its_before(tmp_path: Path) -> None:
+    log, live = tmp_path / "audit.jsonl", {**cfg(), "name": "s1"}
+    journal = StepJournal(Journal(log, "run", "c"), {"s1": live})
+    forward, back = update("s1"), Step("update", "s1", config=live, connector_class=SINK, reason="rollback")
+    for step, result in ((forward, failed("s1", BAD)), (back, ok("s1"))):
+        journal.intent(step)
+        journal.outcome(step, result)
+    journal.outcome(Step("state", "s1", config={}, connector_class=SINK), ok("s1", "state"))  # no config write
+    hashes = [(e["config_hash_before"], e["config_hash_after"]) for e in map(json.loads, log.read_text().splitlines())]
+    old, new = config_hash(live), config_hash(cfg("2"))
+    assert hashes[:4] == [(old, new), (old, new), (new, old), (new, old)]
+    assert hashes[4][0] == old  # a state change writes no config: "before" stays what the rollback put back
 
 
 def test_a_delete_put_back_is_journalled_as_such(world: World, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from hephaestus.classes import POSTGRES_SOURCE as SOURCE
 from hephaestus.fleet.lag import HealthSample
 from hephaestus.fleet.model import Live
 from hephaestus.reconciler.outcome import StepResult
-from hephaestus.reconciler.plan import TARGET_STATES, Action, Step, diff
+from hephaestus.reconciler.plan import TARGET_STATES, Action, Step, changes_of
 from hephaestus.reconciler.waves import reads, topic_prefix, waves
 from hephaestus.settings import RolloutSettings
 
@@ -198,7 +198,7 @@ def undo(step: Step, result: StepResult, before: Mapping[str, Live]) -> Step | N
             "rename",
             old.name,
             config=old.config,
-            changes=diff(step.config, old.config),
+            changes=changes_of(step.config, old.config, frozenset()),
             reason=f"rollback: back from {step.name}",
             connector_class=step.connector_class,
             live_state=left,
@@ -210,7 +210,7 @@ def undo(step: Step, result: StepResult, before: Mapping[str, Live]) -> Step | N
         action,
         step.name,
         config=old.config,
-        changes=diff(step.config, old.config),
+        changes=changes_of(step.config, old.config, frozenset()),
         reason="rollback",
         connector_class=step.connector_class,
         live_state=left,
