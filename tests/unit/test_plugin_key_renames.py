@@ -219,3 +219,15 @@ def test_the_judge_compares_the_old_config_under_the_new_pin_s_names_and_keeps_i
     clash = pg("1.9.7.Final", **{"database.server.name": "bob", "topic.prefix": "x"})
     assert aligned(clash, pg("2.7.3.Final")) == clash  # which one is meant cannot be told: as it is
     assert aligned(old, pg()) == old  # no pin: nothing decided
+
+
+def test_every_rename_of_a_class_applies_at_once() -> None:
+    old = {"connector.class": MYSQL, PIN: "2.7.3.Final", "database.server.name": "m"}
+    old |= {"database.history.kafka.topic": "h", "event.deserialization.failure.handling.mode": "warn"}
+    assert rewritten(old) == {
+        "connector.class": MYSQL,
+        PIN: "2.7.3.Final",
+        "topic.prefix": "m",
+        "schema.history.internal.kafka.topic": "h",
+        "event.processing.failure.handling.mode": "warn",
+    }
