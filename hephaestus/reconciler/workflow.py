@@ -215,7 +215,9 @@ def approve(
     plan with nothing to apply is exit 0 as with one (issue 48: it was exit 1, "would apply")."""
     shown = preview(replace(prepared.options, dry_run=True))
     check_canaries(project, shown, prepared.options.rollout)
-    if all(o.plan is None or o.plan.in_sync or o.refused or o.failed for o in shown):
+    # Adopting writes this deployment's ownership record (what it may later delete): a write to ask
+    # about like any other, though Connect is not written.
+    if all(o.plan is None or (o.plan.in_sync and not o.plan.adopt) or o.refused or o.failed for o in shown):
         stopped = any(o.refused or o.failed or o.held for o in shown)
         return Approval(exit_code=exit_code(shown, False, False) if stopped else EXIT_OK, shown=shown)
     if ask is None:

@@ -73,6 +73,19 @@ def test_without_a_terminal_nothing_is_applied_unasked(tmp_path: Path) -> None:
         workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [pending], None)  # type: ignore[list-item, return-value]
 
 
+def test_adopting_is_a_write_asked_about_and_without_a_terminal_needs_auto_approve(tmp_path: Path) -> None:
+    """An in-sync plan that adopts was exit 0 and recorded nothing unless --auto-approve: on a
+    terminal it was never asked about, so `N to adopt` was shown and never done."""
+    p = prepared(tmp_path)
+    adopting = Outcome(plan=type("P", (), {"in_sync": True, "adopt": ("a",)})())
+    with pytest.raises(HephaestusError, match="without a terminal to confirm them: pass --auto-approve"):
+        workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [adopting], None)  # type: ignore[list-item, return-value]
+    asked: list[object] = []
+    with pytest.raises(HephaestusError, match="apply cancelled"):
+        workflow.approve(Project("p.yaml", {}, {}), p, lambda o: [adopting], lambda s: asked.append(s) or "no")  # type: ignore[list-item, return-value, func-returns-value]
+    assert asked == [[adopting]]
+
+
 def test_without_a_terminal_nothing_to_apply_is_exit_0_and_a_refusal_exit_2(tmp_path: Path) -> None:
     """Issue 48: a cron or CI run with nothing to change exited 1, "would apply changes"."""
     p = prepared(tmp_path)
