@@ -85,13 +85,24 @@ def _start(client: ConnectClient, name: str, state: str) -> None:
 
 
 def _roll_back(client: ConnectClient, step: Step, created: bool) -> str:
+    failed = _undone(client, step.name, created, client, step.renamed_from, step.live_state)
+    if failed is not None:
+        return f"roll-back failed too ({failed}): {step.renamed_from} may be STOPPED, {step.name} may exist"
+    return f"rolled back: {step.renamed_from} is {step.live_state or 'RUNNING'} again"
+
+
+def _undone(
+    here: ConnectClient, name: str, created: bool, back: ConnectClient, old: str, state: str
+) -> ConnectError | None:
+    """What a rename or a move that failed before its offsets landed leaves: the copy it
+    `created` here deleted, and `old` on `back` started again in `state` (None: done)."""
     try:
         if created:
-            client.delete(step.name)
-        _start(client, step.renamed_from, step.live_state)
+            here.delete(name)
+        _start(back, old, state)
     except ConnectError as exc:
-        return f"roll-back failed too ({exc}): {step.renamed_from} may be STOPPED, {step.name} may exist"
-    return f"rolled back: {step.renamed_from} is {step.live_state or 'RUNNING'} again"
+        return exc
+    return None
 
 
 def move(client: ConnectClient, step: Step, state: str, peer: Peer, marks: Marks | None = None) -> str:
@@ -177,10 +188,7 @@ def _state_of(client: ConnectClient, name: str) -> str | None:
 
 
 def _undo_move(client: ConnectClient, step: Step, created: bool, there: ConnectClient) -> str:
-    try:
-        if created:
-            client.delete(step.name)
-        _start(there, step.name, step.live_state)
-    except ConnectError as exc:
-        return f"roll-back failed too ({exc}): {step.name} may be STOPPED on {step.moved_from} and exist here"
+    failed = _undone(client, step.name, created, there, step.name, step.live_state)
+    if failed is not None:
+        return f"roll-back failed too ({failed}): {step.name} may be STOPPED on {step.moved_from} and exist here"
     return f"rolled back: {step.name} is {step.live_state or 'RUNNING'} on {step.moved_from} again"
