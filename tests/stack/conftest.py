@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.stack.fleet import Fleet, make_fleet
 from tests.stack.support import (
     STACK_SRC,
     ConnectClient,
@@ -150,3 +151,16 @@ def connect2(stack2: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectCli
 def connect3(stack3: Stack, fresh_db: Callable[..., str]) -> Iterator[ConnectClient]:
     assert stack3.connect3_url is not None
     yield from _tracked_client(stack3.connect3_url)
+
+
+@pytest.fixture
+def bob_fleet(
+    tmp_path: Path,
+    stack: Stack,
+    fresh_db: Callable[..., str],
+    connect: ConnectClient,
+    capsys: pytest.CaptureFixture[str],
+) -> Fleet:
+    """The common fleet: bob's definition on fresh databases, generated for cluster `platforms`
+    (a test's own fixture shapes it further: which pipelines, which policy)."""
+    return make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})

@@ -25,14 +25,8 @@ USERS, STUDENTS, LOCATIONS = 40, 12, 5
 
 
 @pytest.fixture
-def bob(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    yield make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def bob(bob_fleet: Fleet) -> Iterator[Fleet]:
+    yield bob_fleet
 
 
 def count(fleet: Fleet, db: str, table: str, where: str = "TRUE") -> int:

@@ -11,29 +11,21 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+from tests.stack.fleet import Fleet
+from tests.stack.support import Stack, execute, read_rows, wait_until
 
 USERS = 40
 HOSTILE = "q'uo\"te\\back ü 🙂 ? $1"  # quotes, a backslash, unicode, JDBC's placeholder: one literal
 
 
 @pytest.fixture
-def users(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
+def users(bob_fleet: Fleet, stack: Stack) -> Fleet:
     """bob.users -> auth.users, replicated: 40 users, the hostile key, u-40 soft-deleted."""
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     bob = stack.dsn(fleet.dbs["bob"])
     execute(

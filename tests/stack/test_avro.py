@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -26,22 +25,16 @@ from confluent_kafka import Consumer, TopicPartition
 
 from hephaestus.records import SchemaRegistry, decode
 from tests import schema_registry_double
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, execute, json_in, read_rows, wait_until
+from tests.stack.fleet import Fleet
+from tests.stack.support import Stack, execute, json_in, read_rows, wait_until
 
 APICURIO = "io.apicurio.registry.utils.converter.AvroConverter"
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
+def fleet(bob_fleet: Fleet, stack: Stack) -> Iterator[Fleet]:
     assert stack.registry_url, "dev/stack/up starts the schema registry"
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    fleet = bob_fleet
     clusters = yaml.safe_load((fleet.root / "hephaestus.yaml").read_text())["clusters"]
     clusters["platforms"]["schema_registry_url"] = stack.registry_url
     fleet.edit_project(clusters=clusters)

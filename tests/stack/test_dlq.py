@@ -12,8 +12,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import fastavro
@@ -21,19 +20,13 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.schema_registry_double import served
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, execute, json_in, read_rows, wait_until
+from tests.stack.fleet import Fleet
+from tests.stack.support import execute, json_in, read_rows, wait_until
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Iterator[Fleet]:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     fleet.poisoned(True)
     yield fleet

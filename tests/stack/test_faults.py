@@ -11,29 +11,22 @@ import json
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.stack.faults import WorkerLog, finished, hephaestus, kill_worker, restart_stack
-from tests.stack.fleet import Fleet, dump_yaml, make_fleet
+from tests.stack.fleet import Fleet, dump_yaml
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 pytestmark = [pytest.mark.faults, pytest.mark.exclusive]  # workers killed: nothing else may run
 
 
 @pytest.fixture
-def bob(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def bob(bob_fleet: Fleet) -> Iterator[Fleet]:
+    fleet = bob_fleet
     edit_project(fleet, state={"database": fleet.dbs["bob"]}, policy={"ready_timeout_s": 120, "stability_window_s": 5})
     yield fleet
 

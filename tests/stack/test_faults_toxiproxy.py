@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ import pytest
 from hephaestus.connect import ConnectClient as Hephaestus
 from tests.faults.toxiproxy import Proxy, Toxiproxy
 from tests.stack.faults import WorkerLog
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.support import ConnectClient, Stack, wait_until
 from tests.stack.test_faults import edit_project, run_reconcile
 
@@ -40,14 +39,8 @@ def proxy(toxiproxy: Toxiproxy, stack: Stack) -> Iterator[Proxy]:
 
 
 @pytest.fixture
-def users(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def users(bob_fleet: Fleet) -> Fleet:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     edit_project(fleet, policy={"ready_timeout_s": 120, "stability_window_s": 5})
     return fleet

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import REPO, ConnectClient, Stack, execute, read_rows, wait_until
+from tests.stack.fleet import Fleet
+from tests.stack.support import REPO, ConnectClient, execute, read_rows, wait_until
 
 scenarios(str(REPO / "features" / "recreate_source_connector_not_consume_db_log.feature"))
 
 
 @given("a running source capturing bob.users into auth.users", target_fixture="fleet")
-def running_source(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def running_source(bob_fleet: Fleet) -> Fleet:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     code, report = fleet.reconcile()
     assert code == 0, report

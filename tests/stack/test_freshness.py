@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 
 from hephaestus.project import load_project
 from hephaestus.status.exporter import check
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 INTERVAL_S = 2
@@ -23,14 +22,8 @@ MAX_S = 15
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    found = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Fleet:
+    found = bob_fleet
     definition = found.definition("bob")
     definition["probe"] = {"enabled": True, "interval_s": INTERVAL_S}
     found.write_definition("bob", definition)
@@ -156,14 +149,10 @@ ROLLOUT = {"canary": 1, "waves": [100], "analysis_s": 30, "interval_s": 2, "max_
 
 
 def test_a_canary_that_drops_every_record_is_rolled_back_by_freshness_alone(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
+    bob_fleet: Fleet, stack: Stack, connect: ConnectClient
 ) -> None:
     """A filter that matches all: no lag, no DLQ, every task RUNNING; only the probe tells."""
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    fleet = bob_fleet
     definition = fleet.definition("bob")
     definition["probe"] = {"enabled": True, "interval_s": INTERVAL_S}
     definition["pipelines"] = definition["pipelines"][:2]  # users -> auth, eureka; students -> eureka, fatima

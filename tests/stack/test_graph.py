@@ -8,29 +8,22 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
 from hephaestus.secrets import properties
-from tests.stack.fleet import Fleet, dump_yaml, make_fleet
-from tests.stack.support import ConnectClient, Stack
+from tests.stack.fleet import Fleet, dump_yaml
+from tests.stack.support import Stack
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Iterator[Fleet]:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     assert fleet.reconcile()[0] == 0
     yield fleet

@@ -6,26 +6,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.loopback import slack_receiver
-from tests.stack.fleet import Fleet, dump_yaml, make_fleet
+from tests.stack.fleet import Fleet, dump_yaml
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 
 @pytest.fixture
-def sink_fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def sink_fleet(bob_fleet: Fleet) -> Fleet:
+    fleet = bob_fleet
     fleet.only_users_to_auth(dlq=False)  # the failure must fail the task, not park the record
     assert fleet.reconcile()[0] == 0
     return fleet

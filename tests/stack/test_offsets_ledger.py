@@ -30,14 +30,8 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, unique
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    return with_ledger(make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect}), stack)
+def fleet(bob_fleet: Fleet, stack: Stack) -> Fleet:
+    return with_ledger(bob_fleet, stack)
 
 
 def with_ledger(fleet: Fleet, stack: Stack) -> Fleet:

@@ -9,30 +9,23 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
+from tests.stack.fleet import Fleet
+from tests.stack.support import ConnectClient, execute, read_rows, wait_until
 
 MIB = 1 << 20
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Iterator[Fleet]:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     fleet.edit_project(
         policy={"ready_timeout_s": 120, "stability_window_s": 2, "slot_idle_max_retained_bytes": 16 * MIB}

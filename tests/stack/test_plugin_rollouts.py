@@ -20,13 +20,12 @@ and a row written then is read back from every sink table); rows are written at 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.support import ConnectClient, Stack, execute, load_stack_env, read_rows, wait_until
 from tests.stack.test_plugin_upgrades import PIN, running
 from tests.stack.test_progressive import SINKS, Load, arrived, live, logs, sink_files
@@ -69,16 +68,10 @@ def all_run(connect: ConnectClient, names: list[str], version: str) -> None:
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
+def fleet(bob_fleet: Fleet, stack: Stack, connect: ConnectClient) -> Iterator[Fleet]:
     """bob's fleet with every sink pinned to the old JDBC sink, reconciled, running it."""
     old, _, _ = jdbc_versions()
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    fleet = bob_fleet
     fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2})
     sinks = pin_sinks(fleet, old)
     assert len(sinks) == 5, sinks

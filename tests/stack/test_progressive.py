@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from tests.stack.faults import WorkerLog
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.support import ConnectClient, Stack, read_rows, wait_until
 
 BAD = {
@@ -72,14 +72,8 @@ class Load:
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Iterator[Fleet]:
+    fleet = bob_fleet
     fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2})
     code, report = fleet.reconcile()
     assert code == 0, json.dumps(report, indent=1)

@@ -14,14 +14,8 @@ from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_u
 
 
 @pytest.fixture
-def bob(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    yield make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def bob(bob_fleet: Fleet) -> Iterator[Fleet]:
+    yield bob_fleet
 
 
 def replicated(

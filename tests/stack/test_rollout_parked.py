@@ -7,27 +7,20 @@ none is left parked, and the DLQ needs no one afterwards."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, read_rows, wait_until
+from tests.stack.fleet import Fleet
+from tests.stack.support import read_rows, wait_until
 from tests.stack.test_progressive import Load, with_bad
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Iterator[Fleet]:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2})
     code, report = fleet.reconcile()

@@ -4,24 +4,18 @@ flag and applied with it; a saved plan applied after a live edit is refused, app
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, execute, json_in, read_rows, wait_until
+from tests.stack.fleet import Fleet
+from tests.stack.support import ConnectClient, execute, json_in, read_rows, wait_until
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Iterator[Fleet]:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2})
     assert fleet.reconcile()[0] == 0

@@ -7,24 +7,17 @@ restarts the sink, and rows arrive again, read back at the sink. A second run pl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.support import ConnectClient, Stack, _rewrite_secrets, execute, read_rows, wait_until
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Iterator[Fleet]:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet, stack: Stack) -> Iterator[Fleet]:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     path = fleet.root / "hephaestus.yaml"
     path.write_text(

@@ -6,7 +6,6 @@ apply that back-fills), every row read back from the sink database."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,20 +13,14 @@ import pytest
 
 from hephaestus.project import load_project
 from hephaestus.status.exporter import check
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
+def fleet(bob_fleet: Fleet, stack: Stack) -> Fleet:
     """users -> auth, running, one row replicated."""
-    found = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    found = bob_fleet
     found.only_users_to_auth()
     execute(found.stack.dsn(found.dbs["bob"]), "INSERT INTO users (user_id, name) VALUES ('u-0', 'Zero')")
     code, report = found.reconcile()

@@ -6,14 +6,12 @@ PostgreSQL, `audit: {database: …}`) — shows the password."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from tests.loopback import slack_receiver
-from tests.stack.fleet import Fleet, make_fleet
-from tests.stack.support import ConnectClient, Stack, _rewrite_secrets, execute, read_rows
+from tests.stack.fleet import Fleet
+from tests.stack.support import Stack, _rewrite_secrets, execute, read_rows
 from tests.stack.test_faults import edit_project
 
 ROLE = "heph_password_user"
@@ -22,14 +20,8 @@ RIGHT = "right-pw-1717"
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    f = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Fleet:
+    f = bob_fleet
     f.only_users_to_auth(dlq=False)
     return f
 

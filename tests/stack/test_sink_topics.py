@@ -6,25 +6,17 @@ and a row inserted afterwards arrives at the sink."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.support import ConnectClient, Stack, execute, read_rows, wait_until
 
 
 @pytest.fixture
-def fleet(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+def fleet(bob_fleet: Fleet) -> Fleet:
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     fleet.edit_project(policy={"ready_timeout_s": 120, "stability_window_s": 2})
     return fleet

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stack.fleet import Fleet, make_fleet
+from tests.stack.fleet import Fleet
 from tests.stack.kafka import ops, read_topic
 from tests.stack.support import ConnectClient, Stack, execute, json_in, read_rows, wait_until
 
@@ -24,15 +24,9 @@ def users_only(
     return setup_users_only(tmp_path, stack, fresh_db, connect, capsys)
 
 
-def setup_users_only(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
+def setup_users_only(bob_fleet: Fleet, stack: Stack) -> Fleet:
     """bob capturing only users (-> auth); students exist, hold rows, and are not published."""
-    fleet = make_fleet(tmp_path, stack, fresh_db, capsys, ["bob"], {"platforms": connect})
+    fleet = bob_fleet
     fleet.only_users_to_auth()
     bob = stack.dsn(fleet.dbs["bob"])
     execute(bob, "ALTER PUBLICATION debezium_publication DROP TABLE students")
