@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import pytest
 from pytest_bdd import given, scenarios, then, when
 
 from tests.stack import test_snapshot
 from tests.stack.fleet import Fleet
 from tests.stack.kafka import ops, read_topic
-from tests.stack.support import REPO, ConnectClient, Stack, read_rows, wait_until
+from tests.stack.support import REPO, Stack, read_rows, wait_until
 
 scenarios(str(REPO / "features" / "incremental_snapshot_new_table.feature"))
 
 
 @given("bob's source captures only users, and bob.students already holds 50 rows", target_fixture="ctx")
-def users_only(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> dict[str, Any]:
-    fleet = test_snapshot.setup_users_only(tmp_path, stack, fresh_db, connect, capsys)
+def users_only(bob_fleet: Fleet, stack: Stack) -> dict[str, Any]:
+    fleet = test_snapshot.setup_users_only(bob_fleet, stack)
     topic = fleet.topic("users")
     return {"fleet": fleet, "users_topic": topic, "users_before": ops(read_topic(stack.bootstrap, topic))}
 

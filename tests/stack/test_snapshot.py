@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -14,19 +12,12 @@ from tests.stack.support import ConnectClient, Stack, execute, json_in, read_row
 
 
 @pytest.fixture
-def users_only(
-    tmp_path: Path,
-    stack: Stack,
-    fresh_db: Callable[..., str],
-    connect: ConnectClient,
-    capsys: pytest.CaptureFixture[str],
-) -> Fleet:
-    return setup_users_only(tmp_path, stack, fresh_db, connect, capsys)
+def users_only(bob_fleet: Fleet, stack: Stack) -> Fleet:
+    return setup_users_only(bob_fleet, stack)
 
 
-def setup_users_only(bob_fleet: Fleet, stack: Stack) -> Fleet:
+def setup_users_only(fleet: Fleet, stack: Stack) -> Fleet:
     """bob capturing only users (-> auth); students exist, hold rows, and are not published."""
-    fleet = bob_fleet
     fleet.only_users_to_auth()
     bob = stack.dsn(fleet.dbs["bob"])
     execute(bob, "ALTER PUBLICATION debezium_publication DROP TABLE students")
