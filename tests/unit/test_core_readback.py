@@ -24,6 +24,11 @@ def seen(*answers: httpx.Response | Exception) -> tuple[Readback, Script]:
     return Readback(edge(script, attempts=1)), script
 
 
+def asked(script: Script) -> list[str]:
+    """Each request read once, as Connect saw it (a read back never writes)."""
+    return [f"{r.method} {r.url.path}" for r in script.seen]
+
+
 def ok(body: Any) -> httpx.Response:
     return httpx.Response(200, json=body)
 
@@ -44,7 +49,7 @@ def test_a_name_is_encoded_whole_so_no_character_reaches_another_path() -> None:
 
 def test_the_config_is_there_when_it_equals_what_was_sent_connect_s_own_name_aside() -> None:
     rb, script = seen(ok({"a": "1", "name": "s"}))
-    assert rb.config("s", {"a": "1"}) is True and script.seen[0].url.path == "/connectors/s/config"
+    assert rb.config("s", {"a": "1"}) is True and asked(script) == ["GET /connectors/s/config"]
     assert seen(ok({"a": "2", "name": "s"}))[0].config("s", {"a": "1"}) is False
     assert seen(ok({"a": "1", "b": "2"}))[0].config("s", {"a": "1"}) is False  # more is not the same
     assert seen(GONE)[0].config("s", {"a": "1"}) is False  # not there: not written
@@ -56,7 +61,7 @@ def test_the_config_is_there_when_it_equals_what_was_sent_connect_s_own_name_asi
 def test_offsets_written_are_there_when_every_partition_sent_is_listed() -> None:
     other = {"partition": {"kafka_topic": "t", "kafka_partition": 1}, "offset": {"kafka_offset": 7}}
     rb, script = seen(ok({"offsets": [OFFSET, other]}))
-    assert rb.offsets("s", [OFFSET]) is True and script.seen[0].url.path == "/connectors/s/offsets"
+    assert rb.offsets("s", [OFFSET]) is True and asked(script) == ["GET /connectors/s/offsets"]
     assert seen(ok({"offsets": [other]}))[0].offsets("s", [OFFSET]) is False
     assert seen(ok({"offsets": [{**OFFSET, "offset": {"kafka_offset": 41}}]}))[0].offsets("s", [OFFSET]) is False
     assert seen(ok({}))[0].offsets("s", [OFFSET]) is False  # no offsets listed at all
@@ -79,14 +84,15 @@ def test_offsets_that_cannot_be_read_tell_nothing_either_way(answer: httpx.Respo
 
 
 def test_offsets_reset_are_gone_when_none_is_listed() -> None:
-    assert seen(ok({"offsets": []}))[0].no_offsets("s") is True
+    rb, script = seen(ok({"offsets": []}))
+    assert rb.no_offsets("s") is True and asked(script) == ["GET /connectors/s/offsets"]
     assert seen(ok({}))[0].no_offsets("s") is True
     assert seen(ok({"offsets": [OFFSET]}))[0].no_offsets("s") is False
 
 
 def test_a_connector_is_absent_only_when_connect_says_it_is_not_found() -> None:
     rb, script = seen(GONE)
-    assert rb.absent("s") is True and script.seen[0].url.path == "/connectors/s/config"
+    assert rb.absent("s") is True and asked(script) == ["GET /connectors/s/config"]
     assert seen(ok({"a": "1"}))[0].absent("s") is False
     assert seen(httpx.Response(500, json={"error_code": 500, "message": "x"}))[0].absent("s") is None
     assert seen(httpx.ConnectError("down"))[0].absent("s") is None
@@ -95,7 +101,7 @@ def test_a_connector_is_absent_only_when_connect_says_it_is_not_found() -> None:
 def test_a_state_is_reached_when_the_status_shows_it() -> None:
     rb, script = seen(ok(status("STOPPED")))
     assert rb.state("s", lambda st: st.state == "STOPPED") is True
-    assert script.seen[0].url.path == "/connectors/s/status"
+    assert asked(script) == ["GET /connectors/s/status"]
     assert seen(ok(status("RUNNING", "RUNNING")))[0].state("s", lambda st: st.state == "STOPPED") is False
     assert seen(GONE)[0].state("s", lambda st: True) is None
     assert seen(httpx.ConnectError("down"))[0].state("s", lambda st: True) is None
