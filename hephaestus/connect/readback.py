@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
 from hephaestus.connect import parse
 from hephaestus.connect.edge import ConnectEdge, Request, Seen
 from hephaestus.connect.errors import ConnectError, ConnectorNotFound
@@ -34,9 +36,12 @@ class Readback:
     def __init__(self, edge: ConnectEdge) -> None:
         self._edge = edge
 
+    def _get(self, name: str, what: str) -> httpx.Response:
+        return self._edge.once(Request("GET", path(name, what), name))
+
     def config(self, name: str, sent: Mapping[str, str]) -> Seen:
         try:
-            live = parse.config(self._edge.once(Request("GET", path(name, "config"), name)).json())
+            live = parse.config(self._get(name, "config").json())
         except ConnectorNotFound:
             return False
         except (ConnectError, ValueError, TypeError):
@@ -45,7 +50,7 @@ class Readback:
 
     def _offsets(self, name: str) -> list[Any] | None:
         try:
-            found = self._edge.once(Request("GET", path(name, "offsets"), name)).json().get("offsets", [])
+            found = self._get(name, "offsets").json().get("offsets", [])
         except (ConnectError, ValueError, TypeError, AttributeError):
             return None
         return found if isinstance(found, list) else None
@@ -60,7 +65,7 @@ class Readback:
 
     def absent(self, name: str) -> Seen:
         try:
-            self._edge.once(Request("GET", path(name, "config"), name))
+            self._get(name, "config")
         except ConnectorNotFound:
             return True
         except ConnectError:
@@ -69,6 +74,6 @@ class Readback:
 
     def state(self, name: str, reached: Callable[[ConnectorStatus], bool]) -> Seen:
         try:
-            return reached(parse.status(self._edge.once(Request("GET", path(name, "status"), name)).json()))
+            return reached(parse.status(self._get(name, "status").json()))
         except (ConnectError, ValueError, TypeError):
             return None
