@@ -116,9 +116,7 @@ def rewritten(config: Mapping[str, str], renames: tuple[Rename, ...] | None = No
     return out
 
 
-def aligned(
-    before: Mapping[str, str], after: Mapping[str, str], renames: tuple[Rename, ...] | None = None
-) -> dict[str, str]:
+def aligned(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
     """`before` with each renamed key spelled as `after`'s pin reads it (its own pin kept): a bump
     across a release that renamed a key is judged by what the setting does, not by its name, so the
     old name gone and the new one holding its value is no change. A clash leaves it as it is."""

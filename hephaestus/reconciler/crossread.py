@@ -52,8 +52,8 @@ def versions(
     if w.unchecked():
         return None
     skewed = {s.plugin for s in plugins.skew(w.held)}
-    held = [dict(classes) for classes in w.held.values()]
-    return {c: v for c, v in (held[0] if held else {}).items() if c not in skewed}
+    first = next(iter(w.held.values()), {})  # without skew, every worker holds what the first does
+    return {c: v for c, v in first.items() if c not in skewed}
 
 
 def peers(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hephaestus.classes import PIN_KEYS
-from hephaestus.keyrenames import aligned, misnamed
+from hephaestus.keyrenames import PIN, aligned, misnamed
 from hephaestus.safety import transforms, views
 from hephaestus.safety.values import NO_RESOLVER, Resolver, same
 
@@ -90,9 +90,8 @@ def of_pins(before: Config, after: Config, running: str = "") -> tuple[Effect, .
         for k in PIN_KEYS
         if (before.get(k) or "").strip() != (after.get(k) or "").strip()
     ]
-    pin = "connector.plugin.version"
-    renamed = [f"{m.key} → {m.wanted}" for m in misnamed({**before, pin: after.get(pin, "")})]
-    said = {pin: (f" (runs {running})" if running else "") + (f"; renamed: {', '.join(renamed)}" if renamed else "")}
+    renamed = [f"{m.key} → {m.wanted}" for m in misnamed({**before, PIN: after.get(PIN, "")})]
+    said = {PIN: (f" (runs {running})" if running else "") + (f"; renamed: {', '.join(renamed)}" if renamed else "")}
     return tuple(
         Effect("plugin-upgrade", f"{k}: {b or 'latest'} → {a or 'latest'}{said.get(k, '')}") for k, b, a in moved
     )
