@@ -226,6 +226,13 @@ def _replay_setup(fleet: Fleet, connect: ConnectClient, stack: Stack, records: i
     }
     connect.put_config(sink, config)
     connect.http.put(f"/connectors/{sink}/pause").raise_for_status()  # the test reads the topic itself
+    # Until its status is written, Connect's expanded listing leaves a new connector out, and
+    # `dlq replay` (which finds sinks by that listing) would say there is no such sink.
+    wait_until(
+        lambda: (connect.status(sink) or {}).get("connector", {}).get("state") == "PAUSED" or None,
+        timeout=60,
+        message=f"{sink} PAUSED",
+    )
     producer = Producer({"bootstrap.servers": stack.bootstrap})
     for i in range(records):
         headers = [
